@@ -1,0 +1,179 @@
+// Package method implements the tunnelling and encryption methods tunbench
+// measures, one file per method, each behind the Method interface.
+//
+// A method is set up between the two endpoints of a testbed (Setup), is
+// measured by sending from endpoint a to endpoint b over the overlay
+// addresses Setup returns, and is removed again (Teardown). Overhead is the
+// number of bytes the method adds to every packet on the underlay; the
+// runner derives the overlay MTU from it (underlay MTU minus overhead) and
+// passes it in Env, so no method leaves its MTU to chance.
+//
+// Methods are registered in a Registry by name; the runner knows nothing
+// about individual methods. Requirements lists what a method needs from
+// the machine (kernel options, programs) so that "tunbench methods" and
+// validation can say exactly why a method cannot run, before anything is
+// created.
+package method
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sort"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// Families.
+const (
+	IPv4 = "ipv4"
+	IPv6 = "ipv6"
+)
+
+// Overlay addresses used by every tunnel method (the underlay uses
+// 198.18.0.0/24 and 2001:2::/64; see package testbed).
+var (
+	OverlayA4 = netip.MustParsePrefix("198.19.0.1/24")
+	OverlayB4 = netip.MustParsePrefix("198.19.0.2/24")
+	OverlayA6 = netip.MustParsePrefix("2001:2:0:1::1/64")
+	OverlayB6 = netip.MustParsePrefix("2001:2:0:1::2/64")
+)
+
+// Overlay returns the overlay prefixes of sides a and b for family.
+func Overlay(family string) (a, b netip.Prefix) {
+	if family == IPv6 {
+		return OverlayA6, OverlayB6
+	}
+	return OverlayA4, OverlayB4
+}
+
+// Env is what a method gets to set itself up.
+type Env struct {
+	A, B *testbed.Endpoint
+	// Family is the address family of the measured traffic ("ipv4" or "ipv6").
+	Family string
+	// UnderlayMTU is the MTU of the underlay devices.
+	UnderlayMTU int
+	// OverlayMTU is UnderlayMTU minus the method's overhead: the MTU the
+	// method must set on its overlay devices or routes.
+	OverlayMTU int
+	// Prefix starts the name of every device the method creates (at most
+	// 6 more bytes fit in a device name).
+	Prefix string
+	// Dir is a private directory (0700) for configuration, keys and daemon
+	// state; removed by the testbed.
+	Dir string
+	// Options are method-specific settings from the scenario.
+	Options map[string]string
+}
+
+// Endpoints returns a and b.
+func (e *Env) Endpoints() []*testbed.Endpoint { return []*testbed.Endpoint{e.A, e.B} }
+
+// Peer returns the endpoint opposite to ep.
+func (e *Env) Peer(ep *testbed.Endpoint) *testbed.Endpoint {
+	if ep == e.A {
+		return e.B
+	}
+	return e.A
+}
+
+// Path is what a set-up method offers to the load tools.
+type Path struct {
+	// A and B are the addresses the load runs between: from A to B.
+	A, B netip.Addr
+	// Devices are the overlay devices per side ("a", "b"), recorded with
+	// their MTU and offloads in the result metadata.
+	Devices map[string][]string
+	// Daemons are userspace data-path processes whose CPU is accounted.
+	Daemons []Daemon
+	// Variant names the implementation variant that actually runs.
+	Variant string
+}
+
+// Daemon is a userspace process that carries the method's traffic.
+type Daemon struct {
+	Side string // "a" or "b"
+	Role string // e.g. "wireguard-go"
+	PID  int
+}
+
+// Method is one tunnelling or encryption method.
+type Method interface {
+	// Name is the scenario name, e.g. "vxlan".
+	Name() string
+	// Implementation describes what carries the traffic, e.g. "kernel vxlan".
+	Implementation() string
+	// Overhead is the number of bytes added to each packet on the underlay
+	// for the given family.
+	Overhead(family string) int
+	// Families lists the families the method supports.
+	Families() []string
+	// Requirements lists what the machine must provide.
+	Requirements() []Requirement
+	// Setup creates the method between env.A and env.B. On error, whatever
+	// it created may remain; the caller then calls Teardown.
+	Setup(ctx context.Context, env *Env) (*Path, error)
+	// Teardown removes everything Setup created, including daemons. It must
+	// tolerate a partial Setup and being called twice.
+	Teardown(ctx context.Context, env *Env) error
+}
+
+// Registry maps names to methods.
+type Registry struct{ m map[string]Method }
+
+// NewRegistry returns a registry holding ms.
+func NewRegistry(ms ...Method) *Registry {
+	r := &Registry{m: map[string]Method{}}
+	for _, m := range ms {
+		if _, dup := r.m[m.Name()]; dup {
+			panic("method: duplicate method " + m.Name())
+		}
+		r.m[m.Name()] = m
+	}
+	return r
+}
+
+// Get returns the method called name, or an error listing the valid names.
+func (r *Registry) Get(name string) (Method, error) {
+	m, ok := r.m[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown method %q: valid methods are %s", name, strings.Join(r.Names(), ", "))
+	}
+	return m, nil
+}
+
+// Names returns every method name, sorted, with "native" first.
+func (r *Registry) Names() []string {
+	names := make([]string, 0, len(r.m))
+	for n := range r.m {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if (names[i] == "native") != (names[j] == "native") {
+			return names[i] == "native"
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// All returns every method in Names order.
+func (r *Registry) All() []Method {
+	var ms []Method
+	for _, n := range r.Names() {
+		ms = append(ms, r.m[n])
+	}
+	return ms
+}
+
+// Supports reports whether m supports family.
+func Supports(m Method, family string) bool {
+	for _, f := range m.Families() {
+		if f == family {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,25 @@
+package method
+
+import "context"
+
+// Native is the baseline: traffic over the underlay devices, no tunnel.
+type Native struct{}
+
+func (Native) Name() string                { return "native" }
+func (Native) Implementation() string      { return "underlay veth, no tunnel" }
+func (Native) Overhead(string) int         { return 0 }
+func (Native) Families() []string          { return []string{IPv4, IPv6} }
+func (Native) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_VETH"}} }
+
+// Setup returns the underlay addresses; it creates nothing.
+func (Native) Setup(_ context.Context, env *Env) (*Path, error) {
+	return &Path{
+		A:       env.A.Addr(env.Family),
+		B:       env.B.Addr(env.Family),
+		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
+		Variant: "veth",
+	}, nil
+}
+
+// Teardown has nothing to remove.
+func (Native) Teardown(context.Context, *Env) error { return nil }

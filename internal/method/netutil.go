@@ -1,0 +1,76 @@
+package method
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// addLink creates link in ep's namespace, sets its MTU, adds addr (when
+// valid) and brings it up.
+func addLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix) error {
+	name := link.Attrs().Name
+	link.Attrs().MTU = mtu
+	if err := ep.NL.LinkAdd(link); err != nil {
+		return fmt.Errorf("%s: create %s %s: %w", ep.Side, link.Type(), name, err)
+	}
+	created, err := ep.NL.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
+	}
+	if err := ep.NL.LinkSetMTU(created, mtu); err != nil {
+		return fmt.Errorf("%s: set mtu %d on %s: %w", ep.Side, mtu, name, err)
+	}
+	if addr.IsValid() {
+		if err := addAddr(ep, created, addr); err != nil {
+			return err
+		}
+	}
+	if err := ep.NL.LinkSetUp(created); err != nil {
+		return fmt.Errorf("%s: set %s up: %w", ep.Side, name, err)
+	}
+	return nil
+}
+
+func addAddr(ep *testbed.Endpoint, link netlink.Link, addr netip.Prefix) error {
+	a := &netlink.Addr{IPNet: testbed.PrefixNet(addr)}
+	if addr.Addr().Is6() {
+		a.Flags = unix.IFA_F_NODAD
+	}
+	if err := ep.NL.AddrAdd(link, a); err != nil {
+		return fmt.Errorf("%s: add %s to %s: %w", ep.Side, addr, link.Attrs().Name, err)
+	}
+	return nil
+}
+
+// delLinks deletes the named links in ep's namespace; missing ones are fine.
+func delLinks(ep *testbed.Endpoint, names ...string) error {
+	if ep == nil || ep.NL == nil {
+		return nil
+	}
+	var errs []error
+	for _, n := range names {
+		link, err := ep.NL.LinkByName(n)
+		if err != nil {
+			var nf netlink.LinkNotFoundError
+			if errors.As(err, &nf) {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("%s: find %s: %w", ep.Side, n, err))
+			continue
+		}
+		if err := ep.NL.LinkDel(link); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete %s: %w", ep.Side, n, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// host returns addr as a full-length prefix (/32 or /128).
+func host(addr netip.Addr) netip.Prefix {
+	return netip.PrefixFrom(addr, addr.BitLen())
+}

@@ -1,0 +1,97 @@
+package method
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+)
+
+// ErrNotSupported marks a method this machine cannot run; the wrapped
+// message says why and how to fix it.
+var ErrNotSupported = errors.New("not supported on this machine")
+
+// Requirement is one thing a method needs from the machine. Exactly one of
+// Kernel and Program is set.
+type Requirement struct {
+	// Kernel is a kernel config option such as "CONFIG_VXLAN".
+	Kernel string
+	// Program is an executable looked up in PATH; Package is the Debian
+	// package providing it and Install the command that installs it when
+	// that is not a plain apt-get install.
+	Program string
+	Package string
+	Install string
+	// Optional requirements make the method report "not ready" but are not
+	// an error when the method is not asked for.
+	Optional bool
+}
+
+func (r Requirement) String() string {
+	if r.Kernel != "" {
+		return "kernel " + r.Kernel
+	}
+	return "program " + r.Program
+}
+
+// Fix is the instruction that satisfies the requirement.
+func (r Requirement) Fix() string {
+	switch {
+	case r.Kernel != "":
+		return fmt.Sprintf("a kernel built with %s (run it in the kernel lab: --testbed vm)", r.Kernel)
+	case r.Install != "":
+		return r.Install
+	case r.Package != "":
+		return "apt-get install -y --no-install-recommends " + r.Package
+	}
+	return "install " + r.Program
+}
+
+// Probe answers requirement questions about the machine. The real one reads
+// the kernel config and PATH; tests use a fake.
+type Probe interface {
+	HasKernel(option string) (bool, error)
+	HasProgram(name string) bool
+}
+
+// Check returns nil when every requirement holds, or an error wrapping
+// ErrNotSupported that names each missing requirement and its fix.
+func Check(p Probe, reqs []Requirement) error {
+	var missing []string
+	for _, r := range reqs {
+		ok := true
+		switch {
+		case r.Kernel != "":
+			has, err := p.HasKernel(r.Kernel)
+			if err != nil {
+				return fmt.Errorf("check %s: %w", r, err)
+			}
+			ok = has
+		case r.Program != "":
+			ok = p.HasProgram(r.Program)
+		}
+		if !ok {
+			what := r.Kernel
+			if what == "" {
+				what = r.Program
+			}
+			missing = append(missing, fmt.Sprintf("%s missing (fix: %s)", what, r.Fix()))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s", ErrNotSupported, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// KernelFunc adapts a kernel-option predicate and exec.LookPath into a Probe.
+type KernelFunc func(option string) (bool, error)
+
+// HasKernel implements Probe.
+func (f KernelFunc) HasKernel(option string) (bool, error) { return f(option) }
+
+// HasProgram implements Probe with exec.LookPath.
+func (f KernelFunc) HasProgram(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}

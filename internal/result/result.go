@@ -1,0 +1,227 @@
+// Package result defines the records that sit between measuring and
+// reporting: one Run per invocation of "tunbench run", one Cell per
+// measured (method, parameters, repetition). Records are versioned and
+// self-describing, so reports regenerate offline from the store alone.
+//
+// Every numeric field names its unit in its JSON key (_bps, _us, _percent,
+// _s, _bytes). The zero value of each type is an empty record; nothing here
+// touches the operating system.
+package result
+
+import "time"
+
+// SchemaVersion is written into every exported record. Bump it when a field
+// changes meaning; adding a field does not require a bump.
+const SchemaVersion = "tunbench.result/v1"
+
+// Cell statuses.
+const (
+	StatusOK      = "ok"
+	StatusFailed  = "failed"
+	StatusSkipped = "skipped"
+)
+
+// Run statuses.
+const (
+	RunRunning     = "running"
+	RunDone        = "done"
+	RunFailed      = "failed"
+	RunInterrupted = "interrupted"
+)
+
+// Run is one invocation of the benchmark.
+type Run struct {
+	Schema   string    `json:"schema"`
+	ID       string    `json:"id"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished,omitzero"`
+	Status   string    `json:"status"`
+	Error    string    `json:"error,omitempty"`
+	// Testbed names where the endpoints lived: "local" or "vm".
+	Testbed string `json:"testbed"`
+	// Scenario is the validated scenario as YAML, so the run can be repeated.
+	Scenario string `json:"scenario"`
+	Host     Host   `json:"host"`
+}
+
+// Host describes the machine (or guest) that ran the measurements.
+type Host struct {
+	Hostname  string            `json:"hostname"`
+	Kernel    string            `json:"kernel"`
+	Arch      string            `json:"arch"`
+	CPUModel  string            `json:"cpu_model"`
+	CPUCount  int               `json:"cpu_count"`
+	MemoryMiB int               `json:"memory_mib"`
+	Tunbench  string            `json:"tunbench_version"`
+	GoVersion string            `json:"go_version"`
+	Tools     map[string]string `json:"tools,omitempty"` // tool name -> version string
+	// Emulated is true when the endpoints ran in a software-emulated VM:
+	// such figures measure function, not performance.
+	Emulated bool `json:"emulated"`
+	Sysctls  map[string]string `json:"sysctls,omitempty"`
+}
+
+// Params are the parameters of one cell of the matrix.
+type Params struct {
+	Family      string            `json:"family"` // "ipv4" or "ipv6" (underlay and overlay)
+	UnderlayMTU int               `json:"underlay_mtu_bytes"`
+	OverlayMTU  int               `json:"overlay_mtu_bytes"`
+	Offloads    bool              `json:"offloads"` // TSO/GSO/GRO on the underlay
+	Streams     int               `json:"streams"`
+	Duration    float64           `json:"duration_s"`
+	Omit        float64           `json:"omit_s"`
+	Latency     float64           `json:"latency_duration_s"`
+	Pin         bool              `json:"pin"`
+	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
+}
+
+// Cell is one measurement: one method, one parameter set, one repetition.
+type Cell struct {
+	Schema         string    `json:"schema"`
+	ID             int64     `json:"id"`
+	RunID          string    `json:"run_id"`
+	Key            string    `json:"key"` // identical for all repetitions of one cell
+	Method         string    `json:"method"`
+	Implementation string    `json:"implementation"`
+	Params         Params    `json:"params"`
+	Repetition     int       `json:"repetition"`
+	Status         string    `json:"status"`
+	Error          string    `json:"error,omitempty"`
+	Started        time.Time `json:"started"`
+	Finished       time.Time `json:"finished"`
+
+	Throughput *Throughput `json:"throughput,omitempty"`
+	Latency    *Latency    `json:"latency,omitempty"`
+	CPU        *CPU        `json:"cpu,omitempty"`
+	Meta       Meta        `json:"meta"`
+}
+
+// Throughput is a bulk-transfer measurement (iperf3).
+type Throughput struct {
+	Tool    string `json:"tool"`
+	Version string `json:"tool_version,omitempty"`
+	// BitsPerSecond is the receiver's rate over the measured (non-omitted) time.
+	BitsPerSecond       float64    `json:"bits_per_second_bps"`
+	SenderBitsPerSecond float64    `json:"sender_bits_per_second_bps"`
+	Bytes               int64      `json:"bytes"`
+	Retransmits         int64      `json:"retransmits"`
+	Seconds             float64    `json:"seconds_s"`
+	Intervals           []Interval `json:"intervals"`
+	// CPU figures as reported by the load tool itself for its own process.
+	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
+	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`
+}
+
+// Interval is one reporting interval (normally one second).
+type Interval struct {
+	Start         float64 `json:"start_s"`
+	End           float64 `json:"end_s"`
+	Bytes         int64   `json:"bytes"`
+	BitsPerSecond float64 `json:"bits_per_second_bps"`
+	Retransmits   int64   `json:"retransmits"`
+	// Omitted marks warm-up intervals excluded from the totals (iperf3 -O).
+	Omitted bool `json:"omitted"`
+}
+
+// Latency is a request/response measurement (sockperf ping-pong, netperf TCP_RR).
+type Latency struct {
+	Tool    string  `json:"tool"`
+	Version string  `json:"tool_version,omitempty"`
+	Samples int64   `json:"samples"`
+	Min     float64 `json:"min_rtt_us"`
+	Mean    float64 `json:"mean_rtt_us"`
+	P50     float64 `json:"p50_rtt_us"`
+	P90     float64 `json:"p90_rtt_us"`
+	P99     float64 `json:"p99_rtt_us"`
+	Max     float64 `json:"max_rtt_us"`
+	StdDev  float64 `json:"stddev_rtt_us"`
+	// CDF holds the full distribution as quantile points, enough to draw it.
+	CDF []Quantile `json:"cdf"`
+}
+
+// Quantile is one point of a cumulative distribution.
+type Quantile struct {
+	Fraction float64 `json:"fraction"` // 0..1
+	RTT      float64 `json:"rtt_us"`
+}
+
+// CPU is what the CPU sampler saw during the throughput measurement.
+type CPU struct {
+	Interval float64 `json:"interval_s"`
+	Cores    int     `json:"cores"`
+	// Busy is whole-machine utilisation (100 = all cores busy) per sample.
+	BusyMin float64 `json:"busy_min_percent"`
+	BusyAvg float64 `json:"busy_avg_percent"`
+	BusyMax float64 `json:"busy_max_percent"`
+	// PerCore is the average over the measurement, per core, mpstat-style.
+	PerCore []CoreUsage `json:"per_core"`
+	// Samples are the whole-machine samples, one per interval.
+	Samples []CPUSample `json:"samples"`
+	// Processes are the load tools and daemons accounted from /proc/PID/stat.
+	Processes []ProcessCPU `json:"processes"`
+	// Split says how sender and receiver CPU were attributed.
+	// "process" (exact per-process time) or "approximate" (softirq work
+	// cannot be attributed to one side when both ends share the CPUs).
+	Split string `json:"split"`
+	// SenderCores and ReceiverCores are CPU time per wall second (1.0 = one
+	// full core) attributed to each side; see Split.
+	SenderCores   float64 `json:"sender_cores"`
+	ReceiverCores float64 `json:"receiver_cores"`
+	// SoftirqCores is machine-wide softirq time per wall second, not attributable.
+	SoftirqCores float64 `json:"softirq_cores"`
+}
+
+// CoreUsage is one core's average utilisation.
+type CoreUsage struct {
+	CPU     int     `json:"cpu"`
+	User    float64 `json:"user_percent"`
+	System  float64 `json:"system_percent"`
+	Softirq float64 `json:"softirq_percent"`
+	Irq     float64 `json:"irq_percent"`
+	Idle    float64 `json:"idle_percent"`
+}
+
+// CPUSample is one whole-machine sample.
+type CPUSample struct {
+	T       float64 `json:"t_s"`
+	User    float64 `json:"user_percent"`
+	System  float64 `json:"system_percent"`
+	Softirq float64 `json:"softirq_percent"`
+	Busy    float64 `json:"busy_percent"`
+}
+
+// ProcessCPU is the CPU time of one process over the measurement.
+type ProcessCPU struct {
+	Role   string  `json:"role"` // e.g. "iperf3-client", "wireguard-go"
+	Side   string  `json:"side"` // "sender" or "receiver" ("a" sends, "b" receives)
+	PID    int     `json:"pid"`
+	User   float64 `json:"user_s"`
+	System float64 `json:"system_s"`
+	// Cores is (user+system) per wall second: 1.0 = one full core.
+	Cores float64 `json:"cores"`
+}
+
+// Meta is the context of one cell, so a figure can be trusted later.
+type Meta struct {
+	// BackgroundBusy is machine utilisation measured just before the cell,
+	// with nothing of the cell running.
+	BackgroundBusy float64 `json:"background_busy_percent"`
+	Busy           bool    `json:"busy"` // background load high enough to distrust figures
+	Emulated       bool    `json:"emulated"`
+	Kernel         string  `json:"kernel"`
+	// Devices are the devices on the path, with MTU and offload state.
+	Devices []Device `json:"devices"`
+	// Variant records which implementation variant actually ran
+	// (e.g. "kernel-libipsec", "netdev datapath").
+	Variant string            `json:"variant,omitempty"`
+	Extra   map[string]string `json:"extra,omitempty"`
+}
+
+// Device is one network device on the measured path.
+type Device struct {
+	Side     string          `json:"side"` // "a" or "b"
+	Name     string          `json:"name"`
+	Kind     string          `json:"kind"` // veth, vxlan, tun, ...
+	MTU      int             `json:"mtu_bytes"`
+	Offloads map[string]bool `json:"offloads"` // ethtool -k feature name -> on
+}

@@ -1,0 +1,198 @@
+package testbed
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Endpoint is one end of a testbed: a network namespace with one underlay
+// device and its addresses.
+type Endpoint struct {
+	// Side is "a" (the sender) or "b" (the receiver).
+	Side string
+	// Namespace is the name of the network namespace (in /run/netns).
+	Namespace string
+	// NS is an open handle on the namespace; owned by the testbed.
+	NS netns.NsHandle
+	// NL is a netlink handle bound to the namespace.
+	NL *netlink.Handle
+	// Dev is the underlay device inside the namespace.
+	Dev string
+	// Addr4 and Addr6 are the underlay addresses of Dev.
+	Addr4, Addr6 netip.Prefix
+	// CPUs, when not empty, pins every process started here to these CPUs.
+	CPUs []int
+	// Dir is the run's private directory, shared by both endpoints.
+	Dir string
+
+	mu    sync.Mutex
+	procs []*exec.Cmd
+}
+
+// Addr returns the underlay address for family "ipv4" or "ipv6".
+func (e *Endpoint) Addr(family string) netip.Addr {
+	if family == "ipv6" {
+		return e.Addr6.Addr()
+	}
+	return e.Addr4.Addr()
+}
+
+// Do runs fn on a locked OS thread that has entered the namespace. Anything
+// fn creates that binds to a namespace (sockets, child processes, netlink
+// handles) belongs to this endpoint's namespace.
+func (e *Endpoint) Do(fn func() error) error {
+	return doIn(e.NS, e.CPUs, fn)
+}
+
+func doIn(ns netns.NsHandle, cpus []int, fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		// The thread is never unlocked: if restoring it failed it must
+		// die with the goroutine rather than serve other goroutines.
+		// Go terminates a locked thread whose goroutine exits.
+		if ns >= 0 {
+			if err := netns.Set(ns); err != nil {
+				errc <- fmt.Errorf("enter namespace: %w", err)
+				return
+			}
+		}
+		if len(cpus) > 0 {
+			var set unix.CPUSet
+			for _, c := range cpus {
+				set.Set(c)
+			}
+			if err := unix.SchedSetaffinity(0, &set); err != nil {
+				errc <- fmt.Errorf("pin to cpus %v: %w", cpus, err)
+				return
+			}
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
+
+// Command prepares argv to run inside the endpoint; start it with Start.
+// The environment gets LC_ALL=C so that tool output parses the same
+// everywhere.
+func (e *Endpoint) Command(ctx context.Context, argv ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "LC_ALL=C")
+	// No Pdeathsig: it fires when the forking thread exits, and Do's
+	// thread exits right after the fork. Leftovers are found by namespace.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 2 * time.Second
+	return cmd
+}
+
+// Start starts cmd inside the namespace (pinned when CPUs is set) and
+// records it, so that Stop and the testbed's Close kill it. Its pid is also
+// written to the run directory so that "tunbench clean" finds it after a
+// crash.
+func (e *Endpoint) Start(cmd *exec.Cmd) error {
+	err := e.Do(func() error { return cmd.Start() })
+	if err != nil {
+		return fmt.Errorf("%s: start %q: %w", e.Side, strings.Join(cmd.Args, " "), err)
+	}
+	e.mu.Lock()
+	e.procs = append(e.procs, cmd)
+	e.mu.Unlock()
+	if e.Dir != "" {
+		pidDir := filepath.Join(e.Dir, "pids")
+		if err := os.MkdirAll(pidDir, 0o700); err == nil {
+			_ = os.WriteFile(filepath.Join(pidDir, strconv.Itoa(cmd.Process.Pid)), []byte(cmd.Args[0]), 0o600)
+		}
+	}
+	return nil
+}
+
+// Forget drops cmd from the endpoint's process list after it has been waited for.
+func (e *Endpoint) Forget(cmd *exec.Cmd) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i, c := range e.procs {
+		if c == cmd {
+			e.procs = append(e.procs[:i], e.procs[i+1:]...)
+			break
+		}
+	}
+	if e.Dir != "" && cmd.Process != nil {
+		_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Process.Pid)))
+	}
+}
+
+// Run runs argv inside the endpoint and returns its combined output. A
+// failure quotes argv and the output.
+func (e *Endpoint) Run(ctx context.Context, argv ...string) ([]byte, error) {
+	cmd := e.Command(ctx, argv...)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	cmd.Stderr = &out
+	if err := e.Start(cmd); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
+	e.Forget(cmd)
+	if err != nil {
+		return out.Bytes(), &CommandError{Side: e.Side, Argv: cmd.Args, Output: out.String(), Err: err}
+	}
+	return out.Bytes(), nil
+}
+
+// StopAll kills every process started here and not yet forgotten.
+func (e *Endpoint) StopAll() error {
+	e.mu.Lock()
+	procs := e.procs
+	e.procs = nil
+	e.mu.Unlock()
+	var errs []error
+	for _, cmd := range procs {
+		if cmd.Process == nil {
+			continue
+		}
+		// Kill the whole process group: tools may fork.
+		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("%s: kill %q: %w", e.Side, cmd.Args[0], err))
+		}
+		_ = cmd.Wait()
+		if e.Dir != "" {
+			_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Process.Pid)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// CommandError is a failed command: it quotes argv and the output.
+type CommandError struct {
+	Side   string
+	Argv   []string
+	Output string
+	Err    error
+}
+
+func (c *CommandError) Error() string {
+	out := strings.TrimSpace(c.Output)
+	if len(out) > 2000 {
+		out = "..." + out[len(out)-2000:]
+	}
+	return fmt.Sprintf("%s: %q: %v: %s", c.Side, strings.Join(c.Argv, " "), c.Err, out)
+}
+
+func (c *CommandError) Unwrap() error { return c.Err }

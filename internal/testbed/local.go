@@ -1,0 +1,228 @@
+package testbed
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Underlay addresses of the local testbed, from the benchmarking ranges
+// (RFC 2544 198.18.0.0/15, RFC 5180 2001:2::/48).
+var (
+	UnderlayA4 = netip.MustParsePrefix("198.18.0.1/24")
+	UnderlayB4 = netip.MustParsePrefix("198.18.0.2/24")
+	UnderlayA6 = netip.MustParsePrefix("2001:2::1/64")
+	UnderlayB6 = netip.MustParsePrefix("2001:2::2/64")
+)
+
+// Config describes a local testbed.
+type Config struct {
+	// ID is the run identifier (NewID). Required.
+	ID string
+	// Root holds the run's private directory; DefaultRoot when empty.
+	Root string
+	// MTU of the underlay veth pair; 1500 when zero.
+	MTU int
+	// Pin puts side a on the first half of the CPUs and side b on the rest.
+	Pin bool
+}
+
+// Local is two namespaces joined by a veth pair.
+type Local struct {
+	ID   string
+	Dir  string
+	MTU  int
+	A, B *Endpoint
+	lock *os.File
+}
+
+// NewLocal creates the namespaces, the veth pair and the run directory.
+// On error everything already created is removed again.
+func NewLocal(cfg Config) (l *Local, err error) {
+	if !ValidID(cfg.ID) {
+		return nil, fmt.Errorf("testbed: invalid run id %q", cfg.ID)
+	}
+	if cfg.Root == "" {
+		cfg.Root = DefaultRoot
+	}
+	if cfg.MTU == 0 {
+		cfg.MTU = 1500
+	}
+	l = &Local{ID: cfg.ID, MTU: cfg.MTU, Dir: filepath.Join(cfg.Root, cfg.ID)}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, l.Close())
+			l = nil
+		}
+	}()
+	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
+		return l, fmt.Errorf("testbed: create run directory: %w", err)
+	}
+	lock, err := os.OpenFile(filepath.Join(l.Dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return l, fmt.Errorf("testbed: create lock: %w", err)
+	}
+	l.lock = lock
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return l, fmt.Errorf("testbed: lock run directory %s: %w", l.Dir, err)
+	}
+
+	dev := DevicePrefix(cfg.ID)
+	l.A = &Endpoint{Side: "a", Namespace: NamespaceName(cfg.ID, "a"), Dev: dev + "-a", Addr4: UnderlayA4, Addr6: UnderlayA6, Dir: l.Dir, NS: -1}
+	l.B = &Endpoint{Side: "b", Namespace: NamespaceName(cfg.ID, "b"), Dev: dev + "-b", Addr4: UnderlayB4, Addr6: UnderlayB6, Dir: l.Dir, NS: -1}
+	if cfg.Pin {
+		l.A.CPUs, l.B.CPUs = SplitCPUs(runtime.NumCPU())
+	}
+	for _, e := range []*Endpoint{l.A, l.B} {
+		ns, err := newNamed(e.Namespace)
+		if err != nil {
+			return l, fmt.Errorf("testbed: create namespace %s: %w", e.Namespace, err)
+		}
+		e.NS = ns
+		h, err := netlink.NewHandleAt(ns)
+		if err != nil {
+			return l, fmt.Errorf("testbed: netlink handle in %s: %w", e.Namespace, err)
+		}
+		e.NL = h
+	}
+
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: l.A.Dev, MTU: cfg.MTU, Namespace: netlink.NsFd(l.A.NS)},
+		PeerName:      l.B.Dev,
+		PeerMTU:       uint32(cfg.MTU),
+		PeerNamespace: netlink.NsFd(l.B.NS),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return l, fmt.Errorf("testbed: create veth pair %s/%s (mtu %d): %w", l.A.Dev, l.B.Dev, cfg.MTU, err)
+	}
+	for _, e := range []*Endpoint{l.A, l.B} {
+		if err := e.configure(); err != nil {
+			return l, err
+		}
+	}
+	return l, nil
+}
+
+// SplitCPUs divides n CPUs between the two sides: a gets the first half,
+// b the rest. With one CPU both share it.
+func SplitCPUs(n int) (a, b []int) {
+	if n < 2 {
+		return []int{0}, []int{0}
+	}
+	for i := 0; i < n; i++ {
+		if i < n/2 {
+			a = append(a, i)
+		} else {
+			b = append(b, i)
+		}
+	}
+	return a, b
+}
+
+func (e *Endpoint) configure() error {
+	lo, err := e.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("testbed: %s: find lo: %w", e.Side, err)
+	}
+	if err := e.NL.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("testbed: %s: set lo up: %w", e.Side, err)
+	}
+	link, err := e.NL.LinkByName(e.Dev)
+	if err != nil {
+		return fmt.Errorf("testbed: %s: find %s: %w", e.Side, e.Dev, err)
+	}
+	for _, p := range []netip.Prefix{e.Addr4, e.Addr6} {
+		addr := &netlink.Addr{IPNet: PrefixNet(p)}
+		if p.Addr().Is6() {
+			// No duplicate address detection: the address is usable at once.
+			addr.Flags = unix.IFA_F_NODAD
+		}
+		if err := e.NL.AddrAdd(link, addr); err != nil {
+			return fmt.Errorf("testbed: %s: add %s to %s: %w", e.Side, p, e.Dev, err)
+		}
+	}
+	if err := e.NL.LinkSetUp(link); err != nil {
+		return fmt.Errorf("testbed: %s: set %s up: %w", e.Side, e.Dev, err)
+	}
+	return nil
+}
+
+// PrefixNet converts a prefix (address plus length) to the *net.IPNet netlink wants,
+// keeping the host bits.
+func PrefixNet(p netip.Prefix) *net.IPNet {
+	bits := 32
+	if p.Addr().Is6() {
+		bits = 128
+	}
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
+}
+
+// Endpoints returns both endpoints, a first.
+func (l *Local) Endpoints() []*Endpoint { return []*Endpoint{l.A, l.B} }
+
+// Close kills every process started in the testbed, deletes both
+// namespaces (and with them every device inside) and removes the run
+// directory. It is safe to call on a partly built testbed and more than once.
+func (l *Local) Close() error {
+	var errs []error
+	for _, e := range []*Endpoint{l.A, l.B} {
+		if e == nil {
+			continue
+		}
+		if err := e.StopAll(); err != nil {
+			errs = append(errs, err)
+		}
+		if e.NS >= 0 {
+			errs = append(errs, KillInNamespace(e.NS))
+		}
+		if e.NL != nil {
+			e.NL.Close()
+			e.NL = nil
+		}
+		if e.NS >= 0 {
+			e.NS.Close()
+			e.NS = -1
+		}
+		if err := netns.DeleteNamed(e.Namespace); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, fmt.Errorf("testbed: delete namespace %s: %w", e.Namespace, err))
+		}
+	}
+	if l.Dir != "" {
+		if err := os.RemoveAll(l.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: remove %s: %w", l.Dir, err))
+		}
+	}
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
+	return errors.Join(errs...)
+}
+
+// newNamed creates a named namespace without moving the caller's thread.
+func newNamed(name string) (netns.NsHandle, error) {
+	var h netns.NsHandle
+	err := doIn(-1, nil, func() error {
+		var err error
+		h, err = netns.NewNamed(name)
+		return err
+	})
+	return h, err
+}
+
+// ReleaseLock drops the run-directory lock, as the death of the process
+// would; tests use it to simulate a killed run.
+func (l *Local) ReleaseLock() {
+	if l.lock != nil {
+		l.lock.Close()
+		l.lock = nil
+	}
+}

@@ -1,0 +1,147 @@
+package testbed_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+func TestNames(t *testing.T) {
+	id := testbed.NewID()
+	if !testbed.ValidID(id) {
+		t.Fatalf("NewID() = %q, not valid", id)
+	}
+	ns := testbed.NamespaceName(id, "a")
+	gotID, side, ok := testbed.ParseNamespace(ns)
+	if !ok || gotID != id || side != "a" {
+		t.Fatalf("ParseNamespace(%q) = %q, %q, %v", ns, gotID, side, ok)
+	}
+	for _, other := range []string{"tunbench", "tunbench-xyz-a", "tunbench-abcdef-c", "foo-abcdef-a", "tunbench-abcdef"} {
+		if _, _, ok := testbed.ParseNamespace(other); ok {
+			t.Errorf("ParseNamespace(%q) claimed a namespace that is not ours", other)
+		}
+	}
+	if len(testbed.DevicePrefix(id)+"-vx") > 15 {
+		t.Errorf("device names too long for IFNAMSIZ")
+	}
+}
+
+func TestSplitCPUs(t *testing.T) {
+	a, b := testbed.SplitCPUs(4)
+	if diff := cmp.Diff([][]int{{0, 1}, {2, 3}}, [][]int{a, b}); diff != "" {
+		t.Errorf("SplitCPUs(4) (-want +got):\n%s", diff)
+	}
+	a, b = testbed.SplitCPUs(1)
+	if diff := cmp.Diff([][]int{{0}, {0}}, [][]int{a, b}); diff != "" {
+		t.Errorf("SplitCPUs(1) (-want +got):\n%s", diff)
+	}
+}
+
+// ipState renders what `ip` sees in a namespace as sorted text lines.
+func ipState(t *testing.T, ns string) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "-n", ns, "-br", "addr").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ip -n %s -br addr: %v: %s", ns, err, out)
+	}
+	var lines []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(l)
+		name, _, _ := strings.Cut(f[0], "@")
+		var addrs []string
+		for _, a := range f[2:] {
+			if !strings.HasPrefix(a, "fe80:") {
+				addrs = append(addrs, a)
+			}
+		}
+		lines = append(lines, strings.TrimSpace(name+" "+strings.Join(addrs, " ")))
+	}
+	return lines
+}
+
+func TestLocalTestbed(t *testing.T) {
+	l := testbedtest.New(t, 9000)
+	dev := testbed.DevicePrefix(l.ID)
+	want := []string{"lo 127.0.0.1/8 ::1/128", dev + "-a 198.18.0.1/24 2001:2::1/64"}
+	if diff := cmp.Diff(want, ipState(t, l.A.Namespace)); diff != "" {
+		t.Errorf("namespace a (-want +got):\n%s", diff)
+	}
+	link, err := l.B.NL.LinkByName(l.B.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if link.Attrs().MTU != 9000 {
+		t.Errorf("underlay MTU = %d, want 9000", link.Attrs().MTU)
+	}
+	ctx := context.Background()
+	for _, dst := range []string{"198.18.0.2", "2001:2::2"} {
+		if out, err := l.A.Run(ctx, "ping", "-c", "1", "-W", "2", dst); err != nil {
+			t.Errorf("ping %s from a: %v\n%s", dst, err, out)
+		}
+	}
+	// A long-running process is killed by Close, and nothing remains.
+	cmd := l.B.Command(ctx, "sleep", "100")
+	if err := l.B.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(cmd.Process.Pid)); err == nil {
+		t.Errorf("process %d still runs after Close", cmd.Process.Pid)
+	}
+	if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
+		t.Errorf("run directory %s remains after Close", l.Dir)
+	}
+}
+
+
+// TestCleanAfterCrash leaves a testbed behind as a killed run would and
+// checks that Clean removes exactly it.
+func TestCleanAfterCrash(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	root := t.TempDir()
+	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	cmd := l.A.Command(context.Background(), "sleep", "100")
+	if err := l.A.Start(cmd); err != nil {
+		t.Fatal(err)
+	}
+	// A live run (lock held) is left alone.
+	removed, err := testbed.Clean(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(removed) != 0 {
+		t.Fatalf("Clean removed %v from a live run", removed)
+	}
+	// Simulate the crash: the lock goes away with the process.
+	l.ReleaseLock()
+	removed, err = testbed.Clean(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, r := range removed {
+		kinds = append(kinds, r.Kind)
+	}
+	if diff := cmp.Diff([]string{"process", "directory", "namespace", "namespace"}, kinds); diff != "" {
+		t.Errorf("Clean removed %v (-want +got kinds):\n%s", removed, diff)
+	}
+	_ = cmd.Wait()
+	for _, e := range l.Endpoints() {
+		if _, err := os.Stat("/run/netns/" + e.Namespace); err == nil {
+			t.Errorf("namespace %s survived Clean", e.Namespace)
+		}
+	}
+}
