@@ -57,7 +57,7 @@ type Host struct {
 	Tools     map[string]string `json:"tools,omitempty"` // tool name -> version string
 	// Emulated is true when the endpoints ran in a software-emulated VM:
 	// such figures measure function, not performance.
-	Emulated bool `json:"emulated"`
+	Emulated bool              `json:"emulated"`
 	Sysctls  map[string]string `json:"sysctls,omitempty"`
 }
 

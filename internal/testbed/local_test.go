@@ -102,7 +102,6 @@ func TestLocalTestbed(t *testing.T) {
 	}
 }
 
-
 // TestCleanAfterCrash leaves a testbed behind as a killed run would and
 // checks that Clean removes exactly it.
 func TestCleanAfterCrash(t *testing.T) {
