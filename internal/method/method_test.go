@@ -133,9 +133,6 @@ func TestMethodsCarryTraffic(t *testing.T) {
 						break
 					}
 					time.Sleep(50 * time.Millisecond)
-					if false {
-						break
-					}
 				}
 				if err != nil {
 					t.Fatalf("iperf3 through %s: %v", m.Name(), err)
