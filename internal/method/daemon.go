@@ -1,0 +1,160 @@
+package method
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// Process is a userspace daemon a method started on one side.
+type Process struct {
+	Side string
+	Role string
+	// Log is the file receiving the daemon's stdout and stderr.
+	Log string
+	cmd *exec.Cmd
+	ep  *testbed.Endpoint
+	// exited is closed when the process has been waited for.
+	exited chan struct{}
+	err    error
+}
+
+// PID returns the daemon's process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Daemon returns the accounting record for the runner.
+func (p *Process) Daemon() Daemon { return Daemon{Side: p.Side, Role: p.Role, PID: p.PID()} }
+
+// StartDaemon starts argv in ep's namespace with stdout and stderr appended
+// to log (created 0600). The daemon outlives the call; stop it with Stop.
+// env adds variables to the daemon's environment.
+func StartDaemon(ep *testbed.Endpoint, role, log string, env []string, argv ...string) (*Process, error) {
+	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s log: %w", ep.Side, role, err)
+	}
+	defer f.Close()
+	cmd := ep.Command(context.Background(), argv...)
+	cmd.Env = append(cmd.Env, env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := ep.Start(cmd); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", ep.Side, role, err)
+	}
+	p := &Process{Side: ep.Side, Role: role, Log: log, cmd: cmd, ep: ep, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the daemon has exited, and how.
+func (p *Process) Exited() (bool, error) {
+	select {
+	case <-p.exited:
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM to the daemon's process group, waits up to grace, then
+// sends SIGKILL. Stopping a stopped daemon is a no-op.
+func (p *Process) Stop(grace time.Duration) error {
+	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+		return nil
+	}
+	pid := p.cmd.Process.Pid
+	select {
+	case <-p.exited:
+	default:
+		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("%s: kill %s (pid %d): %w", p.Side, p.Role, pid, err)
+			}
+			<-p.exited
+		}
+	}
+	p.ep.Forget(p.cmd)
+	return nil
+}
+
+// Failure builds the error for a daemon that failed: which side, what, and
+// the last lines of its log.
+func (p *Process) Failure(what string, err error) error {
+	msg := fmt.Sprintf("%s: %s: %s", p.Side, p.Role, what)
+	if err != nil {
+		msg += ": " + err.Error()
+	}
+	if tail := LogTail(p.Log, 15); tail != "" {
+		msg += "\n--- last lines of " + filepath.Base(p.Log) + " (" + p.Side + ") ---\n" + tail
+	}
+	return errors.New(msg)
+}
+
+// LogTail returns the last n lines of the file at path ("" when unreadable).
+func LogTail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WaitFor polls cond every 20 ms until it reports true, returns an error,
+// or timeout passes.
+func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := cond()
+		if err != nil {
+			return fmt.Errorf("wait for %s: %w", what, err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wait for %s: timed out after %s", what, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for %s: %w", what, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// WriteSecret writes key material with mode 0600 into the run's private
+// directory. Secrets never go to results, logs or reports; the directory
+// is removed at teardown.
+func WriteSecret(path string, data []byte) error {
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("write secret %s: %w", filepath.Base(path), err)
+	}
+	return os.Chmod(path, 0o600)
+}
+
+// SideDir returns (creating it, 0700) a per-side private directory for a
+// method's state: <env.Dir>/<method>-<side>.
+func SideDir(env *Env, method string, ep *testbed.Endpoint) (string, error) {
+	dir := filepath.Join(env.Dir, method+"-"+ep.Side)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: create %s: %w", ep.Side, dir, err)
+	}
+	return dir, nil
+}
