@@ -1,17 +1,13 @@
 package method_test
 
 import (
-	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/method/methodtest"
 )
 
 func TestOverheadAndMTU(t *testing.T) {
@@ -70,43 +66,13 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// linkState lists the links of a namespace as "name mtu" lines.
-func linkState(t *testing.T, ep *testbed.Endpoint) []string {
-	t.Helper()
-	links, err := ep.NL.LinkList()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, l := range links {
-		lines = append(lines, l.Attrs().Name+" "+l.Type())
-	}
-	return lines
-}
-
 // TestMethodsCarryTraffic sets up every host-kernel method in a real
 // testbed, sends one second of iperf3 through it, and tears it down.
 func TestMethodsCarryTraffic(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
 	for _, m := range []method.Method{method.Native{}, method.VXLAN{}, method.SRv6{}} {
 		for _, family := range m.Families() {
 			t.Run(m.Name()+"/"+family, func(t *testing.T) {
-				l := testbedtest.New(t, 1500)
-				env := &method.Env{
-					A: l.A, B: l.B, Family: family, UnderlayMTU: 1500,
-					OverlayMTU: 1500 - m.Overhead(family),
-					Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir,
-				}
-				before := [][]string{linkState(t, l.A), linkState(t, l.B)}
-				ctx := context.Background()
-				path, err := m.Setup(ctx, env)
-				if err != nil {
-					_ = m.Teardown(ctx, env)
-					t.Fatalf("Setup: %v", err)
-				}
+				l, env, path := methodtest.Setup(t, m, family, 1500, nil)
 				for _, side := range []string{"a", "b"} {
 					ep := l.A
 					if side == "b" {
@@ -122,36 +88,8 @@ func TestMethodsCarryTraffic(t *testing.T) {
 						}
 					}
 				}
-				srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
-				if err := l.B.Start(srv); err != nil {
-					t.Fatal(err)
-				}
-				var out []byte
-				for try := 0; try < 20; try++ {
-					out, err = l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", "1", "-J")
-					if err == nil || !strings.Contains(string(out), "Connection refused") {
-						break
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
-				if err != nil {
-					t.Fatalf("iperf3 through %s: %v", m.Name(), err)
-				}
-				if !strings.Contains(string(out), `"sum_received"`) {
-					t.Errorf("iperf3 output has no sum_received:\n%s", out)
-				}
-				_ = srv.Wait()
-				l.B.Forget(srv)
-				if err := m.Teardown(ctx, env); err != nil {
-					t.Errorf("Teardown: %v", err)
-				}
-				if err := m.Teardown(ctx, env); err != nil {
-					t.Errorf("second Teardown: %v", err)
-				}
-				after := [][]string{linkState(t, l.A), linkState(t, l.B)}
-				if diff := cmp.Diff(before, after); diff != "" {
-					t.Errorf("links after teardown (-before +after):\n%s", diff)
-				}
+				methodtest.Ping(t, l, path)
+				methodtest.Iperf3(t, l, path, 1)
 			})
 		}
 	}

@@ -1,0 +1,111 @@
+// Package methodtest runs a method for real in a fresh local testbed, for
+// the integration tests of every method: set up, carry traffic, tear down,
+// and check that the namespaces are as they were.
+package methodtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+// Setup builds a testbed with the given underlay MTU and sets m up on it.
+// Teardown runs in t.Cleanup and must succeed (twice) and leave the links
+// of both namespaces as they were before Setup.
+func Setup(t *testing.T, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
+	t.Helper()
+	l := testbedtest.New(t, mtu)
+	env := &method.Env{
+		A: l.A, B: l.B, Family: family, UnderlayMTU: mtu,
+		OverlayMTU: mtu - m.Overhead(family),
+		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts,
+	}
+	before := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
+	ctx := context.Background()
+	path, err := m.Setup(ctx, env)
+	t.Cleanup(func() {
+		if err := m.Teardown(ctx, env); err != nil {
+			t.Errorf("%s Teardown: %v", m.Name(), err)
+		}
+		if err := m.Teardown(ctx, env); err != nil {
+			t.Errorf("%s second Teardown: %v", m.Name(), err)
+		}
+		after := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("links after %s teardown (-before +after):\n%s", m.Name(), diff)
+		}
+	})
+	if err != nil {
+		t.Fatalf("%s Setup: %v", m.Name(), err)
+	}
+	return l, env, path
+}
+
+// LinkState lists the links of a namespace as "name type" lines.
+func LinkState(t *testing.T, ep *testbed.Endpoint) []string {
+	t.Helper()
+	links, err := ep.NL.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range links {
+		lines = append(lines, l.Attrs().Name+" "+l.Type())
+	}
+	return lines
+}
+
+// Iperf3 sends seconds of one TCP stream from path.A to path.B and returns
+// iperf3's JSON output. It fails the test when no data arrived.
+func Iperf3(t *testing.T, l *testbed.Local, path *method.Path, seconds int) []byte {
+	t.Helper()
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	ctx := context.Background()
+	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
+	if err := l.B.Start(srv); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = srv.Process.Kill()
+		_ = srv.Wait()
+		l.B.Forget(srv)
+	}()
+	var out []byte
+	var err error
+	for try := 0; try < 50; try++ {
+		out, err = l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-J")
+		if err == nil || !strings.Contains(string(out), "Connection refused") {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 from %s to %s: %v", path.A, path.B, err)
+	}
+	if !strings.Contains(string(out), `"sum_received"`) {
+		t.Fatalf("iperf3 output has no sum_received:\n%s", out)
+	}
+	return out
+}
+
+// Ping checks that path.B answers ICMP echo from path.A.
+func Ping(t *testing.T, l *testbed.Local, path *method.Path) {
+	t.Helper()
+	if out, err := l.A.Run(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "3", path.B.String()); err != nil {
+		t.Fatalf("ping %s from a: %v\n%s", path.B, err, out)
+	}
+}
+
+// InLab reports whether the test runs inside the kernel-lab VM.
+func InLab() bool { return os.Getenv("TUNBENCH_IN_LAB") == "1" }
