@@ -76,7 +76,7 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		dir := filepath.Join(root, d.Name())
-		if locked(filepath.Join(dir, "lock")) {
+		if locked(lockPath(d.Name())) {
 			live[d.Name()] = true
 			continue
 		}
@@ -97,7 +97,7 @@ func Clean(root string) ([]Leftover, error) {
 	}
 	for _, n := range names {
 		id, _, ok := ParseNamespace(n.Name())
-		if !ok || live[id] {
+		if !ok || live[id] || locked(lockPath(id)) {
 			continue
 		}
 		if ns, err := netns.GetFromName(n.Name()); err == nil {
@@ -112,8 +112,22 @@ func Clean(root string) ([]Leftover, error) {
 		}
 		removed = append(removed, Leftover{"namespace", n.Name()})
 	}
+	locks, _ := os.ReadDir(LockDir)
+	for _, f := range locks {
+		id, ok := strings.CutSuffix(f.Name(), ".lock")
+		if ok && ValidID(id) && !locked(lockPath(id)) {
+			_ = os.Remove(lockPath(id))
+		}
+	}
 	return removed, errors.Join(errs...)
 }
+
+// LockDir holds one lock file per live run, <id>.lock, held (flock) for
+// the run's lifetime. It is global, whatever the run's root, because
+// namespaces are global.
+var LockDir = "/run/tunbench/locks"
+
+func lockPath(id string) string { return filepath.Join(LockDir, id+".lock") }
 
 // locked reports whether another process holds the lock file.
 func locked(path string) bool {

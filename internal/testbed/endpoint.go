@@ -64,9 +64,27 @@ func doIn(ns netns.NsHandle, cpus []int, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// The thread is never unlocked: if restoring it failed it must
-		// die with the goroutine rather than serve other goroutines.
-		// Go terminates a locked thread whose goroutine exits.
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("get current namespace: %w", err)
+			return
+		}
+		defer orig.Close()
+		var origCPUs unix.CPUSet
+		if err := unix.SchedGetaffinity(0, &origCPUs); err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("get cpu affinity: %w", err)
+			return
+		}
+		// The thread goes back to the pool only once it is restored; a
+		// thread that could not be restored stays locked and is
+		// destroyed with the goroutine.
+		defer func() {
+			if netns.Set(orig) == nil && unix.SchedSetaffinity(0, &origCPUs) == nil {
+				runtime.UnlockOSThread()
+			}
+		}()
 		if ns >= 0 {
 			if err := netns.Set(ns); err != nil {
 				errc <- fmt.Errorf("enter namespace: %w", err)
@@ -94,8 +112,8 @@ func doIn(ns netns.NsHandle, cpus []int, fn func() error) error {
 func (e *Endpoint) Command(ctx context.Context, argv ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	// No Pdeathsig: it fires when the forking thread exits, and Do's
-	// thread exits right after the fork. Leftovers are found by namespace.
+	// No Pdeathsig: it fires when the forking thread exits, which Go
+	// threads may do at any time. Leftovers are found by namespace.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second

@@ -66,13 +66,16 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return l, fmt.Errorf("testbed: create run directory: %w", err)
 	}
-	lock, err := os.OpenFile(filepath.Join(l.Dir, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err := os.MkdirAll(LockDir, 0o700); err != nil {
+		return l, fmt.Errorf("testbed: create %s: %w", LockDir, err)
+	}
+	lock, err := os.OpenFile(lockPath(cfg.ID), os.O_CREATE|os.O_RDWR, 0o600)
 	if err != nil {
 		return l, fmt.Errorf("testbed: create lock: %w", err)
 	}
 	l.lock = lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return l, fmt.Errorf("testbed: lock run directory %s: %w", l.Dir, err)
+		return l, fmt.Errorf("testbed: lock run %s: %w", cfg.ID, err)
 	}
 
 	dev := DevicePrefix(cfg.ID)
@@ -201,6 +204,7 @@ func (l *Local) Close() error {
 		}
 	}
 	if l.lock != nil {
+		_ = os.Remove(lockPath(l.ID))
 		l.lock.Close()
 		l.lock = nil
 	}

@@ -81,15 +81,10 @@ func Iperf3(t *testing.T, l *testbed.Local, path *method.Path, seconds int) []by
 		_ = srv.Wait()
 		l.B.Forget(srv)
 	}()
-	var out []byte
-	var err error
-	for try := 0; try < 50; try++ {
-		out, err = l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-J")
-		if err == nil || !strings.Contains(string(out), "Connection refused") {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5201, 5*time.Second); err != nil {
+		t.Fatalf("iperf3 server: %v", err)
 	}
+	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-J")
 	if err != nil {
 		t.Fatalf("iperf3 from %s to %s: %v", path.A, path.B, err)
 	}
