@@ -1,0 +1,77 @@
+package plan_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/plan"
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+type overheads struct{}
+
+func (overheads) Overhead(m, f string) int {
+	switch {
+	case m == "vxlan" && f == "ipv6":
+		return 70
+	case m == "vxlan":
+		return 50
+	case m == "ipip":
+		return 20
+	}
+	return 0
+}
+
+func (overheads) Families(m string) []string {
+	if m == "ipip" {
+		return []string{"ipv4"}
+	}
+	return []string{"ipv4", "ipv6"}
+}
+
+func TestInterleavedPlan(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"native", "vxlan"}
+	s.MTUs = []int{1500, 9000}
+	s.Repetitions = 2
+	want := []string{
+		"1/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 rep=1",
+		"2/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 rep=1",
+		"3/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=1",
+		"4/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 rep=1",
+		"5/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 rep=2",
+		"6/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 rep=2",
+		"7/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=2",
+		"8/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 rep=2",
+	}
+	if diff := cmp.Diff(want, plan.Lines(plan.Build(s, overheads{}))); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}
+
+func TestGroupedPlanSkipsUnsupportedFamilies(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"ipip", "vxlan"}
+	s.Families = []string{"ipv4", "ipv6"}
+	s.Offloads = []string{"off"}
+	s.Repetitions = 2
+	s.Order = "grouped"
+	want := []string{
+		"1/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 rep=1",
+		"2/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 rep=2",
+		"3/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 rep=1",
+		"4/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 rep=2",
+		"5/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 rep=1",
+		"6/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 rep=2",
+	}
+	steps := plan.Build(s, overheads{})
+	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if steps[0].Key != steps[1].Key || steps[1].Key == steps[2].Key {
+		t.Errorf("keys must group repetitions of one cell: %q %q %q", steps[0].Key, steps[1].Key, steps[2].Key)
+	}
+	if got := steps[0].Measured(); got != 10+1+3 {
+		t.Errorf("Measured() = %v, want 14 (duration + omit + latency)", got)
+	}
+}

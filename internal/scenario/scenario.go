@@ -1,0 +1,278 @@
+// Package scenario turns a YAML benchmark description into a typed,
+// validated matrix. It is pure: it reads no files and touches nothing on
+// the machine; the caller passes the bytes and a Catalog describing the
+// methods that exist.
+//
+// Every validation error names the field and says how to fix it, so bad
+// input is refused before anything is created.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Scenario is a benchmark matrix: every combination of methods, families,
+// MTUs, offload states and stream counts, each measured Repetitions times.
+type Scenario struct {
+	Name    string `yaml:"name" json:"name"`
+	Testbed string `yaml:"testbed" json:"testbed"` // "local" or "vm"
+	// Kernel and Modules select the guest kernel for testbed "vm"; empty
+	// Kernel means the Debian stock kernel package fetched into the cache.
+	Kernel  string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
+	Modules string `yaml:"modules,omitempty" json:"modules,omitempty"`
+
+	Methods  []string `yaml:"methods" json:"methods"`
+	Families []string `yaml:"families" json:"families"`
+	MTUs     []int    `yaml:"mtus" json:"mtus"`
+	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off"
+	Streams  []int    `yaml:"streams" json:"streams"`
+
+	Duration    string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
+	Omit        string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
+	Latency     string `yaml:"latency" json:"latency"`   // request/response test length; "0s" skips it
+	Repetitions int    `yaml:"repetitions" json:"repetitions"`
+	// Order is "interleave" (each repetition round visits every cell, so
+	// drift on a shared machine hits all methods alike) or "grouped".
+	Order string `yaml:"order" json:"order"`
+	Pin   bool   `yaml:"pin" json:"pin"`
+
+	// Options are per-method settings: options: {vxlan: {vni: "7"}}.
+	Options map[string]map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+}
+
+// Catalog is what validation needs to know about methods.
+type Catalog interface {
+	// Names lists the valid method names.
+	Names() []string
+	// Overhead returns the bytes per packet method adds for family.
+	Overhead(method, family string) int
+	// Families lists the families method supports.
+	Families(method string) []string
+}
+
+// Default returns the default scenario: the methods this issue's host
+// kernel runs, IPv4, MTU 1500, offloads on, one stream, 3 repetitions.
+func Default() Scenario {
+	return Scenario{
+		Name:        "default",
+		Testbed:     "local",
+		Methods:     []string{"native", "vxlan", "srv6"},
+		Families:    []string{"ipv4"},
+		MTUs:        []int{1500},
+		Offloads:    []string{"on"},
+		Streams:     []int{1},
+		Duration:    "10s",
+		Omit:        "1s",
+		Latency:     "3s",
+		Repetitions: 3,
+		Order:       "interleave",
+	}
+}
+
+// Parse decodes YAML over the defaults: fields the document leaves out
+// keep their default value. Unknown fields are errors with line numbers.
+func Parse(data []byte) (Scenario, error) {
+	s := Default()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return s, nil
+	}
+	// Lists in the document replace the default lists.
+	var probe map[string]any
+	if err := yaml.Unmarshal(data, &probe); err == nil {
+		for k := range probe {
+			switch k {
+			case "methods":
+				s.Methods = nil
+			case "families":
+				s.Families = nil
+			case "mtus":
+				s.MTUs = nil
+			case "offloads":
+				s.Offloads = nil
+			case "streams":
+				s.Streams = nil
+			}
+		}
+	}
+	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
+	}
+	return s, nil
+}
+
+// YAML renders the scenario, so a run stores exactly what it ran.
+func (s Scenario) YAML() string {
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Sprintf("# cannot render scenario: %v\n", err)
+	}
+	return string(out)
+}
+
+// Durations are the parsed time fields.
+type Durations struct {
+	Duration, Omit, Latency time.Duration
+}
+
+// Times parses the duration fields; Validate has checked them.
+func (s Scenario) Times() Durations {
+	d, _ := parseDuration(s.Duration)
+	o, _ := parseDuration(s.Omit)
+	l, _ := parseDuration(s.Latency)
+	return Durations{Duration: d, Omit: o, Latency: l}
+}
+
+func parseDuration(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, err
+	}
+	return d, nil
+}
+
+// Validate checks the scenario against the catalog and returns every
+// problem at once, each naming its field and its fix.
+func (s Scenario) Validate(c Catalog) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch s.Testbed {
+	case "local", "vm":
+	default:
+		bad("testbed", "unknown testbed %q: use local or vm", s.Testbed)
+	}
+	if s.Kernel != "" && s.Testbed != "vm" {
+		bad("kernel", "a kernel is only booted by testbed vm: set testbed: vm or drop kernel")
+	}
+	if len(s.Methods) == 0 {
+		bad("methods", "empty: list at least one of %s", strings.Join(c.Names(), ", "))
+	}
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) {
+			bad("methods", "unknown method %q: valid methods are %s", m, strings.Join(c.Names(), ", "))
+		}
+	}
+	if dup := duplicate(s.Methods); dup != "" {
+		bad("methods", "%q is listed twice: list each method once", dup)
+	}
+	if len(s.Families) == 0 {
+		bad("families", "empty: use ipv4, ipv6 or both")
+	}
+	for _, f := range s.Families {
+		if f != "ipv4" && f != "ipv6" {
+			bad("families", "unknown family %q: use ipv4 or ipv6", f)
+		}
+	}
+	if len(s.MTUs) == 0 {
+		bad("mtus", "empty: give at least one underlay MTU, e.g. 1500 or 9000")
+	}
+	for _, mtu := range s.MTUs {
+		if mtu < 576 || mtu > 65535 {
+			bad("mtus", "underlay MTU %d out of range: use 576 to 65535 (1500 default, 9000 jumbo)", mtu)
+		}
+	}
+	if len(s.Offloads) == 0 {
+		bad("offloads", "empty: use on, off or both")
+	}
+	for _, o := range s.Offloads {
+		if o != "on" && o != "off" {
+			bad("offloads", "unknown value %q: use on or off (TSO/GSO/GRO on the underlay)", o)
+		}
+	}
+	if len(s.Streams) == 0 {
+		bad("streams", "empty: give at least one stream count, e.g. 1")
+	}
+	for _, n := range s.Streams {
+		if n < 1 || n > 128 {
+			bad("streams", "%d parallel streams: use 1 to 128 (one iperf3 process)", n)
+		}
+	}
+	times := map[string]string{"duration": s.Duration, "omit": s.Omit, "latency": s.Latency}
+	for _, field := range []string{"duration", "omit", "latency"} {
+		d, err := parseDuration(times[field])
+		switch {
+		case err != nil:
+			bad(field, "malformed duration %q: write a Go duration such as 10s, 500ms or 1m30s", times[field])
+		case d < 0:
+			bad(field, "negative duration %s: use 0 or more", times[field])
+		case field == "duration" && d < time.Second:
+			bad(field, "%s is too short: iperf3 measures whole seconds, use 1s or more", times[field])
+		case d%time.Second != 0 && field != "latency":
+			bad(field, "%s is not whole seconds: iperf3 takes whole seconds, e.g. 10s", times[field])
+		case field == "latency" && d > 0 && d < time.Second:
+			bad(field, "%s is too short: use 0s to skip the latency test, or 1s or more", times[field])
+		}
+	}
+	if s.Repetitions < 1 || s.Repetitions > 1000 {
+		bad("repetitions", "%d: use 1 to 1000 (3 or more give a confidence interval)", s.Repetitions)
+	}
+	switch s.Order {
+	case "interleave", "grouped":
+	default:
+		bad("order", "unknown order %q: use interleave or grouped", s.Order)
+	}
+	for m := range s.Options {
+		if !slices.Contains(s.Methods, m) {
+			bad("options", "options for %q, which is not in methods: add it to methods or remove its options", m)
+		}
+	}
+	// Per method: families and MTU against overhead.
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) {
+			continue
+		}
+		supported := c.Families(m)
+		any := false
+		for _, f := range s.Families {
+			if slices.Contains(supported, f) {
+				any = true
+			}
+		}
+		if !any {
+			bad("methods", "%s supports only %s, and families lists %s: add %s to families or drop %s",
+				m, strings.Join(supported, ", "), strings.Join(s.Families, ", "), supported[0], m)
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(supported, f) {
+				continue
+			}
+			for _, mtu := range s.MTUs {
+				over := c.Overhead(m, f)
+				if mtu-over < MinOverlayMTU(f) {
+					bad("mtus", "underlay MTU %d is too small for %s over %s: it adds %d bytes per packet, leaving %d, below the %s minimum %d; use an MTU of at least %d",
+						mtu, m, f, over, mtu-over, f, MinOverlayMTU(f), MinOverlayMTU(f)+over)
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MinOverlayMTU is the smallest MTU a family allows on the overlay: IPv6
+// requires 1280 (RFC 8200); for IPv4, 576 is the size every host must
+// accept (RFC 791).
+func MinOverlayMTU(family string) int {
+	if family == "ipv6" {
+		return 1280
+	}
+	return 576
+}
+
+func duplicate(xs []string) string {
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return x
+		}
+		seen[x] = true
+	}
+	return ""
+}

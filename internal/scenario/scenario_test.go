@@ -1,0 +1,114 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+type catalog struct{}
+
+func (catalog) Names() []string { return []string{"native", "srv6", "vxlan", "ipip"} }
+func (catalog) Overhead(m, f string) int {
+	return map[string]int{"native": 0, "srv6": 64, "vxlan/ipv4": 50, "vxlan/ipv6": 70, "ipip": 20}[pick(m, f)]
+}
+func (catalog) Families(m string) []string {
+	if m == "ipip" {
+		return []string{"ipv4"}
+	}
+	return []string{"ipv4", "ipv6"}
+}
+
+func pick(m, f string) string {
+	if m == "vxlan" {
+		return m + "/" + f
+	}
+	return m
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	s, err := scenario.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatalf("default scenario invalid: %v", err)
+	}
+	if diff := cmp.Diff([]string{"native", "vxlan", "srv6"}, s.Methods); diff != "" {
+		t.Errorf("default methods (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseOverridesDefaults(t *testing.T) {
+	s, err := scenario.Parse([]byte("methods: [vxlan]\nmtus: [9000]\nrepetitions: 5\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"vxlan"}, s.Methods); diff != "" {
+		t.Errorf("methods (-want +got):\n%s", diff)
+	}
+	if s.MTUs[0] != 9000 || len(s.MTUs) != 1 || s.Repetitions != 5 || s.Duration != "10s" {
+		t.Errorf("got %+v", s)
+	}
+}
+
+func TestParseUnknownFieldHasLine(t *testing.T) {
+	_, err := scenario.Parse([]byte("methods: [vxlan]\nrepetition: 5\n"))
+	if err == nil {
+		t.Fatal("unknown field accepted")
+	}
+	for _, want := range []string{"[2:1]", "repetition"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not contain %q", err, want)
+		}
+	}
+}
+
+func TestValidateErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string
+	}{
+		{"unknown method", "methods: [native, vxlna]", []string{`methods: unknown method "vxlna"`, "native, srv6, vxlan, ipip"}},
+		{"malformed duration", "duration: 10x", []string{`duration: malformed duration "10x"`, "10s"}},
+		{"fraction of second", "duration: 1500ms", []string{"duration: 1500ms is not whole seconds"}},
+		{"bad repetitions", "repetitions: 0", []string{"repetitions: 0: use 1 to 1000"}},
+		{"mtu too small", "methods: [vxlan]\nfamilies: [ipv6]\nmtus: [1300]", []string{"mtus: underlay MTU 1300 is too small for vxlan over ipv6", "at least 1350"}},
+		{"family unsupported", "methods: [ipip]\nfamilies: [ipv6]", []string{"ipip supports only ipv4"}},
+		{"offloads", "offloads: [maybe]", []string{`offloads: unknown value "maybe"`}},
+		{"streams", "streams: [0]", []string{"streams: 0 parallel streams"}},
+		{"options for absent method", "options: {ipip: {x: y}}", []string{`options for "ipip", which is not in methods`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := scenario.Parse([]byte(tt.yaml))
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			err = s.Validate(catalog{})
+			if err == nil {
+				t.Fatal("Validate accepted bad input")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestYAMLRoundTrip(t *testing.T) {
+	s := scenario.Default()
+	s.Options = map[string]map[string]string{"vxlan": {"vni": "7"}}
+	back, err := scenario.Parse([]byte(s.YAML()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+}
