@@ -1,0 +1,104 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/hostinfo"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"golang.org/x/sys/unix"
+)
+
+// probe answers requirement questions from the kernel config and PATH.
+type probe struct {
+	cfg     map[string]string // nil: no kernel config to read
+	modules hostinfo.Modules
+	haveMod bool
+}
+
+func hostProbe() method.Probe {
+	p := &probe{}
+	if cfg, err := hostinfo.LoadKernelConfig(); err == nil {
+		p.cfg = cfg
+	}
+	if m, err := hostinfo.HostModules(); err == nil {
+		p.modules, p.haveMod = m, true
+	}
+	return p
+}
+
+// HasKernel reports whether the running kernel has option built in, or as
+// a module that is loaded or installed. Without a kernel config it cannot
+// tell and says yes: Setup then fails with the kernel's own error.
+func (p *probe) HasKernel(option string) (bool, error) {
+	if p.cfg == nil {
+		return true, nil
+	}
+	if p.haveMod {
+		return p.modules.FeatureUsable(p.cfg, option, "")
+	}
+	return hostinfo.HasKernelFeature(p.cfg, option) && p.cfg[option] == "y", nil
+}
+
+func (p *probe) HasProgram(name string) bool {
+	_, err := exec.LookPath(name)
+	return err == nil
+}
+
+// loadTools are the programs the measurements themselves need.
+var loadTools = []method.Requirement{
+	{Program: "iperf3", Package: "iperf3"},
+	{Program: "sockperf", Package: "sockperf"},
+}
+
+// preflight refuses, before anything is created, a run that cannot work
+// here: not root, a method whose kernel feature or program is missing, a
+// missing load tool. Each error names the fix.
+func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error {
+	var errs []error
+	if !hasCaps() {
+		errs = append(errs, errors.New("not running as root: tunbench creates network namespaces and devices; run it with sudo or as root (CAP_SYS_ADMIN and CAP_NET_ADMIN)"))
+	}
+	tools := loadTools[:1]
+	if latency := s.Times().Latency; latency > 0 && slices.Contains(s.Families, "ipv4") {
+		tools = loadTools
+	}
+	if err := method.Check(p, tools); err != nil {
+		errs = append(errs, fmt.Errorf("load tools: %w", err))
+	}
+	if s.Testbed == "local" {
+		for _, name := range s.Methods {
+			m, err := reg.Get(name)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if err := method.Check(p, m.Requirements()); err != nil {
+				errs = append(errs, fmt.Errorf("method %s: %w", name, err))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = "  " + e.Error()
+	}
+	return fmt.Errorf("cannot run here:\n%s", strings.Join(msgs, "\n"))
+}
+
+// hasCaps reports whether the process may create namespaces and links.
+func hasCaps() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
+	return has(unix.CAP_SYS_ADMIN) && has(unix.CAP_NET_ADMIN)
+}

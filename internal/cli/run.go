@@ -1,0 +1,259 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/hostinfo"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+type runFlags struct {
+	file     string
+	methods  []string
+	families []string
+	mtus     []int
+	offloads []string
+	streams  []int
+	duration string
+	omit     string
+	latency  string
+	reps     int
+	order    string
+	pin      bool
+	testbed  string
+	kernel   string
+	modules  string
+	options  []string
+	db       string
+	export   string
+	json     bool
+	quiet    bool
+}
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run [flags]",
+		Short: "Run a benchmark matrix and print the comparison table",
+		Long: `Run a benchmark: every combination of methods, families, MTUs, offload
+states and stream counts, each repeated. The matrix comes from the default
+scenario, a YAML file (-f), and flags, in that order of precedence (flags
+win). Each finished measurement is committed to the results database at
+once; a JSON export of the run is written at the end.
+
+Default: methods native, vxlan and srv6, IPv4, MTU 1500, offloads on, one
+TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
+3 repetitions: about two and a half minutes.`,
+		Example: `  tunbench run
+  tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
+  tunbench run -f scenario.yaml --db /tmp/results.db --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVarP(&f.file, "scenario", "f", "", "scenario YAML file (see docs/scenario.md)")
+	fl.StringSliceVar(&f.methods, "methods", nil, "methods to measure, comma separated (see tunbench methods)")
+	fl.StringSliceVar(&f.families, "family", nil, "address families: ipv4, ipv6 or both")
+	fl.IntSliceVar(&f.mtus, "mtu", nil, "underlay MTUs, e.g. 1500,9000")
+	fl.StringSliceVar(&f.offloads, "offloads", nil, "TSO/GSO/GRO state: on, off or both")
+	fl.IntSliceVar(&f.streams, "streams", nil, "parallel TCP streams, e.g. 1,4")
+	fl.StringVar(&f.duration, "duration", "", "throughput test length, whole seconds (default 10s)")
+	fl.StringVar(&f.omit, "omit", "", "warm-up excluded from the figures (default 1s)")
+	fl.StringVar(&f.latency, "latency", "", "request/response latency test length, 0s to skip (default 3s)")
+	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell (default 3)")
+	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
+	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
+	fl.StringVar(&f.testbed, "testbed", "", "local (default) or vm (the kernel lab)")
+	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
+	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
+	fl.StringArrayVar(&f.options, "option", nil, "method option METHOD.KEY=VALUE, e.g. vxlan.vni=7 (repeatable)")
+	fl.StringVar(&f.db, "db", "", "results database (default "+store.DefaultPath()+")")
+	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
+	fl.BoolVar(&f.json, "json", false, "print the summary as JSON instead of the table")
+	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line; print only the table (or JSON)")
+	return cmd
+}
+
+// buildScenario merges defaults, the file and the flags.
+func buildScenario(f runFlags) (scenario.Scenario, error) {
+	s := scenario.Default()
+	if f.file != "" {
+		data, err := os.ReadFile(f.file)
+		if err != nil {
+			return s, fmt.Errorf("read scenario: %w", err)
+		}
+		if s, err = scenario.Parse(data); err != nil {
+			return s, fmt.Errorf("%s: %w", f.file, err)
+		}
+	}
+	if f.methods != nil {
+		s.Methods = f.methods
+	}
+	if f.families != nil {
+		s.Families = f.families
+	}
+	if f.mtus != nil {
+		s.MTUs = f.mtus
+	}
+	if f.offloads != nil {
+		s.Offloads = f.offloads
+	}
+	if f.streams != nil {
+		s.Streams = f.streams
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&s.Duration, f.duration)
+	set(&s.Omit, f.omit)
+	set(&s.Latency, f.latency)
+	set(&s.Order, f.order)
+	set(&s.Testbed, f.testbed)
+	set(&s.Kernel, f.kernel)
+	set(&s.Modules, f.modules)
+	if f.reps != 0 {
+		s.Repetitions = f.reps
+	}
+	if f.pin {
+		s.Pin = true
+	}
+	for _, o := range f.options {
+		name, kv, ok := strings.Cut(o, ".")
+		k, v, ok2 := strings.Cut(kv, "=")
+		if !ok || !ok2 || name == "" || k == "" {
+			return s, fmt.Errorf("--option %q: write METHOD.KEY=VALUE, e.g. vxlan.vni=7", o)
+		}
+		if s.Options == nil {
+			s.Options = map[string]map[string]string{}
+		}
+		if s.Options[name] == nil {
+			s.Options[name] = map[string]string{}
+		}
+		s.Options[name][k] = v
+	}
+	return s, nil
+}
+
+func runRun(cmd *cobra.Command, f runFlags) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	reg := method.Builtin()
+	s, err := buildScenario(f)
+	if err != nil {
+		return err
+	}
+	if err := s.Validate(runner.Catalog(reg)); err != nil {
+		return fmt.Errorf("invalid scenario:\n%w", indent(err))
+	}
+	if err := preflight(s, reg, hostProbe()); err != nil {
+		return err
+	}
+	if s.Testbed == "vm" {
+		return runVM(cmd, f, s)
+	}
+	dbPath := f.db
+	if dbPath == "" {
+		dbPath = store.DefaultPath()
+	}
+	st, err := store.Open(dbPath)
+	if err != nil {
+		return fmt.Errorf("open results database: %w", err)
+	}
+	defer st.Close()
+
+	// Leftovers of killed runs would collide with nothing (names are per
+	// run) but must not accumulate.
+	if removed, err := testbed.Clean(""); err != nil {
+		return fmt.Errorf("clean leftovers of earlier runs: %w", err)
+	} else if len(removed) > 0 && !f.quiet {
+		fmt.Fprintf(stderr, "removed leftovers of a killed run: %v\n", removed)
+	}
+
+	host, err := hostinfo.Collect(ctx, hostinfo.ExecRunner{})
+	if err != nil {
+		return fmt.Errorf("collect host metadata: %w", err)
+	}
+	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host}
+	if !f.quiet {
+		cfg.Progress = stderr
+		cfg.Live = isTerminal(stderr)
+	}
+	out, runErr := runner.Run(ctx, cfg)
+	if out == nil {
+		return runErr
+	}
+	exportPath := f.export
+	if exportPath == "" {
+		exportPath = filepath.Join(filepath.Dir(dbPath), "exports", out.Run.ID+".json")
+	}
+	if err := writeExport(exportPath, out); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if f.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report.NewDocument(out.Run, out.Cells)); err != nil {
+			return errors.Join(runErr, err)
+		}
+	} else if err := report.Table(stdout, out.Run, out.Cells, report.TableOptions{}); err != nil {
+		return errors.Join(runErr, err)
+	}
+	if !f.quiet {
+		fmt.Fprintf(stderr, "\nrun %s: %d cells in %s (harness overhead %.2fx); database %s; export %s\n",
+			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), dbPath, exportPath)
+	}
+	return runErr
+}
+
+func ratio(o *runner.Outcome) float64 {
+	if o.Measured == 0 {
+		return 0
+	}
+	return o.Wall.Seconds() / o.Measured.Seconds()
+}
+
+func writeExport(path string, out *runner.Outcome) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("write export: %w", err)
+	}
+	fh, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write export: %w", err)
+	}
+	if err := report.JSON(fh, out.Run, out.Cells); err != nil {
+		fh.Close()
+		return fmt.Errorf("write export %s: %w", path, err)
+	}
+	return fh.Close()
+}
+
+// indent puts each joined error on its own indented line.
+func indent(err error) error {
+	lines := strings.Split(err.Error(), "\n")
+	for i, l := range lines {
+		lines[i] = "  " + l
+	}
+	return errors.New(strings.Join(lines, "\n"))
+}
+
+func isTerminal(w any) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

@@ -1,0 +1,164 @@
+package hostinfo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// moduleOf names the module each "=m" option builds, for the options
+// tunbench's methods depend on.
+var moduleOf = map[string]string{
+	"CONFIG_VETH":          "veth",
+	"CONFIG_VXLAN":         "vxlan",
+	"CONFIG_GENEVE":        "geneve",
+	"CONFIG_WIREGUARD":     "wireguard",
+	"CONFIG_TUN":           "tun",
+	"CONFIG_INET_ESP":      "esp4",
+	"CONFIG_INET6_ESP":     "esp6",
+	"CONFIG_NET_IPGRE":     "ip_gre",
+	"CONFIG_IPV6_GRE":      "ip6_gre",
+	"CONFIG_NET_IPIP":      "ipip",
+	"CONFIG_IPV6_TUNNEL":   "ip6_tunnel",
+	"CONFIG_IPV6_SIT":      "sit",
+	"CONFIG_OPENVSWITCH":   "openvswitch",
+	"CONFIG_BRIDGE":        "bridge",
+	"CONFIG_MACVLAN":       "macvlan",
+	"CONFIG_NET_FOU":       "fou",
+	"CONFIG_NET_VRF":       "vrf",
+	"CONFIG_L2TP":          "l2tp_core",
+	"CONFIG_NET_SCH_NETEM": "sch_netem",
+	"CONFIG_NET_CLS_BPF":   "cls_bpf",
+	"CONFIG_NET_ACT_BPF":   "act_bpf",
+	"CONFIG_XFRM_USER":     "xfrm_user",
+}
+
+// Modules answers whether kernel modules are loaded or installed.
+type Modules struct {
+	Dir         string // /lib/modules/<release>
+	ProcModules string // /proc/modules: the loaded modules
+}
+
+// HostModules describes the running kernel's modules.
+func HostModules() (Modules, error) {
+	rel, err := release()
+	if err != nil {
+		return Modules{}, err
+	}
+	return Modules{Dir: filepath.Join("/lib/modules", rel), ProcModules: "/proc/modules"}, nil
+}
+
+// FeatureUsable reports whether option can be used on this kernel:
+//   - "=y" (built in): yes;
+//   - "=m": yes if the module is already loaded (listed in /proc/modules)
+//     or its file (NAME.ko, .ko.xz, .ko.zst or .ko.gz) is installed under
+//     /lib/modules/$(uname -r), found through modules.dep when present and
+//     by walking the directory otherwise; a kernel without /proc/modules or
+//     without that directory has none;
+//   - anything else (not set, absent): no.
+//
+// module names the module option builds; "" looks it up in a table of
+// the options tunbench uses, and an "=m" option outside it is an error.
+// '-' and '_' in module names are equivalent, as for modprobe.
+func (m Modules) FeatureUsable(cfg map[string]string, option, module string) (bool, error) {
+	option = configName(option)
+	switch cfg[option] {
+	case "y":
+		return true, nil
+	case "m":
+	default:
+		return false, nil
+	}
+	if module == "" {
+		module = moduleOf[option]
+	}
+	if module == "" {
+		return false, fmt.Errorf("check %s=m: module name unknown, pass it explicitly", option)
+	}
+	return m.Available(module)
+}
+
+// Available reports whether module is loaded or installed.
+func (m Modules) Available(module string) (bool, error) {
+	want := normModule(module)
+	loaded, err := m.loaded()
+	if err != nil {
+		return false, err
+	}
+	if loaded[want] {
+		return true, nil
+	}
+	return m.installed(want)
+}
+
+func normModule(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+func (m Modules) loaded() (map[string]bool, error) {
+	data, err := os.ReadFile(m.ProcModules)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read loaded modules: %w", err)
+	}
+	out := map[string]bool{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) > 0 {
+			out[normModule(f[0])] = true
+		}
+	}
+	return out, nil
+}
+
+// moduleFileName returns the module name of a file such as ip_gre.ko.xz.
+func moduleFileName(path string) (string, bool) {
+	base := filepath.Base(path)
+	for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
+		if name, ok := strings.CutSuffix(base, ext); ok {
+			return normModule(name), true
+		}
+	}
+	return "", false
+}
+
+func (m Modules) installed(want string) (bool, error) {
+	dep, err := os.ReadFile(filepath.Join(m.Dir, "modules.dep"))
+	if err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(dep))
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			path, _, _ := strings.Cut(sc.Text(), ":")
+			if name, ok := moduleFileName(path); ok && name == want {
+				return true, nil
+			}
+		}
+		return false, sc.Err()
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return false, fmt.Errorf("read modules.dep: %w", err)
+	}
+	found := false
+	err = filepath.WalkDir(m.Dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if name, ok := moduleFileName(path); ok && !d.IsDir() && name == want {
+			found = true
+			return fs.SkipAll
+		}
+		return nil
+	})
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("search modules in %s: %w", m.Dir, err)
+	}
+	return found, nil
+}

@@ -1,0 +1,10 @@
+package method
+
+// Builtin returns a registry of every method tunbench implements.
+func Builtin() *Registry {
+	return NewRegistry(
+		Native{},
+		VXLAN{},
+		SRv6{},
+	)
+}

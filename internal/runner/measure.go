@@ -1,0 +1,230 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/load"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// Ports of the load tools inside the testbed.
+const (
+	iperf3Port   = 5201
+	sockperfPort = load.SockperfDefaultPort
+)
+
+var errLatencyUnsupported = errors.New("latency not measured")
+
+// measureThroughput runs one iperf3 test from path.A to path.B while the
+// CPU sampler runs, and reports live throughput from the sender's device
+// counters.
+func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Throughput, *result.CPU, error) {
+	dur := time.Duration(p.Duration * float64(time.Second))
+	omit := time.Duration(p.Omit * float64(time.Second))
+	// Bound the whole test: a hung tool must not hang the run.
+	ctx, cancel := context.WithTimeout(ctx, dur+omit+30*time.Second)
+	defer cancel()
+
+	srv, srvOut, err := startServer(ctx, tb.B, load.Iperf3Server{Bind: path.B, Port: iperf3Port}.Args(), iperf3Port)
+	if err != nil {
+		return nil, nil, fmt.Errorf("iperf3 server: %w", err)
+	}
+	defer stop(tb.B, srv)
+
+	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
+	track := func(role, side string, pid int) error {
+		if err := sampler.TrackProcess(role, side, pid); err != nil {
+			return fmt.Errorf("account cpu of %s: %w", role, err)
+		}
+		return nil
+	}
+	if err := track("iperf3-server", sample.SideReceiver, srv.Process.Pid); err != nil {
+		return nil, nil, err
+	}
+	for _, d := range path.Daemons {
+		side := sample.SideSender
+		if d.Side == "b" {
+			side = sample.SideReceiver
+		}
+		if err := track(d.Role+"-"+d.Side, side, d.PID); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams}
+	cmd := tb.A.Command(ctx, client.Args()...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := tb.A.Start(cmd); err != nil {
+		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
+	}
+	if err := track("iperf3-client", sample.SideSender, cmd.Process.Pid); err != nil {
+		return nil, nil, err
+	}
+
+	// The sampler starts after the warm-up, so CPU covers the measured
+	// seconds only.
+	var cpu *result.CPU
+	var cpuErr error
+	var wg sync.WaitGroup
+	stopLive := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		live(tb.A, stopLive, prog)
+	}()
+	sampling := false
+	select {
+	case <-time.After(omit):
+		if err := sampler.Start(ctx); err != nil {
+			cpuErr = fmt.Errorf("start cpu sampler: %w", err)
+		} else {
+			sampling = true
+		}
+	case <-ctx.Done():
+	}
+	waitErr := cmd.Wait()
+	tb.A.Forget(cmd)
+	close(stopLive)
+	wg.Wait()
+	if sampling {
+		cpu, cpuErr = sampler.Stop()
+		if cpuErr != nil {
+			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
+		}
+	}
+	if cpu != nil {
+		// Both ends share the machine's CPUs: softirq work cannot be
+		// attributed to one side.
+		cpu.Split = sample.SplitApproximate
+	}
+
+	thr, parseErr := load.ParseIperf3(out.Bytes())
+	if parseErr != nil {
+		if ctx.Err() != nil {
+			return nil, cpu, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx))
+		}
+		return nil, cpu, fmt.Errorf("iperf3 client %q: %w (stderr: %s; server: %s)",
+			joinArgs(cmd.Args), parseErr, trim(errOut.String()), trim(srvOut.String()))
+	}
+	if waitErr != nil {
+		return thr, cpu, fmt.Errorf("iperf3 client %q: %w: %s", joinArgs(cmd.Args), waitErr, trim(errOut.String()))
+	}
+	return thr, cpu, cpuErr
+}
+
+// live feeds the progress line with the sender's transmit rate.
+func live(ep *testbed.Endpoint, stopc <-chan struct{}, prog *progress) {
+	prev, err := sample.LinkCounters(ep.NL, ep.Dev)
+	if err != nil {
+		return
+	}
+	last := time.Now()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stopc:
+			return
+		case now := <-t.C:
+			cur, err := sample.LinkCounters(ep.NL, ep.Dev)
+			if err != nil {
+				return
+			}
+			_, tx := sample.Rate(prev, cur, now.Sub(last))
+			prog.live(tx)
+			prev, last = cur, now
+		}
+	}
+}
+
+// measureLatency runs a request/response test with sockperf ping-pong.
+func measureLatency(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params) (*result.Latency, error) {
+	if !path.B.Is4() {
+		return nil, fmt.Errorf("%w: sockperf 3.7 supports IPv4 only, and netperf is not installed", errLatencyUnsupported)
+	}
+	dur := time.Duration(p.Latency * float64(time.Second))
+	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
+	defer cancel()
+	srv, _, err := startServer(ctx, tb.B, load.SockperfServer{Addr: path.B, Port: sockperfPort}.Args(), sockperfPort)
+	if err != nil {
+		return nil, fmt.Errorf("sockperf server: %w", err)
+	}
+	defer stop(tb.B, srv)
+	logPath := filepath.Join(tb.Dir, "sockperf-full.csv")
+	defer os.Remove(logPath)
+	secs := max(time.Second, dur.Round(time.Second))
+	client := load.SockperfClient{Server: path.B, Port: sockperfPort, Duration: secs, FullLog: logPath}
+	out, err := tb.A.Run(ctx, client.Args()...)
+	if err != nil {
+		return nil, fmt.Errorf("sockperf client: %w", err)
+	}
+	full, _ := os.ReadFile(logPath)
+	lat, err := load.ParseSockperf(out, full)
+	if err != nil {
+		return nil, fmt.Errorf("sockperf client %q: %w", joinArgs(client.Args()), err)
+	}
+	return lat, nil
+}
+
+// startServer starts a server in ep and waits until it listens on port.
+func startServer(ctx context.Context, ep *testbed.Endpoint, argv []string, port int) (*exec.Cmd, *bytes.Buffer, error) {
+	cmd := ep.Command(ctx, argv...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := ep.Start(cmd); err != nil {
+		return nil, nil, err
+	}
+	if err := testbed.WaitListening(ctx, cmd.Process.Pid, port, 5*time.Second); err != nil {
+		stop(ep, cmd)
+		return nil, nil, fmt.Errorf("%q: %w: %s", joinArgs(argv), err, trim(out.String()))
+	}
+	return cmd, &out, nil
+}
+
+// stop ends a server: it is given a moment to exit on its own (a one-shot
+// iperf3 server does), then killed.
+func stop(ep *testbed.Endpoint, cmd *exec.Cmd) {
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+	}
+	ep.Forget(cmd)
+}
+
+func joinArgs(a []string) string {
+	var b bytes.Buffer
+	for i, s := range a {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(s)
+	}
+	return b.String()
+}
+
+func trim(s string) string {
+	s = string(bytes.TrimSpace([]byte(s)))
+	if len(s) > 500 {
+		return "..." + s[len(s)-500:]
+	}
+	return s
+}

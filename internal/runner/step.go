@@ -1,0 +1,163 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/nic"
+	"github.com/tunbench/tunbench/internal/plan"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// runStep measures one step and returns its cell; failures are recorded in
+// the cell, never returned, so the run goes on.
+func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *progress) (cell result.Cell) {
+	cell = result.Cell{
+		Schema:     result.SchemaVersion,
+		RunID:      runID,
+		Key:        st.Key,
+		Method:     st.Method,
+		Params:     st.Params,
+		Repetition: st.Repetition,
+		Status:     result.StatusOK,
+		Started:    time.Now().UTC(),
+		Meta:       result.Meta{Kernel: cfg.Host.Kernel, Emulated: cfg.Host.Emulated},
+	}
+	fail := func(err error) {
+		if err == nil {
+			return
+		}
+		cell.Status = result.StatusFailed
+		if cell.Error == "" {
+			cell.Error = err.Error()
+		} else {
+			cell.Error += "; " + err.Error()
+		}
+	}
+	defer func() { cell.Finished = time.Now().UTC() }()
+
+	m, err := cfg.Methods.Get(st.Method)
+	if err != nil {
+		fail(err)
+		return cell
+	}
+	cell.Implementation = m.Implementation()
+
+	tb, err := testbed.NewLocal(testbed.Config{ID: cfg.ID, Root: cfg.Root, MTU: st.Params.UnderlayMTU, Pin: st.Params.Pin})
+	if err != nil {
+		fail(fmt.Errorf("build testbed: %w", err))
+		return cell
+	}
+	defer func() {
+		if err := tb.Close(); err != nil {
+			fail(fmt.Errorf("tear down testbed: %w", err))
+		}
+	}()
+	if !st.Params.Offloads {
+		for _, ep := range tb.Endpoints() {
+			if err := nic.SetOffloads(ep.NS, ep.Dev, false); err != nil {
+				fail(fmt.Errorf("switch offloads off on %s: %w", ep.Dev, err))
+				return cell
+			}
+		}
+	}
+
+	busy, err := sample.Background(ctx, &sample.ProcFS{}, cfg.BackgroundWindow)
+	if err != nil {
+		fail(fmt.Errorf("measure background load: %w", err))
+		return cell
+	}
+	cell.Meta.BackgroundBusy = busy
+	cell.Meta.Busy = sample.IsBusy(busy)
+
+	env := &method.Env{
+		A: tb.A, B: tb.B,
+		Family:      st.Params.Family,
+		UnderlayMTU: st.Params.UnderlayMTU,
+		OverlayMTU:  st.Params.OverlayMTU,
+		Prefix:      testbed.DevicePrefix(cfg.ID),
+		Dir:         tb.Dir,
+		Options:     st.Params.Options,
+	}
+	path, err := m.Setup(ctx, env)
+	defer func() {
+		// Teardown must run even when the run is being interrupted.
+		if err := m.Teardown(context.WithoutCancel(ctx), env); err != nil {
+			fail(fmt.Errorf("tear down %s: %w", m.Name(), err))
+		}
+	}()
+	if err != nil {
+		fail(fmt.Errorf("set up %s: %w", m.Name(), err))
+		return cell
+	}
+	cell.Meta.Variant = path.Variant
+	if !st.Params.Offloads {
+		fail(offloadsOff(tb, path))
+		if cell.Status == result.StatusFailed {
+			return cell
+		}
+	}
+	devices, err := describe(tb, path)
+	if err != nil {
+		fail(err)
+		return cell
+	}
+	cell.Meta.Devices = devices
+
+	thr, cpu, err := measureThroughput(ctx, tb, path, st.Params, prog)
+	cell.Throughput, cell.CPU = thr, cpu
+	if err != nil {
+		fail(fmt.Errorf("throughput: %w", err))
+		return cell
+	}
+	if st.Params.Latency > 0 {
+		lat, err := measureLatency(ctx, tb, path, st.Params)
+		switch {
+		case errors.Is(err, errLatencyUnsupported):
+			if cell.Meta.Extra == nil {
+				cell.Meta.Extra = map[string]string{}
+			}
+			cell.Meta.Extra["latency"] = err.Error()
+		case err != nil:
+			fail(fmt.Errorf("latency: %w", err))
+		default:
+			cell.Latency = lat
+		}
+	}
+	return cell
+}
+
+// offloadsOff switches TSO/GSO/GRO off on the method's own devices too
+// (the underlay is done when the testbed is built).
+func offloadsOff(tb *testbed.Local, path *method.Path) error {
+	var errs []error
+	for _, ep := range tb.Endpoints() {
+		for _, dev := range path.Devices[ep.Side] {
+			if dev == ep.Dev {
+				continue
+			}
+			if err := nic.SetOffloads(ep.NS, dev, false); err != nil {
+				errs = append(errs, fmt.Errorf("switch offloads off on %s: %w", dev, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// describe records every device of both namespaces with MTU and offloads.
+func describe(tb *testbed.Local, _ *method.Path) ([]result.Device, error) {
+	var all []result.Device
+	for _, ep := range tb.Endpoints() {
+		devs, err := nic.DescribeAll(ep.NS, ep.Side)
+		if err != nil {
+			return nil, fmt.Errorf("describe devices of %s: %w", ep.Side, err)
+		}
+		all = append(all, devs...)
+	}
+	return all, nil
+}
