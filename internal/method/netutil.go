@@ -74,3 +74,14 @@ func delLinks(ep *testbed.Endpoint, names ...string) error {
 func host(addr netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(addr, addr.BitLen())
 }
+
+// eachSide runs fn for both endpoints at once and joins their errors.
+// Deleting a device waits for an RCU grace period in the kernel (tens of
+// milliseconds); doing both sides concurrently lets the waits overlap.
+func eachSide(env *Env, fn func(ep *testbed.Endpoint) error) error {
+	errc := make(chan error, 2)
+	for _, ep := range env.Endpoints() {
+		go func() { errc <- fn(ep) }()
+	}
+	return errors.Join(<-errc, <-errc)
+}

@@ -2,11 +2,11 @@ package method
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 )
 
@@ -90,5 +90,5 @@ func (VXLAN) Setup(_ context.Context, env *Env) (*Path, error) {
 
 // Teardown deletes both VXLAN devices.
 func (VXLAN) Teardown(_ context.Context, env *Env) error {
-	return errors.Join(delLinks(env.A, vxlanName(env)), delLinks(env.B, vxlanName(env)))
+	return eachSide(env, func(ep *testbed.Endpoint) error { return delLinks(ep, vxlanName(env)) })
 }

@@ -1,0 +1,123 @@
+package report
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// Document is the JSON export of one run: the records as stored, plus the
+// aggregated rows and the warnings the table would print. Every figure
+// names its unit in its key (and Figure objects also carry a "unit").
+type Document struct {
+	// Schema is result.SchemaVersion.
+	Schema  string        `json:"schema"`
+	Run     result.Run    `json:"run"`
+	Cells   []result.Cell `json:"cells"`
+	Summary []Summary     `json:"summary"`
+	// Emulated is true when any figure comes from an emulated testbed; then
+	// EmulatedNote is the first entry of Warnings.
+	Emulated bool `json:"emulated"`
+	// Warnings are the plain-language doubts about the figures (emulated,
+	// unstable, busy background, approximate CPU split).
+	Warnings []string `json:"warnings"`
+}
+
+// NewDocument builds the export document of a run.
+func NewDocument(run result.Run, cells []result.Cell) Document {
+	rows := Aggregate(run, cells)
+	d := Document{
+		Schema:   result.SchemaVersion,
+		Run:      run,
+		Cells:    cells,
+		Summary:  rows,
+		Emulated: run.Host.Emulated,
+		Warnings: warnings(run, rows),
+	}
+	for _, r := range rows {
+		d.Emulated = d.Emulated || r.Emulated
+	}
+	if d.Cells == nil {
+		d.Cells = []result.Cell{}
+	}
+	if d.Warnings == nil {
+		d.Warnings = []string{}
+	}
+	return d
+}
+
+// JSON writes the export document of a run, indented.
+func JSON(w io.Writer, run result.Run, cells []result.Cell) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(NewDocument(run, cells)); err != nil {
+		return fmt.Errorf("write json export of run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// CSVHeader is the first row of the CSV export; units are in the names.
+var CSVHeader = []string{
+	"run_id", "key", "method", "implementation", "repetition", "status",
+	"family", "underlay_mtu_bytes", "overlay_mtu_bytes", "offloads", "streams",
+	"throughput_bps", "retransmits", "p50_rtt_us", "p99_rtt_us",
+	"sender_cores", "receiver_cores", "softirq_cores", "cpu_count", "busy_avg_percent",
+	"background_busy_percent", "background_busy", "emulated", "error",
+}
+
+// CSV writes one row per cell, in stored order. A figure that was not
+// measured is an empty field, never 0.
+func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(CSVHeader); err != nil {
+		return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
+	}
+	for _, c := range cells {
+		if err := cw.Write(csvRow(run, c)); err != nil {
+			return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
+		}
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+func csvRow(run result.Run, c result.Cell) []string {
+	p := c.Params
+	row := []string{
+		c.RunID, c.Key, c.Method, c.Implementation, strconv.Itoa(c.Repetition), c.Status,
+		p.Family, strconv.Itoa(p.UnderlayMTU), strconv.Itoa(p.OverlayMTU),
+		strconv.FormatBool(p.Offloads), strconv.Itoa(p.Streams),
+	}
+	if t := c.Throughput; t != nil {
+		row = append(row, flt(t.BitsPerSecond), strconv.FormatInt(t.Retransmits, 10))
+	} else {
+		row = append(row, "", "")
+	}
+	if l := c.Latency; l != nil {
+		row = append(row, flt(l.P50), flt(l.P99))
+	} else {
+		row = append(row, "", "")
+	}
+	if u := c.CPU; u != nil {
+		row = append(row, flt(u.SenderCores), flt(u.ReceiverCores), flt(u.SoftirqCores),
+			strconv.Itoa(u.Cores), flt(u.BusyAvg))
+	} else {
+		row = append(row, "", "", "", "", "")
+	}
+	return append(row,
+		flt(c.Meta.BackgroundBusy),
+		strconv.FormatBool(c.Meta.Busy),
+		strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated),
+		c.Error,
+	)
+}
+
+// flt writes a float exactly, without exponent.
+func flt(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,0 +1,165 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// EmulatedNote is said plainly wherever figures from an emulated testbed
+// are shown.
+const EmulatedNote = "emulated: figures measure function, not performance " +
+	"(the endpoints ran in a software-emulated VM)"
+
+// Markers appended to figures in the table.
+const (
+	markUnstable = "!" // CV above 10%
+	markApprox   = "~" // approximate CPU split
+	markBusy     = "*" // busy background, on the method label
+)
+
+// varying says which parameters differ between rows. The underlay
+// parameters become headings over groups of rows; the overlay MTU, which
+// also depends on the method, becomes a column.
+type varying struct {
+	family, underlay, overlay, offloads, streams bool
+}
+
+func varyingParams(rows []Summary) varying {
+	var v varying
+	if len(rows) == 0 {
+		return v
+	}
+	p0 := rows[0].Params
+	overlay := map[string]int{} // label -> overlay MTU seen
+	for _, r := range rows {
+		p := r.Params
+		v.family = v.family || p.Family != p0.Family
+		v.underlay = v.underlay || p.UnderlayMTU != p0.UnderlayMTU
+		v.offloads = v.offloads || p.Offloads != p0.Offloads
+		v.streams = v.streams || p.Streams != p0.Streams
+		if m, ok := overlay[r.Label]; ok && m != p.OverlayMTU {
+			v.overlay = true
+		}
+		overlay[r.Label] = p.OverlayMTU
+	}
+	v.overlay = v.overlay || v.underlay
+	return v
+}
+
+// rowName names a row unambiguously in notes: its label plus the varying
+// parameters.
+func rowName(r Summary, v varying) string {
+	var ps []string
+	if v.family {
+		ps = append(ps, r.Params.Family)
+	}
+	if v.underlay {
+		ps = append(ps, fmt.Sprintf("underlay MTU %d", r.Params.UnderlayMTU))
+	}
+	if v.overlay {
+		ps = append(ps, fmt.Sprintf("overlay MTU %d", r.Params.OverlayMTU))
+	}
+	if v.offloads {
+		ps = append(ps, "offloads "+onOff(r.Params.Offloads))
+	}
+	if v.streams {
+		ps = append(ps, streams(r.Params.Streams))
+	}
+	if len(ps) == 0 {
+		return r.Label
+	}
+	return r.Label + " (" + strings.Join(ps, ", ") + ")"
+}
+
+func streams(n int) string {
+	if n == 1 {
+		return "1 stream"
+	}
+	return fmt.Sprintf("%d streams", n)
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// warnings returns the plain-language doubts about these figures, in the
+// order the table footer and the JSON export give them.
+func warnings(run result.Run, rows []Summary) []string {
+	v := varyingParams(rows)
+	var (
+		out                    []string
+		emulated               = run.Host.Emulated
+		unstable, busy, approx []string
+		mixed                  []string
+		busyMax                float64
+	)
+	for _, r := range rows {
+		emulated = emulated || r.Emulated
+		name := rowName(r, v)
+		if r.Unstable {
+			unstable = append(unstable, name)
+		}
+		if r.BackgroundBusy {
+			busy = append(busy, name)
+			busyMax = max(busyMax, r.BackgroundBusyMax)
+		}
+		switch r.CPUSplit {
+		case SplitApproximate:
+			approx = append(approx, name)
+		case SplitMixed:
+			mixed = append(mixed, name)
+		}
+	}
+	if emulated {
+		out = append(out, EmulatedNote+".")
+	}
+	if len(unstable) > 0 {
+		out = append(out, fmt.Sprintf("%s unstable: the coefficient of variation over repetitions is above 10%% for %s; "+
+			"treat these figures as rough, or rerun with more repetitions on a quieter machine.",
+			markUnstable, strings.Join(unstable, ", ")))
+	}
+	if len(busy) > 0 {
+		out = append(out, fmt.Sprintf("%s busy background: the machine was already up to %.1f%% busy before a repetition of %s; "+
+			"its figures may be low.", markBusy, busyMax, strings.Join(busy, ", ")))
+	}
+	if len(approx) > 0 {
+		what := strings.Join(approx, ", ")
+		if len(approx) == len(rows) {
+			what = "all rows"
+		}
+		out = append(out, fmt.Sprintf("%s approximate CPU split (%s): both ends share the same CPUs, and softirq work "+
+			"cannot be attributed to one side; sender and receiver cores count only each side's processes, "+
+			"and the machine-wide softirq time is in the JSON export (softirq_cores).",
+			markApprox, what))
+	}
+	if len(mixed) > 0 {
+		out = append(out, fmt.Sprintf("%s mixed CPU split for %s: some repetitions attributed CPU per process, "+
+			"others approximately.", markApprox, strings.Join(mixed, ", ")))
+	}
+	return out
+}
+
+// definitions explain the table's columns; always printed under it.
+func definitions(v varying) []string {
+	d := []string{
+		"Gbit/s: receiver throughput, mean ± half-width of the 95% confidence interval " +
+			"(Student t, n-1 degrees of freedom) over the n ok repetitions; no ± when n < 2.",
+		"% native: mean Gbit/s relative to method native with the same family, underlay MTU, offloads " +
+			"and streams in this run; — when there is none.",
+		"p50/p99 µs: round-trip time percentiles of each repetition, mean over repetitions.",
+		"snd/rcv CPU: CPU time per wall second of the sender's/receiver's processes, in cores " +
+			"(1.00 = one full core).",
+		"Gbit/s/core: Gbit/s divided by the whole machine's busy cores during the transfer " +
+			"(busy % / 100 × cores), per repetition, then averaged.",
+		"n: ok repetitions / all repetitions.",
+	}
+	if v.overlay {
+		d = append(d, "ovl MTU: MTU of the overlay (tunnel) device, in bytes; the underlay MTU is in the heading.")
+	}
+	return d
+}

@@ -1,0 +1,232 @@
+// Package report turns stored result records into what people read: an
+// aligned terminal table, a JSON export and a CSV export (HTML and SVG
+// figures will follow).
+//
+// Contract: report reads only records (a result.Run and its []result.Cell)
+// and never the machine, so a report regenerates offline from the store
+// alone, identically every time. Repetitions of one cell (same Key) are
+// aggregated into a Summary with stats.Summarize; only repetitions with
+// status "ok" contribute figures, failed and skipped ones are counted and
+// their errors listed. Nothing here hides a doubt: unstable figures (CV above
+// 10%), busy background, approximate CPU attribution and emulated testbeds
+// are flagged in the table footer and in the JSON export. The definitions
+// of every figure are in docs/results.md.
+package report
+
+import (
+	"encoding/json"
+
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/stats"
+)
+
+// NativeMethod is the method used as the baseline for "% of native".
+const NativeMethod = "native"
+
+// Units of the summary figures, as written into Figure.Unit.
+const (
+	UnitGbps        = "Gbit/s"
+	UnitMicros      = "us"
+	UnitCores       = "cores"
+	UnitGbpsPerCore = "Gbit/s per busy core"
+)
+
+// CPU split labels (result.CPU.Split), plus the one used when repetitions
+// of one cell disagree.
+const (
+	SplitProcess     = "process"
+	SplitApproximate = "approximate"
+	SplitMixed       = "mixed"
+)
+
+// Summary is one aggregated row: all repetitions of one cell (one method
+// with one parameter set) in one run. Figures are over the repetitions with
+// status "ok"; a figure that was not measured has N == 0 and is omitted
+// from JSON.
+type Summary struct {
+	Key            string `json:"key"`
+	Method         string `json:"method"`
+	Implementation string `json:"implementation"`
+	// Label is how the table names the row: the method, plus the
+	// implementation when the run has several for that method.
+	Label  string        `json:"label"`
+	Params result.Params `json:"params"`
+
+	Repetitions int `json:"repetitions"`
+	OK          int `json:"repetitions_ok"`
+	Failed      int `json:"repetitions_failed"`
+	Skipped     int `json:"repetitions_skipped"`
+	// Problems are the failed and skipped repetitions with their errors.
+	Problems []Problem `json:"problems,omitempty"`
+
+	// Throughput is the receiver's rate (Throughput.BitsPerSecond) in Gbit/s.
+	Throughput Figure `json:"throughput_gbps,omitzero"`
+	// P50RTT and P99RTT are the means over repetitions of each repetition's
+	// RTT percentile, in microseconds.
+	P50RTT Figure `json:"p50_rtt_us,omitzero"`
+	P99RTT Figure `json:"p99_rtt_us,omitzero"`
+	// SenderCPU and ReceiverCPU are CPU time per wall second attributed to
+	// each side (1.0 = one full core); see CPUSplit.
+	SenderCPU   Figure `json:"sender_cpu_cores,omitzero"`
+	ReceiverCPU Figure `json:"receiver_cpu_cores,omitzero"`
+	// SoftirqCores is machine-wide softirq time per wall second, which no
+	// side can be charged with when both share the CPUs.
+	SoftirqCores Figure `json:"softirq_cores,omitzero"`
+	// BusyCores is the whole machine's busy CPU during the transfer in
+	// cores: CPU.BusyAvg/100 * CPU.Cores.
+	BusyCores Figure `json:"busy_cores,omitzero"`
+	// GbpsPerCore is, per repetition, throughput in Gbit/s divided by
+	// BusyCores, then summarised over repetitions.
+	GbpsPerCore Figure `json:"gbps_per_busy_core,omitzero"`
+
+	// PercentNative is 100 * Throughput.Mean / native Throughput.Mean, where
+	// native is the row with method "native" and the same family, underlay
+	// MTU, offloads, streams, durations and pinning in the same run, rounded
+	// to 6 significant digits. Nil when there is no such baseline with a
+	// measured throughput.
+	PercentNative *float64 `json:"percent_of_native_percent"`
+
+	// CPUSplit is "process", "approximate", "mixed" (repetitions disagree)
+	// or empty when no CPU was sampled.
+	CPUSplit string `json:"cpu_split,omitempty"`
+	// Unstable is true when any figure shown in the table (throughput, RTTs,
+	// sender and receiver CPU, Gbit/s per core) has a CV above 10%.
+	Unstable bool `json:"unstable"`
+	// BackgroundBusy is true when the background load before any counted
+	// repetition was high enough to distrust its figures.
+	BackgroundBusy bool `json:"background_busy"`
+	// BackgroundBusyMax is the highest background utilisation measured
+	// before a counted repetition, in percent of the whole machine.
+	BackgroundBusyMax float64 `json:"background_busy_max_percent"`
+	// Emulated is true when the endpoints ran in a software-emulated VM:
+	// the figures measure function, not performance.
+	Emulated bool `json:"emulated"`
+}
+
+// Problem is one repetition that did not produce figures.
+type Problem struct {
+	Repetition int    `json:"repetition"`
+	Status     string `json:"status"`
+	Error      string `json:"error"`
+}
+
+// Aggregate groups cells by Key and summarises each group. Rows come in
+// the order their parameter set first appears in cells; within one
+// parameter set the native baseline comes first, then the others in the
+// order they first appear.
+func Aggregate(run result.Run, cells []result.Cell) []Summary {
+	var (
+		order  []string
+		groups = map[string][]result.Cell{}
+	)
+	for _, c := range cells {
+		k := cellKey(c)
+		if _, ok := groups[k]; !ok {
+			order = append(order, k)
+		}
+		groups[k] = append(groups[k], c)
+	}
+	rows := make([]Summary, 0, len(order))
+	for _, k := range order {
+		rows = append(rows, summarize(run, k, groups[k]))
+	}
+	sortRows(rows)
+	labelRows(rows)
+	setPercentNative(rows)
+	return rows
+}
+
+// cellKey is the grouping key; a cell without one is grouped by method,
+// implementation and parameters.
+func cellKey(c result.Cell) string {
+	if c.Key != "" {
+		return c.Key
+	}
+	b, _ := json.Marshal(c.Params) // Params always encodes
+	return c.Method + "/" + c.Implementation + "/" + string(b)
+}
+
+// summarize aggregates the repetitions of one cell.
+func summarize(run result.Run, key string, reps []result.Cell) Summary {
+	first := reps[0]
+	s := Summary{
+		Key:            key,
+		Method:         first.Method,
+		Implementation: first.Implementation,
+		Params:         first.Params,
+		Repetitions:    len(reps),
+		Emulated:       run.Host.Emulated,
+	}
+	var gbps, p50, p99, snd, rcv, sirq, busy, perCore []float64
+	splits := map[string]bool{}
+	for _, c := range reps {
+		s.Emulated = s.Emulated || c.Meta.Emulated
+		switch c.Status {
+		case result.StatusOK:
+			s.OK++
+		case result.StatusSkipped:
+			s.Skipped++
+			s.Problems = append(s.Problems, Problem{c.Repetition, c.Status, c.Error})
+			continue
+		default:
+			s.Failed++
+			s.Problems = append(s.Problems, Problem{c.Repetition, c.Status, c.Error})
+			continue
+		}
+		s.BackgroundBusy = s.BackgroundBusy || c.Meta.Busy
+		s.BackgroundBusyMax = max(s.BackgroundBusyMax, c.Meta.BackgroundBusy)
+		var g float64
+		if t := c.Throughput; t != nil {
+			g = t.BitsPerSecond / 1e9
+			gbps = append(gbps, g)
+		}
+		if l := c.Latency; l != nil {
+			p50 = append(p50, l.P50)
+			p99 = append(p99, l.P99)
+		}
+		if u := c.CPU; u != nil {
+			snd = append(snd, u.SenderCores)
+			rcv = append(rcv, u.ReceiverCores)
+			sirq = append(sirq, u.SoftirqCores)
+			b := u.BusyAvg / 100 * float64(u.Cores)
+			busy = append(busy, b)
+			if c.Throughput != nil && b > 0 {
+				perCore = append(perCore, g/b)
+			}
+			if u.Split != "" {
+				splits[u.Split] = true
+			}
+		}
+	}
+	s.Throughput = figure(UnitGbps, gbps)
+	s.P50RTT = figure(UnitMicros, p50)
+	s.P99RTT = figure(UnitMicros, p99)
+	s.SenderCPU = figure(UnitCores, snd)
+	s.ReceiverCPU = figure(UnitCores, rcv)
+	s.SoftirqCores = figure(UnitCores, sirq)
+	s.BusyCores = figure(UnitCores, busy)
+	s.GbpsPerCore = figure(UnitGbpsPerCore, perCore)
+	for _, f := range s.figures() {
+		s.Unstable = s.Unstable || f.Unstable()
+	}
+	switch len(splits) {
+	case 0:
+	case 1:
+		for k := range splits {
+			s.CPUSplit = k
+		}
+	default:
+		s.CPUSplit = SplitMixed
+	}
+	return s
+}
+
+func figure(unit string, xs []float64) Figure {
+	return Figure{Unit: unit, Summary: stats.Summarize(xs)}
+}
+
+// figures returns the figures the table shows, which are the ones that can
+// flag a row unstable.
+func (s *Summary) figures() []Figure {
+	return []Figure{s.Throughput, s.P50RTT, s.P99RTT, s.SenderCPU, s.ReceiverCPU, s.GbpsPerCore}
+}

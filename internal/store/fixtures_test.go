@@ -1,0 +1,141 @@
+package store
+
+import (
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+var t0 = time.Date(2025, 3, 14, 9, 26, 53, 589793238, time.UTC)
+
+func newRun(id string, started time.Time) result.Run {
+	return result.Run{
+		Schema:   result.SchemaVersion,
+		ID:       id,
+		Started:  started,
+		Status:   result.RunRunning,
+		Testbed:  "local",
+		Scenario: "methods: [native, vxlan]\nrepetitions: 3\n",
+		Host: result.Host{
+			Hostname: "bench1", Kernel: "6.8.0-45-generic", Arch: "amd64",
+			CPUModel: "AMD EPYC 7443P 24-Core Processor", CPUCount: 48, MemoryMiB: 128 * 1024,
+			Tunbench: "v0.1.0", GoVersion: "go1.26.8",
+			Tools:    map[string]string{"iperf3": "3.16", "sockperf": "3.10"},
+			Emulated: true,
+			Sysctls:  map[string]string{"net.core.rmem_max": "212992"},
+		},
+	}
+}
+
+// fullCell returns a cell with every field set to a non-zero value.
+func fullCell(runID string, rep int) result.Cell {
+	start := t0.Add(time.Duration(rep) * time.Minute)
+	return result.Cell{
+		Schema:         result.SchemaVersion,
+		RunID:          runID,
+		Key:            "vxlan/ipv6/mtu1500/offloads/streams1",
+		Method:         "vxlan",
+		Implementation: "kernel",
+		Params: result.Params{
+			Family: "ipv6", UnderlayMTU: 1500, OverlayMTU: 1430, Offloads: true, Streams: 4,
+			Duration: 10, Omit: 2, Latency: 5, Pin: true,
+			Options: map[string]string{"port": "4789"},
+		},
+		Repetition: rep,
+		Status:     result.StatusFailed,
+		Error:      "iperf3 client: exit status 1: unable to connect",
+		Started:    start,
+		Finished:   start.Add(17 * time.Second),
+		Throughput: &result.Throughput{
+			Tool: "iperf3", Version: "3.16", BitsPerSecond: 9.41e9, SenderBitsPerSecond: 9.43e9,
+			Bytes: 11762500000, Retransmits: 12, Seconds: 10.000042,
+			Intervals: []result.Interval{
+				{Start: 0, End: 1, Bytes: 1176250000, BitsPerSecond: 9.41e9, Retransmits: 3, Omitted: true},
+				{Start: 1, End: 2.0001, Bytes: 1176000000, BitsPerSecond: 9.408e9, Retransmits: 1},
+			},
+			SenderToolCPUPercent: 43.5, ReceiverToolCPUPercent: 61.25,
+		},
+		Latency: &result.Latency{
+			Tool: "sockperf", Version: "3.10", Samples: 123456, Min: 11.2, Mean: 19.8, P50: 18.9,
+			P90: 24.1, P99: 35.7, Max: 412.5, StdDev: 4.4,
+			CDF: []result.Quantile{{Fraction: 0, RTT: 11.2}, {Fraction: 0.5, RTT: 18.9}, {Fraction: 1, RTT: 412.5}},
+		},
+		CPU: &result.CPU{
+			Interval: 0.5, Cores: 48, BusyMin: 3.1, BusyAvg: 4.6, BusyMax: 6.2,
+			PerCore: []result.CoreUsage{{CPU: 3, User: 10, System: 30, Softirq: 25, Irq: 1, Idle: 34}},
+			Samples: []result.CPUSample{{T: 0.5, User: 1, System: 2, Softirq: 1.5, Busy: 4.5}},
+			Processes: []result.ProcessCPU{{
+				Role: "iperf3-client", Side: "sender", PID: 4242, User: 1.25, System: 3.5, Cores: 0.475,
+			}},
+			Split: "approximate", SenderCores: 0.9, ReceiverCores: 1.1, SoftirqCores: 0.8,
+		},
+		Meta: result.Meta{
+			BackgroundBusy: 2.5, Busy: true, Emulated: true, Kernel: "6.8.0-45-generic",
+			Devices: []result.Device{{
+				Side: "a", Name: "vx0", Kind: "vxlan", MTU: 1430,
+				Offloads: map[string]bool{"tx-checksumming": true, "generic-receive-offload": false},
+			}},
+			Variant: "netdev datapath",
+			Extra:   map[string]string{"vni": "42"},
+		},
+	}
+}
+
+func openTemp(t *testing.T) *Store {
+	t.Helper()
+	s, err := Open(filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// zeroFields lists the paths of zero-valued fields under v, so the round-trip
+// fixture provably exercises every field, including ones added later.
+func zeroFields(v reflect.Value, path string) []string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return []string{path}
+		}
+		return zeroFields(v.Elem(), path)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			if v.Interface().(time.Time).IsZero() {
+				return []string{path}
+			}
+			return nil
+		}
+		var out []string
+		for i := range v.NumField() {
+			out = append(out, zeroFields(v.Field(i), path+"."+v.Type().Field(i).Name)...)
+		}
+		return out
+	case reflect.Slice:
+		if v.Len() == 0 {
+			return []string{path}
+		}
+		var out []string
+		for i := range v.Len() {
+			out = append(out, zeroFields(v.Index(i), fmt.Sprintf("%s[%d]", path, i))...)
+		}
+		return out
+	case reflect.Map:
+		if v.Len() == 0 {
+			return []string{path}
+		}
+		return nil
+	case reflect.Bool:
+		return nil // false is a meaningful value; both are covered elsewhere
+	default:
+		if v.IsZero() {
+			return []string{path}
+		}
+		return nil
+	}
+}

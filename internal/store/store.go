@@ -1,0 +1,143 @@
+// Package store keeps result records (result.Run and result.Cell) in a
+// SQLite database, using the pure-Go modernc.org/sqlite driver (no cgo).
+//
+// Contract:
+//   - Open creates the file and its parent directories if needed, turns on
+//     WAL journaling, foreign keys and a busy timeout, and applies schema
+//     migrations. A database written by a newer tunbench is refused.
+//   - Every write (BeginRun, FinishRun, AddCell) is its own committed
+//     transaction. A crash or kill loses at most the write in progress;
+//     every cell added before it survives, and its run keeps status
+//     "running" until FinishRun is called.
+//   - Each table has indexed columns for querying plus, for cells, the full
+//     record as JSON, so nothing measured is lost: a Cell read back is equal
+//     to the Cell that was added.
+//   - Times are stored as fixed-width UTC RFC 3339 text with nanoseconds, so
+//     they sort as text and read well in the sqlite3 shell.
+//
+// A *Store is safe for concurrent use by multiple goroutines. Several
+// processes may open the same file; writers wait up to the busy timeout.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
+)
+
+// BusyTimeout is how long a write waits for another connection or process
+// holding the database lock before it fails.
+const BusyTimeout = 10 * time.Second
+
+// Sentinel errors returned (wrapped) by lookups.
+var (
+	// ErrNotFound means no run matches the requested id or prefix.
+	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous means a prefix matches more than one run.
+	ErrAmbiguous = errors.New("ambiguous run id prefix")
+)
+
+// Latest is the run id that Run resolves to the most recently started run.
+const Latest = "latest"
+
+// Store is an open results database.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// DefaultPath returns where results are kept unless told otherwise:
+// $XDG_DATA_HOME/tunbench/results.db, else ~/.local/share/tunbench/results.db
+// (for root: /root/.local/share/tunbench/results.db). If the home directory
+// cannot be determined it returns results.db in the current directory.
+func DefaultPath() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "tunbench", "results.db")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" {
+		return "results.db"
+	}
+	return filepath.Join(home, ".local", "share", "tunbench", "results.db")
+}
+
+// Open opens (creating if needed) the database at path and brings its
+// schema up to date.
+func Open(path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("open store: empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db, err := sql.Open("sqlite", dsn(abs))
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// One connection: writes are serialised inside the process, and the
+	// busy timeout handles other processes.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: abs}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// dsn builds a SQLite URI for abs with the connection settings every
+// connection needs.
+func dsn(abs string) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", BusyTimeout.Milliseconds()))
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Records already added are on disk whether or
+// not Close is called.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// timeFormat is fixed-width so that stored times sort as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z07:00"
+
+// formatTime returns t as stored text, or NULL for the zero time.
+func formatTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UTC().Format(timeFormat)
+}
+
+// parseTime reads a stored time; NULL gives the zero time.
+func parseTime(v sql.NullString) (time.Time, error) {
+	if !v.Valid || v.String == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v.String)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parse stored time %q: %w", v.String, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs what tunbench needs and is missing, and nothing else.
+#   scripts/install.sh run    what "tunbench run" needs (load tools)
+#   scripts/install.sh test   everything the test suite needs, including the
+#                             kernel lab (qemu, busybox-static) and every
+#                             method's userspace programs
+# Debian packages only, always with --no-install-recommends (without it,
+# wireguard-tools pulls in a whole kernel image). Idempotent: a second run
+# installs nothing.
+set -euo pipefail
+
+mode=${1:-run}
+run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
+test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils
+  wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-extra-plugins
+  openvswitch-switch openvpn openssl)
+
+case "$mode" in
+run) pkgs=("${run_pkgs[@]}") ;;
+test) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
+*) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install.sh: run as root (apt-get install needs it)" >&2
+  exit 1
+fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+# The kernel lab fetches a stock kernel with apt-get download, which needs
+# package lists.
+if [ ${#missing[@]} -gt 0 ] || { [ "$mode" = test ] && [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; }; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install.sh: installing ${missing[*]}"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ "$mode" = test ]; then
+  # Installing openvswitch-switch or strongswan may start their system
+  # services; tunbench runs its own private instances and wants none.
+  for svc in openvswitch-switch ovsdb-server ovs-vswitchd strongswan-starter strongswan; do
+    if command -v systemctl >/dev/null 2>&1; then systemctl stop "$svc" >/dev/null 2>&1 || true; fi
+  done
+  pkill -x ovs-vswitchd 2>/dev/null || true
+  pkill -x ovsdb-server 2>/dev/null || true
+
+  # wireguard-go: the current release, pinned; Debian's 2022 build is about
+  # five times slower.
+  WIREGUARD_GO_VERSION=v0.0.20250522
+  if ! /usr/local/bin/wireguard-go --version 2>/dev/null | grep -q "${WIREGUARD_GO_VERSION#v}"; then
+    echo "install.sh: building wireguard-go ${WIREGUARD_GO_VERSION}"
+    tmp=$(mktemp -d)
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "golang.zx2c4.com/wireguard@${WIREGUARD_GO_VERSION}"
+    install -m 0755 "$tmp/wireguard" /usr/local/bin/wireguard-go
+    rm -rf "$tmp"
+  fi
+
+  # staticcheck for the lint step.
+  if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
+    go install honnef.co/go/tools/cmd/staticcheck@2025.1.1
+  fi
+fi
