@@ -93,7 +93,9 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 }
 
 // hasCaps reports whether the process may create namespaces and links.
-func hasCaps() bool {
+var hasCaps = processHasCaps
+
+func processHasCaps() bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {

@@ -1,0 +1,240 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = Run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestHelpListsCommands(t *testing.T) {
+	code, out, _ := run(t, "--help")
+	if code != 0 {
+		t.Fatalf("--help exit %d", code)
+	}
+	for _, c := range []string{"run", "methods", "results", "clean"} {
+		if !strings.Contains(out, "  "+c+" ") {
+			t.Errorf("--help does not list %q:\n%s", c, out)
+		}
+	}
+}
+
+// TestBadInput checks that bad input is refused with an error that names
+// the field and the fix, before anything is created.
+func TestBadInput(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"unknown method", []string{"--methods", "native,vxlna"}, []string{`unknown method "vxlna"`, "native", "srv6", "vxlan"}},
+		{"malformed duration", []string{"--duration", "ten"}, []string{`duration: malformed duration "ten"`, "10s"}},
+		{"malformed count", []string{"--reps", "three"}, []string{`invalid argument "three" for "--reps"`}},
+		{"zero repetitions", []string{"--reps", "-1"}, []string{"repetitions: -1: use 1 to 1000"}},
+		{"mtu too small", []string{"--methods", "vxlan", "--family", "ipv6", "--mtu", "1320"}, []string{"underlay MTU 1320 is too small for vxlan over ipv6", "at least 1350"}},
+		{"bad option", []string{"--option", "vxlan-vni"}, []string{"METHOD.KEY=VALUE"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := run(t, append([]string{"run", "--db", db}, tt.args...)...)
+			if code == 0 {
+				t.Fatal("bad input accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(stderr, w) {
+					t.Errorf("stderr %q\ndoes not contain %q", stderr, w)
+				}
+			}
+		})
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("a refused run created the database %s", db)
+	}
+}
+
+func TestMissingToolAndNotRoot(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	saved := hasCaps
+	hasCaps = func() bool { return false }
+	t.Cleanup(func() { hasCaps = saved })
+	db := filepath.Join(t.TempDir(), "r.db")
+	code, _, stderr := run(t, "run", "--db", db)
+	if code == 0 {
+		t.Fatal("run without iperf3 and without root accepted")
+	}
+	for _, w := range []string{
+		"not running as root",
+		"iperf3 missing (fix: apt-get install -y --no-install-recommends iperf3)",
+		"sockperf missing (fix: apt-get install -y --no-install-recommends sockperf)",
+	} {
+		if !strings.Contains(stderr, w) {
+			t.Errorf("stderr %q\ndoes not contain %q", stderr, w)
+		}
+	}
+}
+
+func TestMethodsCommand(t *testing.T) {
+	code, out, stderr := run(t, "methods", "--json")
+	if code != 0 {
+		t.Fatalf("methods: exit %d: %s", code, stderr)
+	}
+	var st []methodStatus
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]methodStatus{}
+	for _, s := range st {
+		byName[s.Name] = s
+	}
+	vx, ok := byName["vxlan"]
+	if !ok || vx.OverheadIPv4 == nil || *vx.OverheadIPv4 != 50 || *vx.OverheadIPv6 != 70 {
+		t.Errorf("vxlan status %+v: want overhead 50/70", vx)
+	}
+	if n, ok := byName["native"]; !ok || !n.Ready {
+		t.Errorf("native not ready: %+v", n)
+	}
+}
+
+// TestRunExportsJSON runs a short real benchmark and checks the export.
+func TestRunExportsJSON(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	for _, tool := range []string{"iperf3", "sockperf"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s not installed: apt-get install -y --no-install-recommends %s", tool, tool)
+		}
+	}
+	dir := t.TempDir()
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", db, "--export", export, "--quiet",
+		"--methods", "native,vxlan", "--duration", "1s", "--omit", "0s", "--latency", "1s", "--reps", "2")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "vxlan") || !strings.Contains(stdout, "% native") {
+		t.Errorf("table lacks vxlan or %% native:\n%s", stdout)
+	}
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.Schema != result.SchemaVersion || doc.Run.Status != result.RunDone || len(doc.Cells) != 4 {
+		t.Fatalf("export: schema %q, status %q, %d cells; want %q, done, 4", doc.Schema, doc.Run.Status, len(doc.Cells), result.SchemaVersion)
+	}
+	for _, c := range doc.Cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s rep %d: %s: %s", c.Method, c.Repetition, c.Status, c.Error)
+			continue
+		}
+		if c.Throughput == nil || c.Throughput.BitsPerSecond <= 0 || len(c.Throughput.Intervals) == 0 {
+			t.Errorf("%s: no throughput: %+v", c.Method, c.Throughput)
+		}
+		if c.Latency == nil || c.Latency.P50 <= 0 || len(c.Latency.CDF) == 0 {
+			t.Errorf("%s: no latency distribution", c.Method)
+		}
+		if c.CPU == nil || c.CPU.Cores == 0 || len(c.CPU.Processes) == 0 {
+			t.Errorf("%s: no CPU record", c.Method)
+		}
+		if c.Meta.Kernel == "" || len(c.Meta.Devices) < 2 {
+			t.Errorf("%s: metadata lacks kernel or devices: %+v", c.Method, c.Meta)
+		}
+		for _, d := range c.Meta.Devices {
+			if d.MTU == 0 || len(d.Offloads) == 0 {
+				t.Errorf("%s: device %s lacks MTU or offload state", c.Method, d.Name)
+			}
+			if c.Method == "vxlan" && d.Kind == "vxlan" && d.MTU != 1450 {
+				t.Errorf("vxlan device MTU %d, want 1450", d.MTU)
+			}
+		}
+	}
+	// The stored run exports the same way, offline.
+	code, csv, stderr := run(t, "results", "export", "--db", db, "--format", "csv", doc.Run.ID)
+	if code != 0 || strings.Count(csv, "\n") != 5 {
+		t.Errorf("results export csv: exit %d, %d lines (want header + 4)\n%s%s", code, strings.Count(csv, "\n"), csv, stderr)
+	}
+}
+
+// TestKilledRunIsCleaned kills a real run with SIGKILL mid-measurement
+// and checks that "tunbench clean" removes what it left.
+func TestKilledRunIsCleaned(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	bin := filepath.Join(t.TempDir(), "tunbench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "run", "--db", filepath.Join(t.TempDir(), "r.db"), "--quiet",
+		"--methods", "vxlan", "--duration", "30s", "--latency", "0s", "--reps", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	var ns string
+	deadline := time.Now().Add(20 * time.Second)
+	for ns == "" && time.Now().Before(deadline) {
+		entries, _ := os.ReadDir("/run/netns")
+		for _, e := range entries {
+			if _, _, ok := testbed.ParseNamespace(e.Name()); ok && hasIperf3(e.Name()) {
+				ns = e.Name()
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if ns == "" {
+		t.Fatal("the run never started iperf3 in a tunbench namespace")
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	code, out, stderr := run(t, "clean")
+	if code != 0 {
+		t.Fatalf("clean: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(out, "namespace "+ns) {
+		t.Errorf("clean output does not report %s:\n%s", ns, out)
+	}
+	if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		t.Errorf("namespace %s survived clean", ns)
+	}
+	if hasIperf3(ns) {
+		t.Errorf("iperf3 of the killed run survived clean")
+	}
+}
+
+// hasIperf3 reports whether an iperf3 process lives in namespace ns.
+func hasIperf3(ns string) bool {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return false
+	}
+	for _, pid := range strings.Fields(string(out)) {
+		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+		if strings.TrimSpace(string(comm)) == "iperf3" {
+			return true
+		}
+	}
+	return false
+}
