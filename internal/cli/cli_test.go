@@ -14,9 +14,19 @@ import (
 
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
+
+// TestMain lets this test binary stand in for tunbench when the runner
+// starts "tunbench rr ..." (os.Executable) inside the testbed.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "rr" {
+		os.Exit(rr.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
@@ -77,7 +87,7 @@ func TestMissingToolAndNotRoot(t *testing.T) {
 	hasCaps = func() bool { return false }
 	t.Cleanup(func() { hasCaps = saved })
 	db := filepath.Join(t.TempDir(), "r.db")
-	code, _, stderr := run(t, "run", "--db", db)
+	code, _, stderr := run(t, "run", "--db", db, "--latency-tool", "sockperf")
 	if code == 0 {
 		t.Fatal("run without iperf3 and without root accepted")
 	}

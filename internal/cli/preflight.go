@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"slices"
 	"strings"
 
 	"github.com/tunbench/tunbench/internal/hostinfo"
@@ -64,7 +63,7 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 		errs = append(errs, errors.New("not running as root: tunbench creates network namespaces and devices; run it with sudo or as root (CAP_SYS_ADMIN and CAP_NET_ADMIN)"))
 	}
 	tools := loadTools[:1]
-	if latency := s.Times().Latency; latency > 0 && slices.Contains(s.Families, "ipv4") {
+	if s.Times().Latency > 0 && s.LatencyTool == "sockperf" {
 		tools = loadTools
 	}
 	if err := method.Check(p, tools); err != nil {

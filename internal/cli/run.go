@@ -19,26 +19,27 @@ import (
 )
 
 type runFlags struct {
-	file     string
-	methods  []string
-	families []string
-	mtus     []int
-	offloads []string
-	streams  []int
-	duration string
-	omit     string
-	latency  string
-	reps     int
-	order    string
-	pin      bool
-	testbed  string
-	kernel   string
-	modules  string
-	options  []string
-	db       string
-	export   string
-	json     bool
-	quiet    bool
+	file        string
+	methods     []string
+	families    []string
+	mtus        []int
+	offloads    []string
+	streams     []int
+	duration    string
+	omit        string
+	latency     string
+	latencyTool string
+	reps        int
+	order       string
+	pin         bool
+	testbed     string
+	kernel      string
+	modules     string
+	options     []string
+	db          string
+	export      string
+	json        bool
+	quiet       bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -71,6 +72,7 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringVar(&f.duration, "duration", "", "throughput test length, whole seconds (default 10s)")
 	fl.StringVar(&f.omit, "omit", "", "warm-up excluded from the figures (default 1s)")
 	fl.StringVar(&f.latency, "latency", "", "request/response latency test length, 0s to skip (default 3s)")
+	fl.StringVar(&f.latencyTool, "latency-tool", "", "rr (default: tunbench's TCP request/response, IPv4 and IPv6) or sockperf (IPv4 only)")
 	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell (default 3)")
 	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
 	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
@@ -120,6 +122,7 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	set(&s.Duration, f.duration)
 	set(&s.Omit, f.omit)
 	set(&s.Latency, f.latency)
+	set(&s.LatencyTool, f.latencyTool)
 	set(&s.Order, f.order)
 	set(&s.Testbed, f.testbed)
 	set(&s.Kernel, f.kernel)

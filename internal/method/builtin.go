@@ -6,5 +6,11 @@ func Builtin() *Registry {
 		Native{},
 		VXLAN{},
 		SRv6{},
+		Geneve{},
+		GRE{},
+		Gretap{},
+		IPIP{},
+		IP6IP6{},
+		IP6GRE{},
 	)
 }

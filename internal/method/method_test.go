@@ -89,6 +89,7 @@ func TestMethodsCarryTraffic(t *testing.T) {
 					}
 				}
 				methodtest.Ping(t, l, path)
+				methodtest.PingFullSize(t, l, env, path)
 				methodtest.Iperf3(t, l, path, 1)
 			})
 		}

@@ -38,7 +38,7 @@ func (r Requirement) String() string {
 func (r Requirement) Fix() string {
 	switch {
 	case r.Kernel != "":
-		return fmt.Sprintf("a kernel built with %s (run it in the kernel lab: --testbed vm)", r.Kernel)
+		return fmt.Sprintf("a kernel with %s, or the kernel lab: --testbed vm", r.Kernel)
 	case r.Install != "":
 		return r.Install
 	case r.Package != "":

@@ -81,12 +81,15 @@ func (SRv6) Setup(_ context.Context, env *Env) (*Path, error) {
 		}); err != nil {
 			return nil, err
 		}
-		// Traffic to the peer's overlay address is encapsulated toward its SID.
+		// Traffic to the peer's overlay address is encapsulated toward its
+		// SID. The kernel subtracts the encapsulation (outer header and SRH)
+		// from the route's MTU, so the route carries the underlay MTU and
+		// the inner packets get exactly env.OverlayMTU.
 		if err := routeAdd(ep, &netlink.Route{
 			LinkIndex: idx,
 			Dst:       testbed.PrefixNet(host(theirs)),
 			Src:       net.IP(mine.AsSlice()),
-			MTU:       env.OverlayMTU,
+			MTU:       env.OverlayMTU + (SRv6{}).Overhead(env.Family),
 			Encap: &netlink.SEG6Encap{
 				Mode:     nl.SEG6_IPTUN_MODE_ENCAP,
 				Segments: []net.IP{net.IP(sid(peer).AsSlice())},

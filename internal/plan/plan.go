@@ -55,6 +55,7 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 							Duration:    t.Duration.Seconds(),
 							Omit:        t.Omit.Seconds(),
 							Latency:     t.Latency.Seconds(),
+							LatencyTool: s.LatencyTool,
 							Pin:         s.Pin,
 							Options:     s.Options[m],
 						}

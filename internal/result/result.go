@@ -71,6 +71,7 @@ type Params struct {
 	Duration    float64           `json:"duration_s"`
 	Omit        float64           `json:"omit_s"`
 	Latency     float64           `json:"latency_duration_s"`
+	LatencyTool string            `json:"latency_tool,omitempty"`
 	Pin         bool              `json:"pin"`
 	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
 }

@@ -149,14 +149,42 @@ func live(ep *testbed.Endpoint, stopc <-chan struct{}, prog *progress) {
 	}
 }
 
-// measureLatency runs a request/response test with sockperf ping-pong.
+// measureLatency runs a request/response test from path.A to path.B with
+// the scenario's latency tool.
 func measureLatency(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params) (*result.Latency, error) {
-	if !path.B.Is4() {
-		return nil, fmt.Errorf("%w: sockperf 3.7 supports IPv4 only, and netperf is not installed", errLatencyUnsupported)
-	}
 	dur := time.Duration(p.Latency * float64(time.Second))
 	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
 	defer cancel()
+	if p.LatencyTool == "sockperf" {
+		return sockperfLatency(ctx, tb, path, dur)
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the tunbench binary for rr: %w", err)
+	}
+	srv, _, err := startServer(ctx, tb.B, load.RRServer{Bind: path.B, Port: load.RRDefaultPort, Exe: exe}.Args(), load.RRDefaultPort)
+	if err != nil {
+		return nil, fmt.Errorf("rr server: %w", err)
+	}
+	defer stop(tb.B, srv)
+	client := load.RRClient{Server: path.B, Port: load.RRDefaultPort, Duration: dur, Warmup: 200 * time.Millisecond, Exe: exe}
+	out, err := tb.A.Run(ctx, client.Args()...)
+	lat, perr := load.ParseRR(out)
+	if perr != nil {
+		if err != nil {
+			return nil, fmt.Errorf("rr client: %w", err)
+		}
+		return nil, fmt.Errorf("rr client %q: %w", joinArgs(client.Args()), perr)
+	}
+	return lat, nil
+}
+
+// sockperfLatency runs sockperf ping-pong (IPv4 only in sockperf 3.7; its
+// client also sleeps about 2 s before measuring).
+func sockperfLatency(ctx context.Context, tb *testbed.Local, path *method.Path, dur time.Duration) (*result.Latency, error) {
+	if !path.B.Is4() {
+		return nil, fmt.Errorf("%w: sockperf 3.7 supports IPv4 only", errLatencyUnsupported)
+	}
 	srv, _, err := startServer(ctx, tb.B, load.SockperfServer{Addr: path.B, Port: sockperfPort}.Args(), sockperfPort)
 	if err != nil {
 		return nil, fmt.Errorf("sockperf server: %w", err)

@@ -34,9 +34,12 @@ type Scenario struct {
 	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off"
 	Streams  []int    `yaml:"streams" json:"streams"`
 
-	Duration    string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
-	Omit        string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
-	Latency     string `yaml:"latency" json:"latency"`   // request/response test length; "0s" skips it
+	Duration string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
+	Omit     string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
+	Latency  string `yaml:"latency" json:"latency"`   // request/response test length; "0s" skips it
+	// LatencyTool drives the request/response test: "rr" (tunbench's own
+	// TCP_RR-style client, IPv4 and IPv6) or "sockperf" (IPv4 only).
+	LatencyTool string `yaml:"latency_tool" json:"latency_tool"`
 	Repetitions int    `yaml:"repetitions" json:"repetitions"`
 	// Order is "interleave" (each repetition round visits every cell, so
 	// drift on a shared machine hits all methods alike) or "grouped".
@@ -71,6 +74,7 @@ func Default() Scenario {
 		Duration:    "10s",
 		Omit:        "1s",
 		Latency:     "3s",
+		LatencyTool: "rr",
 		Repetitions: 3,
 		Order:       "interleave",
 	}
@@ -210,6 +214,15 @@ func (s Scenario) Validate(c Catalog) error {
 		case field == "latency" && d > 0 && d < time.Second:
 			bad(field, "%s is too short: use 0s to skip the latency test, or 1s or more", times[field])
 		}
+	}
+	switch s.LatencyTool {
+	case "rr":
+	case "sockperf":
+		if slices.Contains(s.Families, "ipv6") {
+			bad("latency_tool", "sockperf 3.7 measures IPv4 only and families lists ipv6: use latency_tool: rr")
+		}
+	default:
+		bad("latency_tool", "unknown tool %q: use rr or sockperf", s.LatencyTool)
 	}
 	if s.Repetitions < 1 || s.Repetitions > 1000 {
 		bad("repetitions", "%d: use 1 to 1000 (3 or more give a confidence interval)", s.Repetitions)

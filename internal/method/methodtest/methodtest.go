@@ -104,3 +104,22 @@ func Ping(t *testing.T, l *testbed.Local, path *method.Path) {
 
 // InLab reports whether the test runs inside the kernel-lab VM.
 func InLab() bool { return os.Getenv("TUNBENCH_IN_LAB") == "1" }
+
+// PingFullSize sends one echo request that exactly fills the overlay MTU,
+// with don't-fragment set, and one byte more, which must be refused: the
+// overlay MTU the method claims is the one the path really has.
+func PingFullSize(t *testing.T, l *testbed.Local, env *method.Env, path *method.Path) {
+	t.Helper()
+	size := env.OverlayMTU - 20 - 8
+	if path.B.Is6() {
+		size = env.OverlayMTU - 40 - 8
+	}
+	ctx := context.Background()
+	out, err := l.A.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size), "-W", "3", path.B.String())
+	if err != nil {
+		t.Fatalf("ping of %d bytes (overlay MTU %d) from a: %v\n%s", size, env.OverlayMTU, err, out)
+	}
+	if out, err := l.A.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size+1), "-W", "1", path.B.String()); err == nil {
+		t.Errorf("ping of %d bytes passed an overlay MTU of %d:\n%s", size+1, env.OverlayMTU, out)
+	}
+}

@@ -1,0 +1,66 @@
+package method
+
+import (
+	"context"
+	"net"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Geneve is the kernel's Geneve device (RFC 8926), unicast between the two
+// underlay addresses, UDP port 6081, over an underlay of the measured
+// family, carrying Ethernet (like VXLAN, against which it is compared).
+//
+// Options: "vni" (default 42, 1 to 16777215).
+type Geneve struct{}
+
+// GenevePort is the IANA Geneve port.
+const GenevePort = 6081
+
+const geneveSuffix = "-gnv"
+
+func (Geneve) Name() string           { return "geneve" }
+func (Geneve) Implementation() string { return "kernel geneve (netlink)" }
+func (Geneve) Families() []string     { return []string{IPv4, IPv6} }
+
+// Overhead is outer IP (20 or 40) + UDP (8) + Geneve base header without
+// options (8) + inner Ethernet (14): 50 over IPv4, 70 over IPv6.
+func (Geneve) Overhead(family string) int {
+	if family == IPv6 {
+		return 40 + 8 + 8 + 14
+	}
+	return 20 + 8 + 8 + 14
+}
+
+func (Geneve) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_GENEVE"}} }
+
+// Setup creates one Geneve device per side with the overlay address on it.
+func (g Geneve) Setup(_ context.Context, env *Env) (*Path, error) {
+	if err := checkOptions(g.Name(), env.Options, "vni"); err != nil {
+		return nil, err
+	}
+	vni, err := VNI(env.Options)
+	if err != nil {
+		return nil, err
+	}
+	return setupTunnel(env, kernelTunnel{
+		kind:     "geneve",
+		suffix:   geneveSuffix,
+		underlay: env.Family,
+		config:   "CONFIG_GENEVE",
+		// The kernel's Geneve device has no local address: the route to
+		// the remote picks the source.
+		create: linkAdd(func(name string, _, remote net.IP) netlink.Link {
+			return &netlink.Geneve{
+				LinkAttrs: netlink.LinkAttrs{Name: name},
+				ID:        uint32(vni),
+				Remote:    remote,
+				Dport:     GenevePort,
+				Ttl:       tunnelTTL,
+			}
+		}),
+	})
+}
+
+// Teardown deletes both Geneve devices.
+func (Geneve) Teardown(_ context.Context, env *Env) error { return teardownTunnel(env, geneveSuffix) }
