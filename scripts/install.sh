@@ -11,7 +11,7 @@ set -euo pipefail
 
 mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
-test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils
+test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-extra-plugins
   openvswitch-switch openvpn openssl)
 
@@ -52,13 +52,21 @@ if [ "$mode" = test ]; then
 
   # wireguard-go: the current release, pinned; Debian's 2022 build is about
   # five times slower.
-  WIREGUARD_GO_VERSION=v0.0.20250522
-  if ! /usr/local/bin/wireguard-go --version 2>/dev/null | grep -q "${WIREGUARD_GO_VERSION#v}"; then
-    echo "install.sh: building wireguard-go ${WIREGUARD_GO_VERSION}"
+  # Upstream tags lack the "v" Go wants, so the release 0.0.20250522 is
+  # reached by its pseudo-version; its --version prints v0.0.20250522.
+  WIREGUARD_GO_MODULE=golang.zx2c4.com/wireguard@v0.0.0-20260522210424-ecfc5a8d5446
+  if ! /usr/local/bin/wireguard-go --version 2>/dev/null | grep -q "0.0.20250522"; then
+    echo "install.sh: building wireguard-go 0.0.20250522"
     tmp=$(mktemp -d)
-    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "golang.zx2c4.com/wireguard@${WIREGUARD_GO_VERSION}"
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "$WIREGUARD_GO_MODULE"
     install -m 0755 "$tmp/wireguard" /usr/local/bin/wireguard-go
     rm -rf "$tmp"
+  fi
+
+  # boringtun (optional method): pinned, from crates.io, about two minutes.
+  if ! command -v boringtun-cli >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
+    echo "install.sh: building boringtun-cli 0.7.1"
+    cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local --quiet
   fi
 
   # staticcheck for the lint step.

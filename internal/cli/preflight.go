@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 
 	"github.com/tunbench/tunbench/internal/hostinfo"
@@ -69,16 +70,20 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 	if err := method.Check(p, tools); err != nil {
 		errs = append(errs, fmt.Errorf("load tools: %w", err))
 	}
-	if s.Testbed == "local" {
-		for _, name := range s.Methods {
-			m, err := reg.Get(name)
-			if err != nil {
-				errs = append(errs, err)
-				continue
-			}
-			if err := method.Check(p, m.Requirements()); err != nil {
-				errs = append(errs, fmt.Errorf("method %s: %w", name, err))
-			}
+	for _, name := range s.Methods {
+		m, err := reg.Get(name)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		reqs := m.Requirements()
+		if s.Testbed == "vm" {
+			// The guest kernel is not this one: only programs (shared
+			// through the host's root file system) can be checked here.
+			reqs = slices.DeleteFunc(slices.Clone(reqs), func(r method.Requirement) bool { return r.Kernel != "" })
+		}
+		if err := method.Check(p, reqs); err != nil {
+			errs = append(errs, fmt.Errorf("method %s: %w", name, err))
 		}
 	}
 	if len(errs) == 0 {

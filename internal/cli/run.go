@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/hostinfo"
+	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/runner"
@@ -36,6 +37,7 @@ type runFlags struct {
 	kernel      string
 	modules     string
 	options     []string
+	vmMemory    int
 	db          string
 	export      string
 	json        bool
@@ -79,6 +81,7 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringVar(&f.testbed, "testbed", "", "local (default) or vm (the kernel lab)")
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
+	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, "vm testbed: guest memory in MiB")
 	fl.StringArrayVar(&f.options, "option", nil, "method option METHOD.KEY=VALUE, e.g. vxlan.vni=7 (repeatable)")
 	fl.StringVar(&f.db, "db", "", "results database (default "+store.DefaultPath()+")")
 	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
@@ -190,6 +193,11 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		return fmt.Errorf("collect host metadata: %w", err)
 	}
 	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host}
+	// Inside the kernel lab this run is the guest half of --testbed vm.
+	if os.Getenv(lab.EnvInLab) == "1" {
+		cfg.Testbed = "vm"
+		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
+	}
 	if !f.quiet {
 		cfg.Progress = stderr
 		cfg.Live = isTerminal(stderr)

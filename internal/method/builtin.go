@@ -12,5 +12,8 @@ func Builtin() *Registry {
 		IPIP{},
 		IP6IP6{},
 		IP6GRE{},
+		WireGuard{},
+		NewWireGuardGo(),
+		NewBoringTun(),
 	)
 }

@@ -9,6 +9,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -41,6 +42,9 @@ type Config struct {
 	Progress io.Writer
 	// Live makes the progress line rewrite itself (a terminal).
 	Live bool
+	// Testbed labels the run's testbed; the scenario's when empty ("vm"
+	// when this run is the guest half of a kernel-lab run).
+	Testbed string
 	// ID is the run identifier; a fresh one when empty.
 	ID string
 	// BackgroundWindow is how long the idle machine is sampled before each
@@ -73,7 +77,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		ID:       cfg.ID,
 		Started:  start.UTC(),
 		Status:   result.RunRunning,
-		Testbed:  cfg.Scenario.Testbed,
+		Testbed:  cmp.Or(cfg.Testbed, cfg.Scenario.Testbed),
 		Scenario: cfg.Scenario.YAML(),
 		Host:     cfg.Host,
 	}

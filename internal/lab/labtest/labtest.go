@@ -1,0 +1,138 @@
+// Package labtest runs Go tests inside the kernel lab (package lab), for
+// methods the host kernel cannot run (Geneve, GRE, IPIP, ip6 tunnels,
+// WireGuard, ESP, the OVS kernel datapath).
+//
+// A package puts all its kernel-only tests behind one host-side test, so
+// the whole set costs one guest boot:
+//
+//	func TestInLab(t *testing.T) {
+//		labtest.RunTestsInGuest(t, ".", "^TestKernel")
+//	}
+//
+//	func TestKernelGeneve(t *testing.T) {
+//		if !labtest.InLab() {
+//			t.Skip("needs the lab's kernel: run through TestInLab")
+//		}
+//		...
+//	}
+//
+// RunTestsInGuest compiles the package's test binary on the host, boots one
+// guest and runs the binary there as root with TUNBENCH_IN_LAB=1. Each
+// guest test is mirrored as a subtest of the host test with its status
+// (pass, fail, skip) and, on failure, its output.
+//
+// When qemu, busybox-static or kmod is missing, the host test is skipped
+// with the reason, unless the CI environment variable is set: in CI a
+// missing lab fails, because the install step must provide it. A kernel
+// that cannot be found or fetched always fails. Guests boot one at a time
+// per machine: a lock in the cache directory serialises test processes.
+package labtest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/tunbench/tunbench/internal/lab"
+)
+
+// InLab reports whether this process runs inside the lab's guest.
+func InLab() bool { return os.Getenv(lab.EnvInLab) == "1" }
+
+// RequireLab skips t when the lab's host tools are missing and CI is
+// unset, and fails it when they are missing in CI.
+func RequireLab(t testing.TB) {
+	t.Helper()
+	if err := lab.ToolsAvailable(); err != nil {
+		if os.Getenv("CI") == "" {
+			t.Skipf("kernel lab unavailable (set CI to make this a failure): %v", err)
+		}
+		t.Fatalf("kernel lab unavailable in CI, where the install step must provide it: %v", err)
+	}
+}
+
+// cleanupMargin is how much of the test's deadline is left for cleanup
+// after the guest is killed.
+const cleanupMargin = 30 * time.Second
+
+// Kernel returns the lab's kernel: from TUNBENCH_LAB_KERNEL and
+// TUNBENCH_LAB_MODULES, else the cached Debian one (fetched on first use).
+// It calls RequireLab first and fails t when no kernel can be had.
+func Kernel(t testing.TB) lab.Kernel {
+	t.Helper()
+	RequireLab(t)
+	kernelOnce.Do(func() { kernel, kernelErr = lab.DefaultKernel(context.Background()) })
+	if kernelErr != nil {
+		t.Fatalf("kernel lab: %v", kernelErr)
+	}
+	return kernel
+}
+
+// The kernel is resolved once per test process: resolving the default asks
+// apt-cache, which takes a second.
+var (
+	kernelOnce sync.Once
+	kernel     lab.Kernel
+	kernelErr  error
+)
+
+// Config returns a lab.Config for one guest boot in a test: the kernel from
+// TUNBENCH_LAB_KERNEL and TUNBENCH_LAB_MODULES or the cached Debian one, a
+// work dir under t.TempDir() and a timeout that ends before the test's
+// deadline. It calls RequireLab first, and holds the machine-wide lab lock
+// until the test ends, so concurrently running test processes boot one
+// guest at a time.
+func Config(t testing.TB) lab.Config {
+	t.Helper()
+	k := Kernel(t)
+	lock(t)
+	timeout := lab.DefaultTimeout
+	if d, ok := deadline(t); ok {
+		if left := time.Until(d) - cleanupMargin; left < timeout {
+			timeout = left
+		}
+		if timeout <= 0 {
+			t.Fatalf("kernel lab: the test deadline leaves no time to boot a guest")
+		}
+	}
+	return lab.Config{Kernel: k, Timeout: timeout, WorkDir: t.TempDir()}
+}
+
+// deadline is t.Deadline for the types that have one.
+func deadline(t testing.TB) (time.Time, bool) {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		return d.Deadline()
+	}
+	return time.Time{}, false
+}
+
+// lock takes the machine-wide lab lock until t ends.
+func lock(t testing.TB) {
+	t.Helper()
+	dir := lab.DefaultCacheDir()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatalf("kernel lab lock: %v", err)
+	}
+	path := filepath.Join(dir, "lab.lock")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatalf("kernel lab lock: %v", err)
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		t.Fatalf("kernel lab lock %s: %v", path, err)
+	}
+	t.Cleanup(func() { f.Close() }) // closing releases the lock
+}

@@ -1,0 +1,64 @@
+package labtest
+
+import (
+	"strings"
+)
+
+// testResult is one top-level test of a "go test -v" run.
+type testResult struct {
+	name   string
+	status string // "PASS", "FAIL" or "SKIP"
+	output string // its lines, from "=== RUN" to its subtests' results
+}
+
+// parseTestOutput finds the top-level tests in the output of a test binary
+// run with -test.v, in the order their results appear.
+func parseTestOutput(out string) []testResult {
+	lines := strings.Split(out, "\n")
+	started := map[string]int{} // test name -> index of its first "=== RUN" line
+	var results []testResult
+	for i, line := range lines {
+		if name, ok := strings.CutPrefix(line, "=== RUN   "); ok {
+			name = strings.TrimSpace(name)
+			if _, seen := started[name]; !seen && !strings.Contains(name, "/") {
+				started[name] = i
+			}
+			continue
+		}
+		status, name, ok := resultLine(line)
+		if !ok {
+			continue
+		}
+		from, ok := started[name]
+		if !ok {
+			from = i
+		}
+		to := i + 1
+		for to < len(lines) && strings.HasPrefix(lines[to], " ") {
+			to++
+		}
+		results = append(results, testResult{
+			name:   name,
+			status: status,
+			output: strings.Join(lines[from:to], "\n"),
+		})
+	}
+	return results
+}
+
+// resultLine parses an unindented "--- PASS: TestX (0.01s)" line.
+func resultLine(line string) (status, name string, ok bool) {
+	rest, ok := strings.CutPrefix(line, "--- ")
+	if !ok {
+		return "", "", false
+	}
+	status, rest, ok = strings.Cut(rest, ": ")
+	if !ok || (status != "PASS" && status != "FAIL" && status != "SKIP") {
+		return "", "", false
+	}
+	name, _, _ = strings.Cut(rest, " ")
+	if name == "" {
+		return "", "", false
+	}
+	return status, name, true
+}

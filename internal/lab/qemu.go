@@ -1,0 +1,278 @@
+package lab
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// QemuBinary is the emulator the lab runs, from Debian's qemu-system-x86.
+const QemuBinary = "qemu-system-x86_64"
+
+// kernelCmdline is the guest kernel's command line. panic=-1 with qemu's
+// -no-reboot turns a panic into a qemu exit instead of a hang.
+const kernelCmdline = "console=ttyS0 quiet panic=-1 8250.nr_uarts=1"
+
+// qemuSpec is everything the qemu command line depends on.
+type qemuSpec struct {
+	Binary    string
+	Accel     string // AccelKVM or AccelTCG
+	Kernel    string
+	Initramfs string
+	MemoryMiB int
+	CPUs      int
+	Results   string // host directory exported read-write as tag "results"
+	// ExtraAppend is added to the kernel command line.
+	ExtraAppend string
+}
+
+// args is qemu's argument list. The guest gets no network device (-nic
+// none, -nodefaults), the serial console on stdio, the host root read-only
+// as 9p tag "hostroot" and the results directory read-write as "results".
+func (s qemuSpec) args() []string {
+	a := []string{
+		"-name", "tunbench-lab",
+		"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+	}
+	if s.Accel == AccelKVM {
+		a = append(a, "-accel", "kvm", "-cpu", "host")
+	} else {
+		a = append(a, "-accel", "tcg,thread=multi", "-cpu", "max")
+	}
+	return append(a,
+		"-m", strconv.Itoa(s.MemoryMiB),
+		"-smp", strconv.Itoa(s.CPUs),
+		"-kernel", s.Kernel,
+		"-initrd", s.Initramfs,
+		"-append", strings.TrimSpace(kernelCmdline+" "+s.ExtraAppend),
+		"-serial", "stdio",
+		"-monitor", "none",
+		"-nic", "none",
+		"-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap",
+		"-virtfs", "local,path="+qemuOptEscape(s.Results)+",mount_tag=results,security_model=none,multidevs=remap",
+	)
+}
+
+// qemuOptEscape doubles commas, qemu's escape inside option values.
+func qemuOptEscape(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// findQemu locates the emulator in PATH.
+func findQemu() (string, error) {
+	p, err := exec.LookPath(QemuBinary)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s not found: apt-get install -y --no-install-recommends qemu-system-x86", ErrUnavailable, QemuBinary)
+	}
+	return p, nil
+}
+
+// chooseAccel resolves Config.Accel to AccelKVM or AccelTCG. Auto takes KVM
+// only when it proves to run guests: first the ioctl probe (kvmUsable), then
+// a boot of the real kernel under KVM (kvmBoots, given spec).
+func chooseAccel(ctx context.Context, accel string, spec qemuSpec) (string, error) {
+	switch accel {
+	case AccelTCG:
+		return AccelTCG, nil
+	case AccelKVM:
+		if err := kvmUsable(); err != nil {
+			return "", fmt.Errorf("lab: accelerator kvm requested: %w", err)
+		}
+		return AccelKVM, nil
+	}
+	if kvmUsable() != nil {
+		return AccelTCG, nil
+	}
+	ok, err := kvmBoots(ctx, spec)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		return AccelKVM, nil
+	}
+	return AccelTCG, nil
+}
+
+// probeInit is an initramfs program that prints probeMarker and powers off.
+const (
+	probeInit    = "/probe"
+	probeMarker  = markerPrefix + "kvm probe ok"
+	probeScript  = "#!/bin/sh\necho '" + probeMarker + "'\n/bin/poweroff -f\n"
+	probeTimeout = 30 * time.Second
+)
+
+var (
+	kvmBootMu    sync.Mutex
+	kvmBootKnown bool
+	kvmBootOK    bool
+)
+
+// kvmBoots reports whether the kernel and initramfs of spec boot under KVM
+// to the point of running a program. Where /dev/kvm works for the ioctl
+// probe but not for real guests (qemu dies with "KVM internal error" or
+// cannot set MSRs under some nested hypervisors), this costs one failed
+// qemu start; where KVM works, one boot of a second or two. The answer is
+// kept for the life of the process; it is safe for concurrent use.
+func kvmBoots(ctx context.Context, spec qemuSpec) (bool, error) {
+	kvmBootMu.Lock()
+	defer kvmBootMu.Unlock()
+	if kvmBootKnown {
+		return kvmBootOK, nil
+	}
+	spec.Accel = AccelKVM
+	ok, err := probeBoot(ctx, spec)
+	if err != nil {
+		return false, fmt.Errorf("lab: kvm probe: %w", err)
+	}
+	kvmBootKnown, kvmBootOK = true, ok
+	return ok, nil
+}
+
+// probeBoot boots spec's kernel into the initramfs's probe program and
+// reports whether it ran. The error is only for a cancelled ctx.
+func probeBoot(ctx context.Context, spec qemuSpec) (bool, error) {
+	spec.ExtraAppend = strings.TrimSpace(spec.ExtraAppend + " rdinit=" + probeInit)
+	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	res, err := runQemu(pctx, spec, probeMarker, nil)
+	if ctx.Err() != nil {
+		return false, ctx.Err()
+	}
+	return err == nil && res.bootTime > 0, nil
+}
+
+// qemuResult is what runQemu observed.
+type qemuResult struct {
+	console  []byte
+	bootTime time.Duration // 0 when the start marker never appeared
+}
+
+// ansiEscape matches the terminal control sequences SeaBIOS and the kernel
+// print on the serial console (reset, clear screen, wrap mode).
+var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[A-Za-z]|[c78])`)
+
+// maxQemuStderr bounds what is kept of qemu's own stderr.
+const maxQemuStderr = 64 << 10
+
+// runQemu runs qemu in its own process group until it exits or ctx is done,
+// then kills the group. It collects the serial console (carriage returns
+// dropped), copies it to tee when not nil, and times the marker line. qemu
+// also gets SIGKILL if the calling thread dies, so a crashed caller leaves
+// no guest behind.
+func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (qemuResult, error) {
+	// Pdeathsig fires when the thread that started the child exits; keep
+	// this goroutine on that thread until qemu is gone.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+
+	argv := append([]string{spec.Binary}, spec.args()...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childEnv()
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	var stderr limitedBuffer
+	stderr.max = maxQemuStderr
+	cmd.Stderr = &stderr
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return qemuResult{}, fmt.Errorf("qemu: %w", err)
+	}
+	defer pr.Close()
+	cmd.Stdout = pw
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		pw.Close()
+		return qemuResult{}, fmt.Errorf("qemu: start %q: %w", argv, err)
+	}
+	pw.Close()
+	group := cmd.Process.Pid
+
+	var (
+		mu      sync.Mutex
+		console bytes.Buffer
+		boot    time.Duration
+	)
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		br := bufio.NewReader(pr)
+		for {
+			line, err := br.ReadBytes('\n')
+			line = ansiEscape.ReplaceAll(bytes.ReplaceAll(line, []byte("\r"), nil), nil)
+			if len(line) > 0 {
+				mu.Lock()
+				console.Write(line)
+				if boot == 0 && bytes.HasSuffix(bytes.TrimSpace(line), []byte(marker)) {
+					boot = time.Since(start)
+				}
+				mu.Unlock()
+				if tee != nil {
+					tee.Write(line)
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+
+	waitDone := make(chan error, 1)
+	go func() { waitDone <- cmd.Wait() }()
+	var waitErr error
+	killed := false
+	select {
+	case waitErr = <-waitDone:
+	case <-ctx.Done():
+		killed = true
+		syscall.Kill(-group, syscall.SIGKILL)
+		waitErr = <-waitDone
+	}
+	// Anything qemu left in its group goes too; ESRCH means nothing did.
+	if err := syscall.Kill(-group, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return qemuResult{}, fmt.Errorf("qemu: kill process group %d: %w", group, err)
+	}
+	<-readDone
+
+	mu.Lock()
+	res := qemuResult{console: bytes.Clone(console.Bytes()), bootTime: boot}
+	mu.Unlock()
+	switch {
+	case killed:
+		return res, fmt.Errorf("qemu killed: %w", ctx.Err())
+	case waitErr != nil:
+		return res, fmt.Errorf("qemu %q: %w: %s", argv, waitErr, bytes.TrimSpace(stderr.Bytes()))
+	}
+	return res, nil
+}
+
+// limitedBuffer keeps the first max bytes written to it.
+type limitedBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf bytes.Buffer
+}
+
+func (b *limitedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (b *limitedBuffer) Bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
+}
