@@ -15,5 +15,6 @@ func Builtin() *Registry {
 		WireGuard{},
 		NewWireGuardGo(),
 		NewBoringTun(),
+		NewOpenVPN(),
 	)
 }
