@@ -70,7 +70,8 @@ type Guest struct {
 	// TUNBENCH_IN_LAB=1) and wins over it; entries are KEY=VALUE.
 	Env []string
 	// Dir is the working directory (default /). Host paths are the same in
-	// the guest, except /tmp and /run, which are fresh and empty there.
+	// the guest, except /run, which is fresh and empty there (/tmp shows the
+	// host's files; what the guest writes there stays in the guest).
 	Dir string
 }
 

@@ -95,7 +95,9 @@ func (s stage1) script() string {
 	w("mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup || fail mount /sys/fs/cgroup")
 	w("mount -t bpf bpf /newroot/sys/fs/bpf || fail mount /sys/fs/bpf")
 	w("mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail mount /run")
-	w("mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || fail mount /tmp")
+	// /tmp stays part of the overlay: the host's /tmp shows through (a
+	// checkout or test binary there is visible in the guest) and writes
+	// stay in the guest's tmpfs.
 	w("mkdir -p /newroot%s || fail mkdir %s", GuestResultsDir, GuestResultsDir)
 	w("mount -t 9p -o %s results /newroot%s || fail mount results share", ninePOptions, GuestResultsDir)
 	w("mkdir -p /newroot%s || fail mkdir stage 2 dir", parentDir(stage2Path))

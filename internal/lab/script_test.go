@@ -47,7 +47,6 @@ func TestStage1Script(t *testing.T) {
 		"mount -t cgroup2 cgroup2 /newroot/sys/fs/cgroup || fail mount /sys/fs/cgroup",
 		"mount -t bpf bpf /newroot/sys/fs/bpf || fail mount /sys/fs/bpf",
 		"mount -t tmpfs -o mode=0755 tmpfs /newroot/run || fail mount /run",
-		"mount -t tmpfs -o mode=1777 tmpfs /newroot/tmp || fail mount /tmp",
 		"mkdir -p /newroot/tunbench-results || fail mkdir /tunbench-results",
 		"mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 results /newroot/tunbench-results || fail mount results share",
 		"mkdir -p /newroot/run/tunbench-lab || fail mkdir stage 2 dir",

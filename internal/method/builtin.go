@@ -16,5 +16,8 @@ func Builtin() *Registry {
 		NewWireGuardGo(),
 		NewBoringTun(),
 		NewOpenVPN(),
+		NewOVSVXLAN(),
+		NewOVSGeneve(),
+		NewOVSGRE(),
 	)
 }

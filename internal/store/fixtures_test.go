@@ -42,7 +42,7 @@ func fullCell(runID string, rep int) result.Cell {
 		Implementation: "kernel",
 		Params: result.Params{
 			Family: "ipv6", UnderlayMTU: 1500, OverlayMTU: 1430, Offloads: true, Streams: 4,
-			Duration: 10, Omit: 2, Latency: 5, Pin: true,
+			Duration: 10, Omit: 2, Latency: 5, LatencyTool: "rr", Pin: true,
 			Options: map[string]string{"port": "4789"},
 		},
 		Repetition: rep,
