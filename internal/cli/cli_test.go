@@ -248,3 +248,103 @@ func hasIperf3(ns string) bool {
 	}
 	return false
 }
+
+// TestInterruptedRunKeepsResults sends SIGINT to a real run during its
+// second cell: the run must tear everything down, mark itself
+// interrupted, and keep the cell it had already measured.
+func TestInterruptedRunKeepsResults(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	bin := filepath.Join(t.TempDir(), "tunbench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--db", db, "--methods", "native,vxlan", "--duration", "3s",
+		"--omit", "0s", "--latency", "0s", "--reps", "1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Wait until the second cell (vxlan) runs iperf3.
+	var ns string
+	deadline := time.Now().Add(30 * time.Second)
+	for ns == "" && time.Now().Before(deadline) {
+		entries, _ := os.ReadDir("/run/netns")
+		for _, e := range entries {
+			if _, _, ok := testbed.ParseNamespace(e.Name()); ok && hasIperf3(e.Name()) && strings.Contains(stderr.String(), "[1/2") {
+				ns = e.Name()
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ns == "" {
+		t.Fatalf("the run never reached its second cell:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if err == nil {
+		t.Error("an interrupted run exited 0")
+	}
+	if _, err := os.Stat("/run/netns/" + ns); err == nil {
+		t.Errorf("namespace %s left behind after SIGINT", ns)
+	}
+	if hasIperf3(ns) {
+		t.Errorf("iperf3 left running after SIGINT")
+	}
+	code, out, errOut := run(t, "results", "--db", db)
+	if code != 0 || !strings.Contains(out, "interrupted") {
+		t.Errorf("stored run not marked interrupted: %s%s", out, errOut)
+	}
+	code, csv, _ := run(t, "results", "export", "--db", db, "--format", "csv")
+	if code != 0 || !strings.Contains(csv, "native") {
+		t.Errorf("the cell measured before SIGINT was not kept:\n%s", csv)
+	}
+}
+
+// TestOffloadsOff runs vxlan with TSO/GSO/GRO off and checks the recorded
+// device state.
+func TestOffloadsOff(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "vxlan", "--offloads", "off", "--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Cells) != 1 || doc.Cells[0].Status != result.StatusOK {
+		t.Fatalf("want one ok cell, got %+v", doc.Cells)
+	}
+	seen := 0
+	for _, d := range doc.Cells[0].Meta.Devices {
+		if d.Kind != "veth" && d.Kind != "vxlan" {
+			continue
+		}
+		seen++
+		for _, f := range []string{"tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload"} {
+			on, ok := d.Offloads[f]
+			if !ok || on {
+				t.Errorf("%s %s: %s = %v (present %v), want off", d.Side, d.Name, f, on, ok)
+			}
+		}
+	}
+	if seen != 4 {
+		t.Errorf("recorded %d veth/vxlan devices, want 4", seen)
+	}
+}

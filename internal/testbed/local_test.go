@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"golang.org/x/sys/unix"
 )
 
 func TestNames(t *testing.T) {
@@ -155,5 +157,40 @@ func TestListeningIn(t *testing.T) {
 	}
 	if testbed.ListeningIn(data, 5202) {
 		t.Error("port 5202 is only a connection's remote port, not a listener")
+	}
+}
+
+func TestPin(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: t.TempDir(), Pin: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	a, b := testbed.SplitCPUs(runtime.NumCPU())
+	for _, c := range []struct {
+		ep   *testbed.Endpoint
+		want []int
+	}{{l.A, a}, {l.B, b}} {
+		out, err := c.ep.Run(context.Background(), "grep", "Cpus_allowed_list", "/proc/self/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, n := range c.want {
+			want = append(want, strconv.Itoa(n))
+		}
+		got := strings.TrimSpace(strings.TrimPrefix(string(out), "Cpus_allowed_list:"))
+		if got != strings.Join(want, ",") && !(len(want) > 1 && got == want[0]+"-"+want[len(want)-1]) {
+			t.Errorf("side %s runs on cpus %q, want %v", c.ep.Side, got, c.want)
+		}
+	}
+	// The caller's own thread is not left pinned.
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	if set.Count() != runtime.NumCPU() {
+		t.Errorf("caller left pinned to %d cpus", set.Count())
 	}
 }
