@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/method"
+	"golang.org/x/sys/unix"
 )
 
 // methodStatus is one line of "tunbench methods".
@@ -59,6 +60,10 @@ with the command that installs it.`,
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
 				return enc.Encode(st)
+			}
+			var uts unix.Utsname
+			if unix.Uname(&uts) == nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "kernel methods use this kernel, %s; --testbed vm boots another\n\n", unix.ByteSliceToString(uts.Release[:]))
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "METHOD\tOVERHEAD v4/v6 (bytes)\tREADY\tIMPLEMENTATION / REASON")
