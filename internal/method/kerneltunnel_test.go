@@ -2,7 +2,6 @@ package method_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -137,7 +136,7 @@ func labTunnel(t *testing.T, m method.Method, family string, opts map[string]str
 	if n := len(checkTunnelFrames(t, l, frames, want)); n == 0 {
 		t.Errorf("no %s frames captured under iperf3; frames:\n%s", m.Name(), frameLines(frames[:min(len(frames), 20)]))
 	}
-	t.Logf("%s: %s (%d frames captured)", t.Name(), iperfRate(t, out), len(frames))
+	t.Logf("%s: %s (%d frames captured)", t.Name(), fmt.Sprintf("%.2f Gbit/s", methodtest.Gbps(t, out)), len(frames))
 }
 
 // checkTunnelFrames checks every a-to-b frame of want.proto between the underlay
@@ -200,22 +199,6 @@ func checkTunnelMTU(t *testing.T, l *testbed.Local, env *method.Env, path *metho
 			}
 		}
 	}
-}
-
-// throughput reads the receiver's rate from iperf3's JSON output.
-func iperfRate(t *testing.T, out []byte) string {
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Errorf("iperf3 output: %v", err)
-		return "?"
-	}
-	return fmt.Sprintf("%.2f Gbit/s", r.End.SumReceived.BitsPerSecond/1e9)
 }
 
 // saveTunnelPcap writes the capture to $TUNBENCH_WIRE_SAVE/<method>-<subtest>.pcap

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"flag"
@@ -382,40 +381,6 @@ func ovpnSecrets(t *testing.T, dirs []string) []string {
 	return secrets
 }
 
-// ovpnNoSecrets fails t when text contains one of secrets.
-func ovpnNoSecrets(t *testing.T, where, text string, secrets []string) {
-	t.Helper()
-	for _, s := range secrets {
-		if strings.Contains(text, s) {
-			t.Errorf("key material in %s", where)
-			return
-		}
-	}
-}
-
-// ovpnNoSecretsInFiles checks every file under root except the
-// certificate and key files themselves.
-func ovpnNoSecretsInFiles(t *testing.T, root string, secrets []string) {
-	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		if n := d.Name(); strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".crt") {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		ovpnNoSecrets(t, path, string(data), secrets)
-		return nil
-	})
-	if err != nil {
-		t.Errorf("scan %s: %v", root, err)
-	}
-}
-
 // ovpnProcesses lists the pids of openvpn processes whose command line
 // mentions dir.
 func ovpnProcesses(t *testing.T, dir string) []int {
@@ -489,21 +454,6 @@ func ovpnCPU(t *testing.T, pid int) time.Duration {
 	return time.Duration(ticks) * 10 * time.Millisecond
 }
 
-func ovpnIperf3Gbps(t *testing.T, out []byte) float64 {
-	t.Helper()
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 JSON: %v", err)
-	}
-	return r.End.SumReceived.BitsPerSecond / 1e9
-}
-
 // ovpnReadStatus parses a side's status file, waiting up to 3 s for a
 // complete one (OpenVPN rewrites it every second).
 func ovpnReadStatus(t *testing.T, file string) *method.OpenVPNStatus {
@@ -557,7 +507,7 @@ func runOpenVPN(t *testing.T, family string, opts map[string]string) {
 	l, env, path := methodtest.Setup(t, m, family, 1500, opts)
 	dirs := []string{filepath.Join(env.Dir, "openvpn-a"), filepath.Join(env.Dir, "openvpn-b")}
 	secrets := ovpnSecrets(t, dirs)
-	ovpnNoSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), secrets)
+	methodtest.NoSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), secrets)
 	if !strings.Contains(path.Variant, o.Cipher) {
 		t.Errorf("Variant %q does not name cipher %s", path.Variant, o.Cipher)
 	}
@@ -593,7 +543,7 @@ func runOpenVPN(t *testing.T, family string, opts map[string]string) {
 	methodtest.Ping(t, l, path)
 	cpu0 := []time.Duration{ovpnCPU(t, path.Daemons[0].PID), ovpnCPU(t, path.Daemons[1].PID)}
 	start := time.Now()
-	gbps := ovpnIperf3Gbps(t, methodtest.Iperf3(t, l, path, 2))
+	gbps := methodtest.Gbps(t, methodtest.Iperf3(t, l, path, 2))
 	elapsed := time.Since(start)
 	var share [2]float64
 	for i := range share {
@@ -629,7 +579,7 @@ func runOpenVPN(t *testing.T, family string, opts map[string]string) {
 	}
 	t.Logf("client sent %d B from TUN as %d B on the link; server received %d B", cl.Stats[method.OpenVPNStatTunRead], cl.Stats[method.OpenVPNStatLinkWrite], c.BytesReceived)
 
-	ovpnNoSecretsInFiles(t, env.Dir, secrets)
+	methodtest.NoSecretsInFiles(t, env.Dir, secrets, func(n string) bool { return strings.HasSuffix(n, ".key") || strings.HasSuffix(n, ".crt") })
 
 	ctx := context.Background()
 	if err := m.Teardown(ctx, env); err != nil {
@@ -788,7 +738,7 @@ func TestOpenVPNStartFailure(t *testing.T) {
 				t.Errorf("Setup error does not contain %q", want)
 			}
 		}
-		ovpnNoSecrets(t, "Setup error", msg, ovpnSecrets(t, dirs))
+		methodtest.NoSecrets(t, "Setup error", msg, ovpnSecrets(t, dirs))
 	}
 	for i := range 2 {
 		if err := m.Teardown(ctx, env); err != nil {

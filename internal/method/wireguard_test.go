@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -290,39 +289,6 @@ func wgSecrets(t *testing.T, dirs []string) []string {
 	return secrets
 }
 
-// noSecrets fails t when text contains one of secrets.
-func noSecrets(t *testing.T, where, text string, secrets []string) {
-	t.Helper()
-	for _, s := range secrets {
-		if strings.Contains(text, s) {
-			t.Errorf("key material in %s", where)
-			return
-		}
-	}
-}
-
-// noSecretsInFiles checks every file under root except the key files.
-func noSecretsInFiles(t *testing.T, root string, secrets []string) {
-	t.Helper()
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !d.Type().IsRegular() {
-			return err
-		}
-		if n := d.Name(); n == "private.key" || n == "preshared.key" {
-			return nil
-		}
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		noSecrets(t, path, string(data), secrets)
-		return nil
-	})
-	if err != nil {
-		t.Errorf("scan %s: %v", root, err)
-	}
-}
-
 // wgSocketsIn lists /run/wireguard entries of this run (prefix).
 func wgSocketsIn(t *testing.T, prefix string) []string {
 	t.Helper()
@@ -342,22 +308,6 @@ func wgSocketsIn(t *testing.T, prefix string) []string {
 	return ours
 }
 
-// iperf3Gbps extracts the received rate from iperf3 -J output.
-func iperf3Gbps(t *testing.T, out []byte) float64 {
-	t.Helper()
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 JSON: %v", err)
-	}
-	return r.End.SumReceived.BitsPerSecond / 1e9
-}
-
 // runWireGuard sets m up for family, checks MTU, daemons, control sockets,
 // key files and secrets, sends ping and two seconds of iperf3, tears it
 // down explicitly and checks that nothing is left. inspect, when not nil,
@@ -368,7 +318,7 @@ func runWireGuard(t *testing.T, m method.Method, family string, opts map[string]
 	r := &wgRun{l: l, env: env, path: path,
 		dirs: []string{filepath.Join(env.Dir, m.Name()+"-a"), filepath.Join(env.Dir, m.Name()+"-b")}}
 	r.secrets = wgSecrets(t, r.dirs)
-	noSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), r.secrets)
+	methodtest.NoSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), r.secrets)
 	for i, ep := range []*testbed.Endpoint{l.A, l.B} {
 		dev := path.Devices[ep.Side][0]
 		link, err := ep.NL.LinkByName(dev)
@@ -392,12 +342,12 @@ func runWireGuard(t *testing.T, m method.Method, family string, opts map[string]
 		t.Errorf("sockets of this run in the shared /run/wireguard: %v", got)
 	}
 	methodtest.Ping(t, l, path)
-	gbps := iperf3Gbps(t, methodtest.Iperf3(t, l, path, 2))
+	gbps := methodtest.Gbps(t, methodtest.Iperf3(t, l, path, 2))
 	t.Logf("%s/%s (%s): %.2f Gbit/s, one TCP stream, 2 s", m.Name(), family, path.Variant, gbps)
 	if inspect != nil {
 		inspect(r)
 	}
-	noSecretsInFiles(t, env.Dir, r.secrets)
+	methodtest.NoSecretsInFiles(t, env.Dir, r.secrets, func(n string) bool { return n == "private.key" || n == "preshared.key" })
 
 	ctx := context.Background()
 	if err := m.Teardown(ctx, env); err != nil {
@@ -435,7 +385,7 @@ func wgShow(t *testing.T, r *wgRun) {
 		if err != nil {
 			t.Fatalf("wg show: %v", err)
 		}
-		noSecrets(t, "parsed wg dump", fmt.Sprintf("%+v", d), r.secrets)
+		methodtest.NoSecrets(t, "parsed wg dump", fmt.Sprintf("%+v", d), r.secrets)
 		if len(d.Peers) != 1 || d.Peers[0].LatestHandshake.IsZero() || d.Peers[0].RxBytes == 0 || d.Peers[0].TxBytes == 0 {
 			t.Errorf("%s: wg dump = %+v, want one peer with a handshake and traffic", ep.Side, d)
 		}
@@ -569,7 +519,7 @@ func wgHandshakeFailure(t *testing.T, m method.Method) {
 		if m.Name() != "wireguard" && !strings.Contains(msg, "--- last lines of ") {
 			t.Error("Setup error does not quote the daemon log")
 		}
-		noSecrets(t, "Setup error", msg, wgSecrets(t, dirs))
+		methodtest.NoSecrets(t, "Setup error", msg, wgSecrets(t, dirs))
 	}
 	for i := 0; i < 2; i++ {
 		if err := m.Teardown(ctx, env); err != nil {

@@ -5,14 +5,17 @@ package methodtest
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -121,5 +124,47 @@ func PingFullSize(t *testing.T, l *testbed.Local, env *method.Env, path *method.
 	}
 	if out, err := l.A.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size+1), "-W", "1", path.B.String()); err == nil {
 		t.Errorf("ping of %d bytes passed an overlay MTU of %d:\n%s", size+1, env.OverlayMTU, out)
+	}
+}
+
+// Gbps returns the receiver's rate, in Gbit/s, from iperf3's JSON output.
+func Gbps(t *testing.T, out []byte) float64 {
+	t.Helper()
+	thr, err := load.ParseIperf3(out)
+	if err != nil {
+		t.Fatalf("iperf3 output: %v", err)
+	}
+	return thr.BitsPerSecond / 1e9
+}
+
+// NoSecrets fails t when text contains one of secrets; where says what
+// text is (it is never printed, since it holds the secret).
+func NoSecrets(t *testing.T, where, text string, secrets []string) {
+	t.Helper()
+	for _, s := range secrets {
+		if strings.Contains(text, s) {
+			t.Errorf("key material in %s", where)
+			return
+		}
+	}
+}
+
+// NoSecretsInFiles checks every regular file under root, except those
+// keyFile accepts (the key and certificate files themselves), for secrets.
+func NoSecretsInFiles(t *testing.T, root string, secrets []string, keyFile func(name string) bool) {
+	t.Helper()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() || keyFile(d.Name()) {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		NoSecrets(t, path, string(data), secrets)
+		return nil
+	})
+	if err != nil {
+		t.Errorf("scan %s: %v", root, err)
 	}
 }
