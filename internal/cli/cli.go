@@ -28,9 +28,9 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Use:   "tunbench",
 		Short: "Measure what a tunnel or encryption method costs on your machines",
 		Long: `tunbench sets up tunnelling and encryption methods between two endpoints,
-drives real load through them (iperf3, sockperf), measures throughput,
-latency, retransmits and CPU cost, stores every result in SQLite, prints a
-comparison table, and tears everything down again.
+drives real load through them (iperf3 and a TCP request/response test),
+measures throughput, latency, retransmits and CPU cost, stores every result
+in SQLite, prints a comparison table, and tears everything down again.
 
 By default the endpoints are two network namespaces on this machine joined
 by a veth pair. It must run as root.`,
