@@ -12,7 +12,7 @@ set -euo pipefail
 mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
-  wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-extra-plugins
+  wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   openvswitch-switch openvpn openssl)
 
 case "$mode" in

@@ -19,5 +19,7 @@ func Builtin() *Registry {
 		NewOVSVXLAN(),
 		NewOVSGeneve(),
 		NewOVSGRE(),
+		NewIPsec(),
+		NewIPsecECMP(),
 	)
 }

@@ -90,6 +90,11 @@ type Path struct {
 	Daemons []Daemon
 	// Variant names the implementation variant that actually runs.
 	Variant string
+	// OverlayMTU, when not zero, is the MTU the method really gives the
+	// measured traffic, where its implementation cannot honour Env.OverlayMTU
+	// (kernel-libipsec reads at most 1400 bytes from its TUN device). The
+	// runner records it in place of the requested one.
+	OverlayMTU int
 }
 
 // Daemon is a userspace process that carries the method's traffic.

@@ -96,6 +96,9 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		return cell
 	}
 	cell.Meta.Variant = path.Variant
+	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
+		cell.Params.OverlayMTU = path.OverlayMTU
+	}
 	if !st.Params.Offloads {
 		fail(offloadsOff(tb, path))
 		if cell.Status == result.StatusFailed {
