@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
@@ -347,4 +349,62 @@ func TestOffloadsOff(t *testing.T) {
 	if seen != 4 {
 		t.Errorf("recorded %d veth/vxlan devices, want 4", seen)
 	}
+}
+
+// keyShaped matches a base64 32-byte key (WireGuard keys, the IPsec PSK)
+// and PEM private keys.
+var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE KEY`)
+
+// TestNoSecretsInResults runs the methods that generate keys and checks
+// that nothing key-shaped reaches the export, the database or the output.
+func TestNoSecretsInResults(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	var methods []string
+	for _, m := range []string{"wireguard-go", "ipsec", "openvpn"} {
+		if ready(t, m) {
+			methods = append(methods, m)
+		}
+	}
+	if len(methods) == 0 {
+		t.Skip("none of wireguard-go, ipsec, openvpn is ready here (see tunbench methods)")
+	}
+	dir := t.TempDir()
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", db, "--export", export, "--methods", strings.Join(methods, ","),
+		"--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for name, path := range map[string]string{"export": export, "database": db} {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if keyShaped.Match(data) {
+			t.Errorf("key material in the %s: %q", name, keyShaped.Find(data))
+		}
+	}
+	if keyShaped.MatchString(stdout + stderr) {
+		t.Errorf("key material in the output")
+	}
+	var doc report.Document
+	data, _ := os.ReadFile(export)
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range doc.Cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s: %s", c.Method, c.Error)
+		}
+	}
+}
+
+func ready(t *testing.T, name string) bool {
+	t.Helper()
+	for _, s := range methodStatuses(method.Builtin(), hostProbe()) {
+		if s.Name == name {
+			return s.Ready
+		}
+	}
+	return false
 }
