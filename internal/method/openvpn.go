@@ -432,7 +432,7 @@ func (m *OpenVPN) Setup(ctx context.Context, env *Env) (*Path, error) {
 			return nil, err
 		}
 	}
-	client, err := ovpnWaitClient(ctx, procs[1], sides[1].path(ovpnStatusFile))
+	client, err := ovpnWaitClient(ctx, procs[1], sides[1].path(ovpnStatusFile), o.Cipher)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +481,7 @@ func ovpnWaitInit(ctx context.Context, p *Process) error {
 }
 
 // ovpnWaitClient waits until the server's status file lists the client.
-func ovpnWaitClient(ctx context.Context, server *Process, statusFile string) (*OpenVPNClient, error) {
+func ovpnWaitClient(ctx context.Context, server *Process, statusFile, cipher string) (*OpenVPNClient, error) {
 	var client *OpenVPNClient
 	var parseErr error // the last one, reported on timeout
 	err := WaitFor(ctx, ovpnStatusTimeout, "client "+ovpnClientName+" in "+filepath.Base(statusFile), func() (bool, error) {
@@ -504,11 +504,18 @@ func ovpnWaitClient(ctx context.Context, server *Process, statusFile string) (*O
 		for i := range st.Clients {
 			if st.Clients[i].CommonName == ovpnClientName {
 				client = &st.Clients[i]
-				return true, nil
+				// Until the pushed options are applied the status file
+				// may still show the placeholder cipher (BF-CBC): wait
+				// for the negotiated one.
+				return client.Cipher == "" || client.Cipher == cipher, nil
 			}
 		}
 		return false, nil
 	})
+	if err != nil && client != nil {
+		// The client is there with another cipher: the caller reports it.
+		return client, nil
+	}
 	if err != nil {
 		if parseErr != nil {
 			err = fmt.Errorf("%w (last read: %w)", err, parseErr)
