@@ -2,12 +2,14 @@
 # Installs what tunbench needs and is missing, and nothing else.
 #   scripts/install.sh run    what "tunbench run" needs (load tools)
 #   scripts/install.sh test   everything the test suite needs, including the
-#                             kernel lab (qemu, busybox-static) and every
+#                             kernel lab (qemu, busybox-static, the guest
+#                             kernel package, fetched into the cache) and every
 #                             method's userspace programs
 # Debian packages only, always with --no-install-recommends (without it,
 # wireguard-tools pulls in a whole kernel image). Idempotent: a second run
 # installs nothing.
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
@@ -68,6 +70,11 @@ if [ "$mode" = test ]; then
     echo "install.sh: building boringtun-cli 0.7.1"
     cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local --quiet
   fi
+
+  # The kernel lab's guest kernel: Debian's stock kernel package, unpacked
+  # into tunbench's cache (never installed on this host).
+  go build -o bin/tunbench ./cmd/tunbench
+  ./bin/tunbench lab fetch >/dev/null
 
   # staticcheck for the lint step.
   if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
