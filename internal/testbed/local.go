@@ -66,12 +66,9 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return l, fmt.Errorf("testbed: create run directory: %w", err)
 	}
-	if err := os.MkdirAll(LockDir, 0o700); err != nil {
-		return l, fmt.Errorf("testbed: create %s: %w", LockDir, err)
-	}
-	lock, err := os.OpenFile(lockPath(cfg.ID), os.O_CREATE|os.O_RDWR, 0o600)
+	lock, err := createLock(cfg.ID)
 	if err != nil {
-		return l, fmt.Errorf("testbed: create lock: %w", err)
+		return l, err
 	}
 	l.lock = lock
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
@@ -112,6 +109,22 @@ func NewLocal(cfg Config) (l *Local, err error) {
 		}
 	}
 	return l, nil
+}
+
+// createLock creates the run's lock file. Another run's Close may remove
+// the empty lock directory between MkdirAll and OpenFile, so it retries.
+func createLock(id string) (*os.File, error) {
+	var err error
+	for try := 0; try < 5; try++ {
+		if err = os.MkdirAll(LockDir, 0o700); err != nil {
+			return nil, fmt.Errorf("testbed: create %s: %w", LockDir, err)
+		}
+		var f *os.File
+		if f, err = os.OpenFile(lockPath(id), os.O_CREATE|os.O_RDWR, 0o600); err == nil {
+			return f, nil
+		}
+	}
+	return nil, fmt.Errorf("testbed: create lock: %w", err)
 }
 
 // SplitCPUs divides n CPUs between the two sides: a gets the first half,
@@ -207,6 +220,10 @@ func (l *Local) Close() error {
 		_ = os.Remove(lockPath(l.ID))
 		l.lock.Close()
 		l.lock = nil
+		// Leave no empty directories behind either; a directory still in
+		// use by another run is not empty and stays.
+		_ = os.Remove(LockDir)
+		_ = os.Remove(filepath.Dir(l.Dir))
 	}
 	return errors.Join(errs...)
 }
