@@ -3,7 +3,6 @@ package method_test
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -50,7 +49,7 @@ func TestIPsecECMPLibipsec(t *testing.T) {
 				t.Errorf("devices of a %v, want %d TUN devices and the underlay", path.Devices["a"], tt.tunnels)
 			}
 			mtu := min(env.OverlayMTU, method.LibipsecMaxMTU)
-			ipsecCheckDevices(t, l, path, mtu)
+			methodtest.DeviceMTU(t, l, path, mtu)
 			methodtest.Ping(t, l, path)
 			ipsecPingSize(t, l, path, mtu)
 			var bps float64
@@ -168,7 +167,7 @@ func TestLabIPsecECMPXfrm(t *testing.T) {
 			if !strings.HasPrefix(path.Variant, "kernel xfrm") || len(path.Daemons) != 2 {
 				t.Fatalf("variant %q, daemons %v: want kernel xfrm and a charon per side", path.Variant, path.Daemons)
 			}
-			ipsecCheckDevices(t, l, path, env.OverlayMTU)
+			methodtest.DeviceMTU(t, l, path, env.OverlayMTU)
 			methodtest.Ping(t, l, path)
 			ipsecPingSize(t, l, path, env.OverlayMTU)
 			var bps float64
@@ -226,24 +225,5 @@ func ipsecIperf3Parallel(t *testing.T, l *testbed.Local, path *method.Path, seco
 	if err != nil {
 		t.Fatalf("iperf3 -P %d: %v", streams, err)
 	}
-	return ipsecIperf3Bps(t, out)
-}
-
-// ipsecIperf3Bps returns end.sum_received.bits_per_second of iperf3 -J output.
-func ipsecIperf3Bps(t *testing.T, out []byte) float64 {
-	t.Helper()
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 output: %v\n%s", err, out)
-	}
-	if r.End.SumReceived.BitsPerSecond == 0 {
-		t.Fatalf("iperf3 received nothing:\n%s", out)
-	}
-	return r.End.SumReceived.BitsPerSecond
+	return methodtest.Gbps(t, out) * 1e9
 }

@@ -153,26 +153,6 @@ func ipsecSPIs(t *testing.T, l *testbed.Local, dirs ...string) map[uint32]bool {
 	return spis
 }
 
-// ipsecCheckDevices checks that every non-underlay device of path has
-// the given MTU.
-func ipsecCheckDevices(t *testing.T, l *testbed.Local, path *method.Path, mtu int) {
-	t.Helper()
-	for _, ep := range l.Endpoints() {
-		for _, d := range path.Devices[ep.Side] {
-			if d == ep.Dev {
-				continue
-			}
-			link, err := ep.NL.LinkByName(d)
-			if err != nil {
-				t.Fatalf("%s: device %s: %v", ep.Side, d, err)
-			}
-			if link.Attrs().MTU != mtu {
-				t.Errorf("%s: %s MTU = %d, want %d", ep.Side, d, link.Attrs().MTU, mtu)
-			}
-		}
-	}
-}
-
 // TestIPsecLibipsec runs the default options on the host kernel (no ESP):
 // kernel-libipsec, ESP in UDP 4500, the TUN MTU capped at 1400.
 func TestIPsecLibipsec(t *testing.T) {
@@ -190,7 +170,7 @@ func TestIPsecLibipsec(t *testing.T) {
 				t.Errorf("daemons %v, want a charon per side", path.Daemons)
 			}
 			mtu := min(env.OverlayMTU, method.LibipsecMaxMTU)
-			ipsecCheckDevices(t, l, path, mtu)
+			methodtest.DeviceMTU(t, l, path, mtu)
 			spis := ipsecSPIs(t, l, filepath.Join(env.Dir, "ipsec-a"))
 			var out []byte
 			frames := ipsecCapture(t, l.A, func() {
@@ -199,7 +179,7 @@ func TestIPsecLibipsec(t *testing.T) {
 				out = methodtest.Iperf3(t, l, path, 2)
 			})
 			ipsecCheckESP(t, l, frames, wire.EncapESPUDP, env.UnderlayMTU, spis)
-			t.Logf("%s %s: %.2f Gbit/s (one TCP stream, 2 s)", path.Variant, family, ipsecIperf3Bps(t, out)/1e9)
+			t.Logf("%s %s: %.2f Gbit/s (one TCP stream, 2 s)", path.Variant, family, methodtest.Gbps(t, out))
 		})
 	}
 }
@@ -220,7 +200,7 @@ func TestIPsecCiphers(t *testing.T) {
 			if len(children) != 1 || children[0].EncrAlg != alg || children[0].BytesOut == 0 {
 				t.Errorf("CHILD_SAs %+v, want one %s SA that carried traffic", children, alg)
 			}
-			t.Logf("%s: %.2f Gbit/s", cipher, ipsecIperf3Bps(t, out)/1e9)
+			t.Logf("%s: %.2f Gbit/s", cipher, methodtest.Gbps(t, out))
 		})
 	}
 }
@@ -483,7 +463,7 @@ func TestLabIPsecXfrm(t *testing.T) {
 				out = methodtest.Iperf3(t, l, path, 1)
 			})
 			ipsecCheckESP(t, l, frames, tt.encap, env.UnderlayMTU, spis)
-			t.Logf("%s %s: %.1f Mbit/s (emulated guest: function only)", path.Variant, tt.name, ipsecIperf3Bps(t, out)/1e6)
+			t.Logf("%s %s: %.1f Mbit/s (emulated guest: function only)", path.Variant, tt.name, methodtest.Gbps(t, out)*1e3)
 		})
 	}
 }

@@ -88,7 +88,7 @@ func labTunnel(t *testing.T, m method.Method, family string, opts map[string]str
 	t.Helper()
 	requireTunnelKernel(t, m)
 	l, env, path := methodtest.Setup(t, m, family, 1500, opts)
-	checkTunnelMTU(t, l, env, path)
+	methodtest.DeviceMTU(t, l, path, env.OverlayMTU)
 
 	c, err := wire.Start(l.A, l.A.Dev)
 	if err != nil {
@@ -180,25 +180,6 @@ func frameLines(frames []wire.Frame) string {
 		b.WriteString("  " + f.String() + "\n")
 	}
 	return b.String()
-}
-
-// checkTunnelMTU checks that both tunnel devices have the overlay MTU.
-func checkTunnelMTU(t *testing.T, l *testbed.Local, env *method.Env, path *method.Path) {
-	t.Helper()
-	for _, ep := range l.Endpoints() {
-		for _, d := range path.Devices[ep.Side] {
-			if d == ep.Dev {
-				continue
-			}
-			link, err := ep.NL.LinkByName(d)
-			if err != nil {
-				t.Fatalf("%s: device %s: %v", ep.Side, d, err)
-			}
-			if link.Attrs().MTU != env.OverlayMTU {
-				t.Errorf("%s: %s MTU = %d, want overlay MTU %d", ep.Side, d, link.Attrs().MTU, env.OverlayMTU)
-			}
-		}
-	}
 }
 
 // saveTunnelPcap writes the capture to $TUNBENCH_WIRE_SAVE/<method>-<subtest>.pcap

@@ -73,21 +73,7 @@ func TestMethodsCarryTraffic(t *testing.T) {
 		for _, family := range m.Families() {
 			t.Run(m.Name()+"/"+family, func(t *testing.T) {
 				l, env, path := methodtest.Setup(t, m, family, 1500, nil)
-				for _, side := range []string{"a", "b"} {
-					ep := l.A
-					if side == "b" {
-						ep = l.B
-					}
-					for _, d := range path.Devices[side] {
-						link, err := ep.NL.LinkByName(d)
-						if err != nil {
-							t.Fatalf("device %s on %s: %v", d, side, err)
-						}
-						if d != ep.Dev && link.Attrs().MTU != env.OverlayMTU {
-							t.Errorf("%s MTU = %d, want overlay MTU %d", d, link.Attrs().MTU, env.OverlayMTU)
-						}
-					}
-				}
+				methodtest.DeviceMTU(t, l, path, env.OverlayMTU)
 				methodtest.Ping(t, l, path)
 				methodtest.PingFullSize(t, l, env, path)
 				methodtest.Iperf3(t, l, path, 1)

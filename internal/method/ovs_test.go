@@ -2,7 +2,6 @@ package method_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -558,16 +558,9 @@ func ovsProcessesUsing(dir string) []string {
 // ovsThroughput summarises iperf3 -J output.
 func ovsThroughput(t *testing.T, out []byte) string {
 	t.Helper()
-	var r struct {
-		End struct {
-			SumSent     struct{ Retransmits int } `json:"sum_sent"`
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+	thr, err := load.ParseIperf3(out)
+	if err != nil {
+		t.Fatalf("iperf3 output: %v", err)
 	}
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("iperf3 json: %v", err)
-	}
-	return fmt.Sprintf("%.2f Gbit/s, %d retransmits", r.End.SumReceived.BitsPerSecond/1e9, r.End.SumSent.Retransmits)
+	return fmt.Sprintf("%.2f Gbit/s, %d retransmits", thr.BitsPerSecond/1e9, thr.Retransmits)
 }

@@ -168,3 +168,23 @@ func NoSecretsInFiles(t *testing.T, root string, secrets []string, keyFile func(
 		t.Errorf("scan %s: %v", root, err)
 	}
 }
+
+// DeviceMTU checks that every device of path other than the underlay has
+// the given MTU on both sides.
+func DeviceMTU(t *testing.T, l *testbed.Local, path *method.Path, mtu int) {
+	t.Helper()
+	for _, ep := range l.Endpoints() {
+		for _, d := range path.Devices[ep.Side] {
+			if d == ep.Dev {
+				continue
+			}
+			link, err := ep.NL.LinkByName(d)
+			if err != nil {
+				t.Fatalf("%s: device %s: %v", ep.Side, d, err)
+			}
+			if link.Attrs().MTU != mtu {
+				t.Errorf("%s: %s MTU = %d, want %d", ep.Side, d, link.Attrs().MTU, mtu)
+			}
+		}
+	}
+}
