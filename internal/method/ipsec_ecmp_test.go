@@ -11,11 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
-	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/wire"
 	"golang.org/x/sys/unix"
 )
@@ -53,7 +51,7 @@ func TestIPsecECMPLibipsec(t *testing.T) {
 			methodtest.Ping(t, l, path)
 			ipsecPingSize(t, l, path, mtu)
 			var bps float64
-			frames := ipsecCapture(t, l.A, func() { bps = ipsecIperf3Parallel(t, l, path, 2, ipsecECMPStreams) })
+			frames := ipsecCapture(t, l.A, func() { bps = methodtest.Gbps(t, methodtest.Iperf3Streams(t, l, path, 2, ipsecECMPStreams)) * 1e9 })
 
 			// Per tunnel: packets side a sent into it and received from it.
 			var out, in []uint64
@@ -171,7 +169,7 @@ func TestLabIPsecECMPXfrm(t *testing.T) {
 			methodtest.Ping(t, l, path)
 			ipsecPingSize(t, l, path, env.OverlayMTU)
 			var bps float64
-			frames := ipsecCapture(t, l.A, func() { bps = ipsecIperf3Parallel(t, l, path, 2, ipsecECMPStreams) })
+			frames := ipsecCapture(t, l.A, func() { bps = methodtest.Gbps(t, methodtest.Iperf3Streams(t, l, path, 2, ipsecECMPStreams)) * 1e9 })
 			children, err := method.IPsecSAs(context.Background(), l.A, filepath.Join(env.Dir, "ipsec-ecmp-a"))
 			if err != nil {
 				t.Fatal(err)
@@ -202,28 +200,4 @@ func TestLabIPsecECMPXfrm(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ipsecIperf3Parallel sends streams TCP flows for seconds from path.A to path.B
-// and returns the received bits per second.
-func ipsecIperf3Parallel(t *testing.T, l *testbed.Local, path *method.Path, seconds, streams int) float64 {
-	t.Helper()
-	ctx := context.Background()
-	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5202")
-	if err := l.B.Start(srv); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = srv.Process.Kill()
-		_ = srv.Wait()
-		l.B.Forget(srv)
-	}()
-	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5202, 5*time.Second); err != nil {
-		t.Fatalf("iperf3 server: %v", err)
-	}
-	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5202", "-t", strconv.Itoa(seconds), "-P", strconv.Itoa(streams), "-J")
-	if err != nil {
-		t.Fatalf("iperf3 -P %d: %v", streams, err)
-	}
-	return methodtest.Gbps(t, out) * 1e9
 }

@@ -71,6 +71,12 @@ func LinkState(t *testing.T, ep *testbed.Endpoint) []string {
 // iperf3's JSON output. It fails the test when no data arrived.
 func Iperf3(t *testing.T, l *testbed.Local, path *method.Path, seconds int) []byte {
 	t.Helper()
+	return Iperf3Streams(t, l, path, seconds, 1)
+}
+
+// Iperf3Streams is Iperf3 with streams parallel TCP flows (iperf3 -P).
+func Iperf3Streams(t *testing.T, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
+	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
 	}
@@ -87,7 +93,7 @@ func Iperf3(t *testing.T, l *testbed.Local, path *method.Path, seconds int) []by
 	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5201, 5*time.Second); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
-	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-J")
+	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-P", strconv.Itoa(max(streams, 1)), "-J")
 	if err != nil {
 		t.Fatalf("iperf3 from %s to %s: %v", path.A, path.B, err)
 	}
