@@ -47,6 +47,9 @@ func (*BoringTun) Families() []string     { return []string{IPv4, IPv6} }
 // Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
 func (*BoringTun) Overhead(family string) int { return wgOverhead(family) }
 
+// Options declares the scenario options (see Option).
+func (*BoringTun) Options() []Option { return []Option{wgPortOption} }
+
 func (*BoringTun) Requirements() []Requirement {
 	return []Requirement{
 		{Kernel: "CONFIG_TUN"},

@@ -32,17 +32,18 @@ func (Geneve) Overhead(family string) int {
 	return 20 + 8 + 8 + 14
 }
 
+// Options declares the scenario options (see Option).
+func (Geneve) Options() []Option { return []Option{vniOption} }
+
 func (Geneve) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_GENEVE"}} }
 
 // Setup creates one Geneve device per side with the overlay address on it.
 func (g Geneve) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(g.Name(), env.Options, "vni"); err != nil {
-		return nil, err
-	}
-	vni, err := VNI(env.Options)
+	opts, err := ParseOptions(g, env.Options)
 	if err != nil {
 		return nil, err
 	}
+	vni := opts.Int("vni")
 	return setupTunnel(env, kernelTunnel{
 		kind:     "geneve",
 		suffix:   geneveSuffix,

@@ -26,12 +26,15 @@ func (GRE) Families() []string     { return []string{IPv4, IPv6} }
 // inner family.
 func (GRE) Overhead(string) int { return 20 + 4 }
 
+// Options declares the scenario options (see Option).
+func (GRE) Options() []Option { return nil }
+
 func (GRE) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_NET_IPGRE"}} }
 
 // Setup creates one gre device per side between the IPv4 underlay
 // addresses, with the overlay address of the measured family on it.
 func (g GRE) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(g.Name(), env.Options); err != nil {
+	if _, err := ParseOptions(g, env.Options); err != nil {
 		return nil, err
 	}
 	return setupTunnel(env, kernelTunnel{
@@ -81,6 +84,9 @@ func (Gretap) Overhead(family string) int {
 	return 20 + 4 + 4 + 14
 }
 
+// Options declares the scenario options (see Option).
+func (Gretap) Options() []Option { return []Option{greKeyOption} }
+
 // Requirements: gretap lives in ip_gre, ip6gretap in ip6_gre.
 func (Gretap) Requirements() []Requirement {
 	return []Requirement{{Kernel: "CONFIG_NET_IPGRE"}, {Kernel: "CONFIG_IPV6_GRE"}}
@@ -89,13 +95,11 @@ func (Gretap) Requirements() []Requirement {
 // Setup creates one keyed gretap (IPv4) or ip6gretap (IPv6) device per
 // side with the overlay address on it.
 func (g Gretap) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(g.Name(), env.Options, "key"); err != nil {
-		return nil, err
-	}
-	key, err := GREKey(env.Options)
+	opts, err := ParseOptions(g, env.Options)
 	if err != nil {
 		return nil, err
 	}
+	key := uint32(opts.Uint64("key"))
 	kt := kernelTunnel{
 		kind:     "gretap",
 		suffix:   gretapSuffix,

@@ -61,8 +61,8 @@ func TestLabGretap(t *testing.T) {
 		opts         map[string]string
 		key          uint32
 	}{
-		{"ipv4", method.IPv4, nil, method.DefaultGREKey},
-		{"ipv6", method.IPv6, nil, method.DefaultGREKey},
+		{"ipv4", method.IPv4, nil, 42},
+		{"ipv6", method.IPv6, nil, 42},
 		{"ipv4-key", method.IPv4, map[string]string{"key": "16777473"}, 16777473},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,12 +26,15 @@ func (IP6GRE) Implementation() string {
 // whatever the inner family.
 func (IP6GRE) Overhead(string) int { return 40 + 4 }
 
+// Options declares the scenario options (see Option).
+func (IP6GRE) Options() []Option { return nil }
+
 func (IP6GRE) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_IPV6_GRE"}} }
 
 // Setup creates one ip6gre device per side between the IPv6 underlay
 // addresses, with the overlay address of the measured family on it.
 func (m IP6GRE) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(m.Name(), env.Options); err != nil {
+	if _, err := ParseOptions(m, env.Options); err != nil {
 		return nil, err
 	}
 	return setupTunnel(env, kernelTunnel{

@@ -31,11 +31,14 @@ func (IP6IP6) Implementation() string {
 // option (it would add 8).
 func (IP6IP6) Overhead(string) int { return 40 }
 
+// Options declares the scenario options (see Option).
+func (IP6IP6) Options() []Option { return nil }
+
 func (IP6IP6) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_IPV6_TUNNEL"}} }
 
 // Setup creates one ip6tnl device per side with the overlay address on it.
 func (m IP6IP6) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(m.Name(), env.Options); err != nil {
+	if _, err := ParseOptions(m, env.Options); err != nil {
 		return nil, err
 	}
 	if env.Family != IPv6 {

@@ -23,11 +23,14 @@ func (IPIP) Families() []string     { return []string{IPv4} }
 // Overhead is the outer IPv4 header (20).
 func (IPIP) Overhead(string) int { return 20 }
 
+// Options declares the scenario options (see Option).
+func (IPIP) Options() []Option { return nil }
+
 func (IPIP) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_NET_IPIP"}} }
 
 // Setup creates one ipip device per side with the overlay address on it.
 func (m IPIP) Setup(_ context.Context, env *Env) (*Path, error) {
-	if err := checkOptions(m.Name(), env.Options); err != nil {
+	if _, err := ParseOptions(m, env.Options); err != nil {
 		return nil, err
 	}
 	if env.Family != IPv4 {

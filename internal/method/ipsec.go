@@ -86,6 +86,9 @@ func (*IPsec) Overhead(family string) int { return ipsecOverhead(family, "tunnel
 
 func (*IPsec) Requirements() []Requirement { return ipsecRequirements() }
 
+// Options declares the scenario options (see Option).
+func (*IPsec) Options() []Option { return ipsecDeclared(false) }
+
 func ipsecRequirements() []Requirement {
 	return []Requirement{
 		{Program: charonPath, Package: "strongswan-charon", Install: ipsecPackages},

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -50,12 +50,24 @@ type ipsecOptions struct {
 	Tunnels  int    // ipsec-ecmp only
 }
 
-// ipsecOptionValues lists the valid values of each enumerated option.
-var ipsecOptionValues = map[string][]string{
-	"mode":     {"tunnel", "transport"},
-	"cipher":   {cipherAESGCM, cipherChaCha20},
-	"natt":     {"off", "on"},
-	"datapath": {ipsecAuto, ipsecXfrm, ipsecLibipsec},
+// ipsecCommonOptions are the options of ipsec and ipsec-ecmp alike.
+var ipsecCommonOptions = []Option{
+	{Name: "cipher", Default: cipherAESGCM, Values: []string{cipherAESGCM, cipherChaCha20},
+		Help: "ESP cipher"},
+	{Name: "natt", Default: "off", Values: []string{"off", "on"},
+		Help: "force UDP encapsulation of ESP (encap = yes)"},
+	{Name: "datapath", Default: ipsecAuto, Values: []string{ipsecAuto, ipsecXfrm, ipsecLibipsec},
+		Help: "ESP by the kernel (xfrm), by strongSwan in userspace (libipsec), or xfrm when the kernel has ESP (auto)"},
+}
+
+// ipsecDeclared are the options of ipsec (ecmp false) or ipsec-ecmp.
+func ipsecDeclared(ecmp bool) []Option {
+	if ecmp {
+		return append(slices.Clone(ipsecCommonOptions), Option{Name: "tunnels", Default: "2", Min: 1, Max: maxIPsecTunnels,
+			Help: "IPsec tunnels behind the ECMP route"})
+	}
+	return append([]Option{{Name: "mode", Default: "tunnel", Values: []string{"tunnel", "transport"},
+		Help: "ESP mode (transport needs the xfrm data path)"}}, ipsecCommonOptions...)
 }
 
 // maxIPsecTunnels bounds the tunnels option of ipsec-ecmp: each tunnel is
@@ -65,60 +77,22 @@ const maxIPsecTunnels = 8
 // parseIPsecOptions validates opts. ecmp selects the ipsec-ecmp set:
 // "tunnels" is accepted and "mode" is not (ECMP needs tunnel mode).
 func parseIPsecOptions(opts map[string]string, ecmp bool) (ipsecOptions, error) {
-	o := ipsecOptions{Mode: "tunnel", Cipher: cipherAESGCM, Datapath: ipsecAuto, Tunnels: 1}
+	name := "ipsec"
 	if ecmp {
-		o.Tunnels = 2
+		name = "ipsec-ecmp"
 	}
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		keys = append(keys, k)
+	v, err := parseOptions(name, ipsecDeclared(ecmp), opts)
+	if err != nil {
+		return ipsecOptions{}, err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := opts[k]
-		if k == "tunnels" && ecmp {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > maxIPsecTunnels {
-				return o, fmt.Errorf("option tunnels=%q: want an integer from 1 to %d", v, maxIPsecTunnels)
-			}
-			o.Tunnels = n
-			continue
-		}
-		valid, known := ipsecOptionValues[k]
-		if !known || (k == "mode" && ecmp) {
-			names := []string{"cipher", "datapath", "natt"}
-			if ecmp {
-				names = append(names, "tunnels")
-			} else {
-				names = append(names, "mode")
-			}
-			sort.Strings(names)
-			return o, fmt.Errorf("unknown option %q: valid options are %s", k, strings.Join(names, ", "))
-		}
-		if !ipsecOneOf(valid, v) {
-			return o, fmt.Errorf("option %s=%q: want one of %s", k, v, strings.Join(valid, ", "))
-		}
-		switch k {
-		case "mode":
-			o.Mode = v
-		case "cipher":
-			o.Cipher = v
-		case "natt":
-			o.NATT = v == "on"
-		case "datapath":
-			o.Datapath = v
-		}
+	o := ipsecOptions{Mode: v.String("mode"), Cipher: v.String("cipher"), NATT: v.On("natt"),
+		Datapath: v.String("datapath"), Tunnels: v.Int("tunnels")}
+	if !ecmp {
+		o.Tunnels = 1
+	} else {
+		o.Mode = "tunnel"
 	}
 	return o, nil
-}
-
-func ipsecOneOf(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // espProposal is the swanctl esp_proposals value for cipher.

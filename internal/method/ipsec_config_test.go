@@ -27,11 +27,11 @@ func TestParseIPsecOptions(t *testing.T) {
 			want: ipsecOptions{Mode: "transport", Cipher: cipherChaCha20, NATT: true, Datapath: ipsecXfrm, Tunnels: 1},
 		},
 		{opts: map[string]string{"tunnels": "4"}, ecmp: true, want: ipsecOptions{Mode: "tunnel", Cipher: cipherAESGCM, Datapath: ipsecAuto, Tunnels: 4}},
-		{opts: map[string]string{"tunnels": "9"}, ecmp: true, wantErr: "option tunnels=\"9\": want an integer from 1 to 8"},
-		{opts: map[string]string{"tunnels": "2"}, wantErr: "unknown option \"tunnels\": valid options are cipher, datapath, mode, natt"},
-		{opts: map[string]string{"mode": "transport"}, ecmp: true, wantErr: "unknown option \"mode\": valid options are cipher, datapath, natt, tunnels"},
-		{opts: map[string]string{"cipher": "aes128"}, wantErr: "option cipher=\"aes128\": want one of aes256gcm, chacha20poly1305"},
-		{opts: map[string]string{"natt": "yes"}, wantErr: "option natt=\"yes\": want one of off, on"},
+		{opts: map[string]string{"tunnels": "9"}, ecmp: true, wantErr: "ipsec-ecmp: option tunnels=\"9\": want an integer from 1 to 8"},
+		{opts: map[string]string{"tunnels": "2"}, wantErr: "ipsec: unknown option \"tunnels\": valid options are cipher, datapath, mode, natt"},
+		{opts: map[string]string{"mode": "transport"}, ecmp: true, wantErr: "ipsec-ecmp: unknown option \"mode\": valid options are cipher, datapath, natt, tunnels"},
+		{opts: map[string]string{"cipher": "aes128"}, wantErr: "ipsec: option cipher=\"aes128\": want one of aes256gcm, chacha20poly1305"},
+		{opts: map[string]string{"natt": "yes"}, wantErr: "ipsec: option natt=\"yes\": want one of off, on"},
 	} {
 		got, err := parseIPsecOptions(tt.opts, tt.ecmp)
 		if tt.wantErr != "" {

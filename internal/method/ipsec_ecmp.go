@@ -49,6 +49,9 @@ func (*IPsecECMP) Implementation() string {
 // Overhead is that of ipsec: each packet goes through one tunnel.
 func (*IPsecECMP) Overhead(family string) int { return ipsecOverhead(family, "tunnel", true) }
 
+// Options declares the scenario options (see Option).
+func (*IPsecECMP) Options() []Option { return ipsecDeclared(true) }
+
 func (*IPsecECMP) Requirements() []Requirement {
 	return append(ipsecRequirements(),
 		Requirement{Kernel: "CONFIG_IP_ROUTE_MULTIPATH"},

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -145,53 +143,6 @@ func addIP6GRE(ep *testbed.Endpoint, kind, name string, local, remote netip.Addr
 		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 		return err
 	})
-}
-
-// checkOptions fails on an option the method does not know, naming the
-// ones it does.
-func checkOptions(method string, opts map[string]string, known ...string) error {
-	var unknown []string
-	for k := range opts {
-		if !contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	valid := "it takes no options"
-	if len(known) > 0 {
-		valid = "valid: " + strings.Join(known, ", ")
-	}
-	return fmt.Errorf("%s: unknown option %s (%s)", method, strings.Join(unknown, ", "), valid)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// DefaultGREKey is the GRE key of gretap when the options name none.
-const DefaultGREKey = 42
-
-// GREKey returns the GRE key option "key" (default DefaultGREKey): an
-// integer from 1 to 4294967295. Key 0 is refused because the kernel
-// interface reads it as "no key", which would change the overhead.
-func GREKey(opts map[string]string) (uint32, error) {
-	v, ok := opts["key"]
-	if !ok {
-		return DefaultGREKey, nil
-	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("option key=%q: want an integer from 1 to 4294967295", v)
-	}
-	return uint32(n), nil
 }
 
 // unsupportedFamily is the error of a method asked for a family it cannot

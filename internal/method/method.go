@@ -117,6 +117,9 @@ type Method interface {
 	Families() []string
 	// Requirements lists what the machine must provide.
 	Requirements() []Requirement
+	// Options declares the scenario options the method takes; validation
+	// and Setup check env.Options against them (ParseOptions).
+	Options() []Option
 	// Setup creates the method between env.A and env.B. On error, whatever
 	// it created may remain; the caller then calls Teardown.
 	Setup(ctx context.Context, env *Env) (*Path, error)

@@ -5,10 +5,14 @@ import "context"
 // Native is the baseline: traffic over the underlay devices, no tunnel.
 type Native struct{}
 
-func (Native) Name() string                { return "native" }
-func (Native) Implementation() string      { return "underlay veth, no tunnel" }
-func (Native) Overhead(string) int         { return 0 }
-func (Native) Families() []string          { return []string{IPv4, IPv6} }
+func (Native) Name() string           { return "native" }
+func (Native) Implementation() string { return "underlay veth, no tunnel" }
+func (Native) Overhead(string) int    { return 0 }
+func (Native) Families() []string     { return []string{IPv4, IPv6} }
+
+// Options declares the scenario options (see Option).
+func (Native) Options() []Option { return nil }
+
 func (Native) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_VETH"}} }
 
 // Setup returns the underlay addresses; it creates nothing.

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -167,45 +166,33 @@ type OpenVPNOptions struct {
 	Port     int
 }
 
+// openvpnOptions are the options of the openvpn method.
+var openvpnOptions = []Option{
+	{Name: "proto", Default: "udp", Values: []string{"udp", "tcp"},
+		Help: "transport between the peers (tcp: b is the server)"},
+	{Name: "cipher", Default: OpenVPNAES256GCM, Values: []string{OpenVPNAES256GCM, OpenVPNChaCha20}, Fold: true,
+		Help: "data channel cipher (--data-ciphers on both sides)"},
+	{Name: "tls-crypt", Default: "on", Values: []string{"on", "off"},
+		Help: "wrap the control channel with a per-run key (--tls-crypt)"},
+	{Name: "port", Default: strconv.Itoa(OpenVPNPort), Min: 1, Max: 65535,
+		Help: "the server's port"},
+}
+
+// Options declares the scenario options (see Option).
+func (*OpenVPN) Options() []Option { return openvpnOptions }
+
 // ParseOpenVPNOptions validates opts (see OpenVPN) and fills in defaults.
 func ParseOpenVPNOptions(opts map[string]string) (OpenVPNOptions, error) {
-	o := OpenVPNOptions{Proto: "udp", Cipher: OpenVPNAES256GCM, TLSCrypt: true, Port: OpenVPNPort}
-	keys := make([]string, 0, len(opts))
-	for k := range opts {
-		keys = append(keys, k)
+	v, err := parseOptions("openvpn", openvpnOptions, opts)
+	if err != nil {
+		return OpenVPNOptions{}, err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := opts[k]
-		switch k {
-		case "proto":
-			if v != "udp" && v != "tcp" {
-				return o, fmt.Errorf("openvpn option proto=%q: want udp or tcp", v)
-			}
-			o.Proto = v
-		case "cipher":
-			switch strings.ToUpper(v) {
-			case OpenVPNAES256GCM, OpenVPNChaCha20:
-				o.Cipher = strings.ToUpper(v)
-			default:
-				return o, fmt.Errorf("openvpn option cipher=%q: want %s or %s", v, OpenVPNAES256GCM, OpenVPNChaCha20)
-			}
-		case "tls-crypt":
-			if v != "on" && v != "off" {
-				return o, fmt.Errorf("openvpn option tls-crypt=%q: want on or off", v)
-			}
-			o.TLSCrypt = v == "on"
-		case "port":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 65535 {
-				return o, fmt.Errorf("openvpn option port=%q: want an integer from 1 to 65535", v)
-			}
-			o.Port = n
-		default:
-			return o, fmt.Errorf("openvpn option %q: unknown (valid: cipher, port, proto, tls-crypt)", k)
-		}
-	}
-	return o, nil
+	return OpenVPNOptions{
+		Proto:    v.String("proto"),
+		Cipher:   v.String("cipher"),
+		TLSCrypt: v.On("tls-crypt"),
+		Port:     v.Int("port"),
+	}, nil
 }
 
 // Variant describes what runs, e.g. "AES-256-GCM, udp, tls-crypt,

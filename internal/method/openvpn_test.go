@@ -76,7 +76,7 @@ func TestParseOpenVPNOptions(t *testing.T) {
 		{opts: map[string]string{"cipher": "BF-CBC"}, wantErr: `cipher="BF-CBC"`},
 		{opts: map[string]string{"tls-crypt": "yes"}, wantErr: `tls-crypt="yes"`},
 		{opts: map[string]string{"port": "0"}, wantErr: `port="0"`},
-		{opts: map[string]string{"ciper": "AES-256-GCM"}, wantErr: `"ciper": unknown`},
+		{opts: map[string]string{"ciper": "AES-256-GCM"}, wantErr: `unknown option "ciper": valid options are cipher, port, proto, tls-crypt`},
 	} {
 		got, err := method.ParseOpenVPNOptions(tt.opts)
 		if tt.wantErr != "" {

@@ -161,34 +161,40 @@ func (m *OVS) kernelDevs() []string {
 	return []string{"gre_sys", "ip6gre_sys"}
 }
 
-// key returns the tunnel key the options select: "key", or for vxlan and
-// geneve also "vni" as the kernel methods call it.
-func (m *OVS) key(opts map[string]string) (uint64, error) {
-	name, max := "key", uint64(1<<24-1)
+// Options declares the scenario options (see Option): "datapath", and
+// "key", the VXLAN or Geneve VNI or the GRE key; vxlan and geneve also
+// take "vni", as the kernel methods call it.
+func (m *OVS) Options() []Option {
+	key := Option{Name: "key", Default: "42", Min: 1, Max: 1<<24 - 1, Help: "tunnel key: the VNI"}
+	opts := []Option{{Name: "datapath", Default: OVSAuto, Values: []string{OVSAuto, OVSNetdev, OVSSystem},
+		Help: "netdev (userspace, in ovs-vswitchd), system (kernel module), or system when the kernel has it (auto)"}}
 	if m.tunnel == "gre" {
-		max = 1<<32 - 1
-	} else if _, ok := opts["vni"]; ok {
-		if _, both := opts["key"]; both {
-			return 0, fmt.Errorf("%s: options key and vni: give one of them", m.Name())
-		}
-		name = "vni"
+		key.Max, key.Help = 1<<32-1, "GRE key"
+		return append(opts, key)
 	}
-	v, ok := opts[name]
-	if !ok {
-		return 42, nil
+	return append(opts, key, Option{Name: "vni", Default: "42", Min: 1, Max: 1<<24 - 1, Help: "the same as key"})
+}
+
+// checkOptions refuses key and vni together.
+func (m *OVS) checkOptions(v Values) error {
+	if v.Given("key") && v.Given("vni") {
+		return fmt.Errorf("options key and vni name the same thing: give one of them")
 	}
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || n < 1 || n > max {
-		return 0, fmt.Errorf("%s: option %s=%q: want an integer from 1 to %d", m.Name(), name, v, max)
+	return nil
+}
+
+// key returns the tunnel key the options select.
+func (m *OVS) key(v Values) uint64 {
+	if v.Given("vni") {
+		return v.Uint64("vni")
 	}
-	return n, nil
+	return v.Uint64("key")
 }
 
 // datapath resolves option "datapath".
-func (m *OVS) datapath(ctx context.Context, env *Env) (string, error) {
-	dp := env.Options["datapath"]
+func (m *OVS) datapath(ctx context.Context, env *Env, dp string) (string, error) {
 	switch dp {
-	case "", OVSAuto, OVSSystem:
+	case OVSAuto, OVSSystem:
 		ok, err := ovsKernelDatapath(ctx, env.A)
 		if err != nil {
 			return "", err
@@ -245,11 +251,12 @@ func (m *OVS) take(env *Env) *ovsRun {
 // port, moves addresses as the datapath needs, and waits (at most 15 s)
 // until a ping crosses the tunnel.
 func (m *OVS) Setup(ctx context.Context, env *Env) (*Path, error) {
-	key, err := m.key(env.Options)
+	opts, err := ParseOptions(m, env.Options)
 	if err != nil {
 		return nil, err
 	}
-	dp, err := m.datapath(ctx, env)
+	key := m.key(opts)
+	dp, err := m.datapath(ctx, env, opts.String("datapath"))
 	if err != nil {
 		return nil, err
 	}

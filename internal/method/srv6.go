@@ -39,6 +39,9 @@ func (SRv6) Implementation() string {
 // whatever the inner family.
 func (SRv6) Overhead(string) int { return 40 + 8 + 16 }
 
+// Options declares the scenario options (see Option).
+func (SRv6) Options() []Option { return nil }
+
 func (SRv6) Requirements() []Requirement {
 	return []Requirement{{Kernel: "CONFIG_IPV6_SEG6_LWTUNNEL"}}
 }

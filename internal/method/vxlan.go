@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
@@ -31,29 +30,20 @@ func (VXLAN) Overhead(family string) int {
 	return 20 + 8 + 8 + 14
 }
 
+// Options declares the scenario options (see Option).
+func (VXLAN) Options() []Option { return []Option{vniOption} }
+
 func (VXLAN) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_VXLAN"}} }
 
 func vxlanName(env *Env) string { return env.Prefix + "-vx" }
 
-// VNI returns the VXLAN network identifier the options select.
-func VNI(opts map[string]string) (int, error) {
-	v, ok := opts["vni"]
-	if !ok {
-		return 42, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 1<<24-1 {
-		return 0, fmt.Errorf("option vni=%q: want an integer from 1 to 16777215", v)
-	}
-	return n, nil
-}
-
 // Setup creates one VXLAN device per side with the overlay address on it.
 func (VXLAN) Setup(_ context.Context, env *Env) (*Path, error) {
-	vni, err := VNI(env.Options)
+	opts, err := ParseOptions(VXLAN{}, env.Options)
 	if err != nil {
 		return nil, err
 	}
+	vni := opts.Int("vni")
 	oa, ob := Overlay(env.Family)
 	name := vxlanName(env)
 	for i, ep := range env.Endpoints() {

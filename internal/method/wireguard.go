@@ -68,20 +68,6 @@ func wgOverhead(family string) int {
 	return 20 + 8 + 16 + 16
 }
 
-// WireGuardListenPort returns the UDP port the options select ("port",
-// default WireGuardPort).
-func WireGuardListenPort(opts map[string]string) (int, error) {
-	v, ok := opts["port"]
-	if !ok {
-		return WireGuardPort, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 || n > 65535 {
-		return 0, fmt.Errorf("option port=%q: want an integer from 1 to 65535", v)
-	}
-	return n, nil
-}
-
 // wgDevName is the WireGuard device of side ep: distinct per side, since
 // userspace control sockets are named after the device.
 func wgDevName(env *Env, ep *testbed.Endpoint) string { return env.Prefix + "-wg" + ep.Side }
@@ -99,10 +85,11 @@ type wgSide struct {
 // <env.Dir>/<method>-<side>, and returns both sides' configuration.
 func wgPlan(env *Env, method string) ([2]*wgSide, error) {
 	var sides [2]*wgSide
-	port, err := WireGuardListenPort(env.Options)
+	opts, err := parseOptions(method, []Option{wgPortOption}, env.Options)
 	if err != nil {
 		return sides, err
 	}
+	port := opts.Int("port")
 	psk, err := wgtypes.GenerateKey()
 	if err != nil {
 		return sides, fmt.Errorf("generate preshared key: %w", err)

@@ -45,6 +45,9 @@ func (*WireGuardGo) Families() []string     { return []string{IPv4, IPv6} }
 // Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
 func (*WireGuardGo) Overhead(family string) int { return wgOverhead(family) }
 
+// Options declares the scenario options (see Option).
+func (*WireGuardGo) Options() []Option { return []Option{wgPortOption} }
+
 func (*WireGuardGo) Requirements() []Requirement {
 	return []Requirement{
 		{Kernel: "CONFIG_TUN"},

@@ -23,6 +23,9 @@ func (WireGuard) Families() []string     { return []string{IPv4, IPv6} }
 func (WireGuard) Overhead(family string) int { return wgOverhead(family) }
 
 // Requirements: the kernel device only; wgctrl replaces wg(8).
+// Options declares the scenario options (see Option).
+func (WireGuard) Options() []Option { return []Option{wgPortOption} }
+
 func (WireGuard) Requirements() []Requirement {
 	return []Requirement{{Kernel: "CONFIG_WIREGUARD"}}
 }

@@ -48,25 +48,6 @@ func TestWireGuardOverheadAndMTU(t *testing.T) {
 	}
 }
 
-func TestWireGuardListenPort(t *testing.T) {
-	for _, tt := range []struct {
-		opts    map[string]string
-		want    int
-		wantErr bool
-	}{
-		{nil, 51820, false},
-		{map[string]string{"port": "51999"}, 51999, false},
-		{map[string]string{"port": "0"}, 0, true},
-		{map[string]string{"port": "65536"}, 0, true},
-		{map[string]string{"port": "x"}, 0, true},
-	} {
-		got, err := method.WireGuardListenPort(tt.opts)
-		if (err != nil) != tt.wantErr || got != tt.want {
-			t.Errorf("WireGuardListenPort(%v) = %d, %v; want %d, error %v", tt.opts, got, err, tt.want, tt.wantErr)
-		}
-	}
-}
-
 func TestWireGuardRequirements(t *testing.T) {
 	for _, r := range (method.WireGuard{}).Requirements() {
 		if r.Program != "" {
