@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/tunbench
 
-.PHONY: run test build lint unit bench clean
+.PHONY: run test build lint fresh-check unit bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tunbench
@@ -14,14 +14,20 @@ run:
 	$(MAKE) build
 	./$(BIN) run
 
+# What the repository pins can be fetched on a fresh machine, whatever
+# this one has cached or installed (docs/development.md).
+fresh-check:
+	./scripts/fresh-check.sh
+
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
-	$(shell $(GO) env GOPATH)/bin/staticcheck ./...
+	$(GO) tool staticcheck ./...
 
 test:
 	./scripts/install.sh test
+	./scripts/fresh-check.sh
 	$(MAKE) lint
 	$(GO) test -count=1 -timeout 60m ./...
 

@@ -5,12 +5,17 @@
 #                             kernel lab (qemu, busybox-static, the guest
 #                             kernel package, fetched into the cache) and every
 #                             method's userspace programs
+#   scripts/install.sh --list run|test
+#                             print the Debian packages of a mode, one a
+#                             line, and install nothing
 # Debian packages only, always with --no-install-recommends (without it,
 # wireguard-tools pulls in a whole kernel image). Idempotent: a second run
 # installs nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+list=
+if [ "${1:-}" = --list ]; then list=1; shift; fi
 mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
@@ -20,8 +25,12 @@ test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
 case "$mode" in
 run) pkgs=("${run_pkgs[@]}") ;;
 test) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
-*) echo "usage: $0 run|test" >&2; exit 2 ;;
+*) echo "usage: $0 [--list] run|test" >&2; exit 2 ;;
 esac
+if [ -n "$list" ]; then
+  printf '%s\n' "${pkgs[@]}"
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "install.sh: run as root (apt-get install needs it)" >&2
@@ -76,8 +85,6 @@ if [ "$mode" = test ]; then
   go build -o bin/tunbench ./cmd/tunbench
   ./bin/tunbench lab fetch >/dev/null
 
-  # staticcheck for the lint step.
-  if ! command -v staticcheck >/dev/null 2>&1 && [ ! -x "$(go env GOPATH)/bin/staticcheck" ]; then
-    go install honnef.co/go/tools/cmd/staticcheck@2025.1.1
-  fi
+  # Lint tools are go.mod tool dependencies (go tool staticcheck), fetched
+  # by the version go.mod pins: nothing to install here.
 fi

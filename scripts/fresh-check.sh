@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Proves that what the repository pins can be fetched on a fresh machine,
+# whatever this machine already has installed or cached:
+#   - every module in go.sum downloads, by its recorded version, into an
+#     empty module cache;
+#   - with only that cache and the network off (GOPROXY=off), every
+#     package and test of the module resolves and the go.mod tools
+#     (go tool staticcheck) build;
+#   - every tool pinned by install.sh is served by its registry at the
+#     version written there (wireguard-go by its Go pseudo-version,
+#     boringtun-cli by its crates.io version);
+#   - every Debian package install.sh names exists in the package lists.
+# It installs nothing and leaves nothing behind. Run by "make test";
+# docs/development.md says how to reproduce a whole fresh-machine run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+tmp=$(mktemp -d)
+trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
+export GOMODCACHE="$tmp/mod" GOPATH="$tmp/gopath" GOFLAGS=-modcacherw
+
+echo "fresh-check: every go.sum module into an empty module cache"
+mapfile -t mods < <(awk '$2 !~ /\/go\.mod$/ {print $1 "@" $2}' go.sum | sort -u)
+go mod download "${mods[@]}"
+
+echo "fresh-check: packages, tests and go.mod tools resolve offline from it"
+GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -deps -test ./... >/dev/null
+GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go tool staticcheck -version >/dev/null
+
+echo "fresh-check: tools pinned by scripts/install.sh are served at their versions"
+wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)
+[ -n "$wg" ] || { echo "fresh-check: no WIREGUARD_GO_MODULE in scripts/install.sh" >&2; exit 1; }
+GOBIN="$tmp/bin" go install "$wg"
+[ -x "$tmp/bin/wireguard" ] || { echo "fresh-check: go install $wg built no wireguard binary" >&2; exit 1; }
+bt=$(grep -o 'boringtun-cli --version [0-9][^ ]*' scripts/install.sh | awk '{print $3}')
+[ -n "$bt" ] || { echo "fresh-check: no boringtun-cli version in scripts/install.sh" >&2; exit 1; }
+if command -v cargo >/dev/null 2>&1; then
+  CARGO_HOME="$tmp/cargo" cargo info --quiet "boringtun-cli@$bt" >/dev/null
+fi
+
+echo "fresh-check: Debian packages named by scripts/install.sh exist"
+mapfile -t pkgs < <(bash scripts/install.sh --list test)
+apt-get install -s -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+echo "fresh-check: ok"
