@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 
@@ -45,6 +46,7 @@ func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 
 func newMethodsCmd() *cobra.Command {
 	var asJSON bool
+	var options string
 	cmd := &cobra.Command{
 		Use:   "methods",
 		Short: "List every method, whether it can run here, and if not why",
@@ -53,8 +55,14 @@ per-packet overhead in bytes for IPv4 and IPv6, and whether this machine can
 run it. When it cannot, the reason names the missing kernel option (such a
 method still runs in the kernel lab: --testbed vm) or the missing program
 with the command that installs it.`,
+		Example: `  tunbench methods
+  tunbench methods --options ipsec      # the options ipsec takes
+  tunbench methods --options all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if options != "" {
+				return printOptions(cmd.OutOrStdout(), method.Builtin(), options, asJSON)
+			}
 			st := methodStatuses(method.Builtin(), hostProbe())
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -78,7 +86,92 @@ with the command that installs it.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	cmd.Flags().StringVar(&options, "options", "", "list the options METHOD takes (name, values, default, help), or of all methods")
 	return cmd
+}
+
+// optionStatus is one option of "tunbench methods --options".
+type optionStatus struct {
+	Method  string   `json:"method"`
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	Values  []string `json:"values,omitempty"`
+	Min     *uint64  `json:"min,omitempty"`
+	Max     *uint64  `json:"max,omitempty"`
+	Default string   `json:"default"`
+	Help    string   `json:"help"`
+}
+
+// declaredOptions lists the options of the method called name, or of
+// every method for "all".
+func declaredOptions(reg *method.Registry, name string) ([]optionStatus, error) {
+	ms := reg.All()
+	if name != "all" {
+		m, err := reg.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("--options: %w (or all)", err)
+		}
+		ms = []method.Method{m}
+	}
+	var out []optionStatus
+	for _, m := range ms {
+		for _, o := range m.Options() {
+			s := optionStatus{Method: m.Name(), Name: o.Name, Type: o.Type(), Values: o.Values, Default: o.Default, Help: o.Help}
+			if o.Values == nil {
+				s.Min, s.Max = &o.Min, &o.Max
+			}
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+func printOptions(w io.Writer, reg *method.Registry, name string, asJSON bool) error {
+	opts, err := declaredOptions(reg, name)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if opts == nil {
+			opts = []optionStatus{}
+		}
+		return enc.Encode(opts)
+	}
+	if len(opts) == 0 {
+		_, err := fmt.Fprintf(w, "%s takes no options\n", name)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "METHOD\tOPTION\tVALUES\tDEFAULT\tHELP")
+	for _, o := range opts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Method, o.Name, optionValues(o), o.Default, o.Help)
+	}
+	return tw.Flush()
+}
+
+func optionValues(o optionStatus) string {
+	if o.Values != nil {
+		return strings.Join(o.Values, " | ")
+	}
+	return fmt.Sprintf("%d to %d", *o.Min, *o.Max)
+}
+
+// optionsMarkdown is the options table of docs/methods.md, generated from
+// the declarations (TestMethodsDocListsOptions keeps the file in step).
+func optionsMarkdown(reg *method.Registry) string {
+	opts, _ := declaredOptions(reg, "all")
+	var b strings.Builder
+	b.WriteString("| method | option | values | default | what it sets |\n|---|---|---|---|---|\n")
+	for _, o := range opts {
+		vals := optionValues(o)
+		if o.Values != nil {
+			vals = "`" + strings.Join(o.Values, "`, `") + "`"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | `%s` | %s |\n", o.Method, o.Name, vals, o.Default, o.Help)
+	}
+	return b.String()
 }
 
 func bytesOrDash(p *int) string {

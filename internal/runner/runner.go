@@ -147,5 +147,14 @@ func (c catalog) Families(name string) []string {
 	return m.Families()
 }
 
+func (c catalog) CheckOptions(name string, opts map[string]string) error {
+	m, err := c.r.Get(name)
+	if err != nil {
+		return err
+	}
+	_, err = method.ParseOptions(m, opts)
+	return err
+}
+
 // Catalog exposes the registry to scenario validation.
 func Catalog(r *method.Registry) scenario.Catalog { return catalog{r} }

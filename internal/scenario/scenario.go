@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -58,6 +59,10 @@ type Catalog interface {
 	Overhead(method, family string) int
 	// Families lists the families method supports.
 	Families(method string) []string
+	// CheckOptions checks a method's options against its declarations: an
+	// unknown key is an error listing the valid ones, a bad value one
+	// naming the range.
+	CheckOptions(method string, opts map[string]string) error
 }
 
 // Default returns the default scenario: the methods this host
@@ -232,9 +237,14 @@ func (s Scenario) Validate(c Catalog) error {
 	default:
 		bad("order", "unknown order %q: use interleave or grouped", s.Order)
 	}
-	for m := range s.Options {
-		if !slices.Contains(s.Methods, m) {
+	for _, m := range slices.Sorted(maps.Keys(s.Options)) {
+		switch {
+		case !slices.Contains(s.Methods, m):
 			bad("options", "options for %q, which is not in methods: add it to methods or remove its options", m)
+		case slices.Contains(c.Names(), m):
+			if err := c.CheckOptions(m, s.Options[m]); err != nil {
+				bad("options."+m, "%v (tunbench methods --options %s lists them)", err, m)
+			}
 		}
 	}
 	// Per method: families and MTU against overhead.

@@ -1,6 +1,8 @@
 package scenario_test
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,6 +21,20 @@ func (catalog) Families(m string) []string {
 		return []string{"ipv4"}
 	}
 	return []string{"ipv4", "ipv6"}
+}
+
+// CheckOptions stands in for the method registry: vxlan takes vni, an
+// integer; the rest take nothing.
+func (catalog) CheckOptions(m string, opts map[string]string) error {
+	for k, v := range opts {
+		if m != "vxlan" || k != "vni" {
+			return fmt.Errorf("%s: unknown option %q", m, k)
+		}
+		if _, err := strconv.Atoi(v); err != nil {
+			return fmt.Errorf("%s: option vni=%q: want an integer from 1 to 16777215", m, v)
+		}
+	}
+	return nil
 }
 
 func pick(m, f string) string {
@@ -75,7 +91,14 @@ func TestValidateErrors(t *testing.T) {
 		{"unknown method", "methods: [native, vxlna]", []string{`methods: unknown method "vxlna"`, "native, srv6, vxlan, ipip"}},
 		{"malformed duration", "duration: 10x", []string{`duration: malformed duration "10x"`, "10s"}},
 		{"fraction of second", "duration: 1500ms", []string{"duration: 1500ms is not whole seconds"}},
-		{"bad repetitions", "repetitions: 0", []string{"repetitions: 0: use 1 to 1000"}},
+		{"zero repetitions", "repetitions: 0", []string{"repetitions: 0: use 1 to 1000"}},
+		{"negative repetitions", "repetitions: -2", []string{"repetitions: -2: use 1 to 1000"}},
+		{"zero mtu", "mtus: [0]", []string{"mtus: underlay MTU 0 out of range: use 576 to 65535"}},
+		{"negative stream count", "streams: [-1]", []string{"streams: -1 parallel streams: use 1 to 128"}},
+		{"negative latency", "latency: -1s", []string{"latency: negative duration -1s"}},
+		{"zero duration", "duration: 0s", []string{"duration: 0s is too short"}},
+		{"unknown option", "methods: [vxlan]\noptions: {vxlan: {vin: 7}}", []string{`options.vxlan: vxlan: unknown option "vin"`, "tunbench methods --options vxlan"}},
+		{"bad option value", "methods: [vxlan]\noptions: {vxlan: {vni: abc}}", []string{`options.vxlan: vxlan: option vni="abc": want an integer from 1 to 16777215`}},
 		{"mtu too small", "methods: [vxlan]\nfamilies: [ipv6]\nmtus: [1300]", []string{"mtus: underlay MTU 1300 is too small for vxlan over ipv6", "at least 1350"}},
 		{"family unsupported", "methods: [ipip]\nfamilies: [ipv6]", []string{"ipip supports only ipv4"}},
 		{"offloads", "offloads: [maybe]", []string{`offloads: unknown value "maybe"`}},
