@@ -42,6 +42,10 @@ type runFlags struct {
 	export      string
 	json        bool
 	quiet       bool
+	// changed reports whether the user set a flag, so that a zero or
+	// empty value given on purpose is validated rather than taken for
+	// "not set".
+	changed func(name string) bool
 }
 
 func newRunCmd() *cobra.Command {
@@ -62,7 +66,10 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
   tunbench run -f scenario.yaml --db /tmp/results.db --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runRun(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.changed = cmd.Flags().Changed
+			return runRun(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&f.file, "scenario", "f", "", "scenario YAML file (see docs/scenario.md)")
@@ -75,13 +82,13 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringVar(&f.omit, "omit", "", "warm-up excluded from the figures (default 1s)")
 	fl.StringVar(&f.latency, "latency", "", "request/response latency test length, 0s to skip (default 3s)")
 	fl.StringVar(&f.latencyTool, "latency-tool", "", "rr (default: tunbench's TCP request/response, IPv4 and IPv6) or sockperf (IPv4 only)")
-	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell (default 3)")
+	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell, 1 to 1000 (default 3)")
 	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
 	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
 	fl.StringVar(&f.testbed, "testbed", "", "local (default) or vm (the kernel lab)")
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
-	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, "vm testbed: guest memory in MiB")
+	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
 	fl.StringArrayVar(&f.options, "option", nil, "method option METHOD.KEY=VALUE, e.g. vxlan.vni=7 (repeatable)")
 	fl.StringVar(&f.db, "db", "", "results database (default "+store.DefaultPath()+")")
 	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
@@ -90,8 +97,12 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	return cmd
 }
 
-// buildScenario merges defaults, the file and the flags.
+// buildScenario merges defaults, the file and the flags the user set.
 func buildScenario(f runFlags) (scenario.Scenario, error) {
+	set := f.changed
+	if set == nil {
+		set = func(string) bool { return false }
+	}
 	s := scenario.Default()
 	if f.file != "" {
 		data, err := os.ReadFile(f.file)
@@ -102,39 +113,46 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 			return s, fmt.Errorf("%s: %w", f.file, err)
 		}
 	}
-	if f.methods != nil {
-		s.Methods = f.methods
+	lists := []struct {
+		flag string
+		dst  *[]string
+		v    []string
+	}{
+		{"methods", &s.Methods, f.methods}, {"family", &s.Families, f.families}, {"offloads", &s.Offloads, f.offloads},
 	}
-	if f.families != nil {
-		s.Families = f.families
-	}
-	if f.mtus != nil {
-		s.MTUs = f.mtus
-	}
-	if f.offloads != nil {
-		s.Offloads = f.offloads
-	}
-	if f.streams != nil {
-		s.Streams = f.streams
-	}
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
+	for _, l := range lists {
+		if set(l.flag) {
+			*l.dst = l.v
 		}
 	}
-	set(&s.Duration, f.duration)
-	set(&s.Omit, f.omit)
-	set(&s.Latency, f.latency)
-	set(&s.LatencyTool, f.latencyTool)
-	set(&s.Order, f.order)
-	set(&s.Testbed, f.testbed)
-	set(&s.Kernel, f.kernel)
-	set(&s.Modules, f.modules)
-	if f.reps != 0 {
+	if set("mtu") {
+		s.MTUs = f.mtus
+	}
+	if set("streams") {
+		s.Streams = f.streams
+	}
+	strs := []struct {
+		flag string
+		dst  *string
+		v    string
+	}{
+		{"duration", &s.Duration, f.duration}, {"omit", &s.Omit, f.omit}, {"latency", &s.Latency, f.latency},
+		{"latency-tool", &s.LatencyTool, f.latencyTool}, {"order", &s.Order, f.order}, {"testbed", &s.Testbed, f.testbed},
+		{"kernel", &s.Kernel, f.kernel}, {"modules", &s.Modules, f.modules},
+	}
+	for _, v := range strs {
+		if set(v.flag) {
+			*v.dst = v.v
+		}
+	}
+	if set("reps") {
 		s.Repetitions = f.reps
 	}
-	if f.pin {
-		s.Pin = true
+	if set("pin") {
+		s.Pin = f.pin
+	}
+	if f.vmMemory < lab.MinMemoryMiB || f.vmMemory > lab.MaxMemoryMiB {
+		return s, fmt.Errorf("--vm-memory %d: use %d to %d MiB (default %d)", f.vmMemory, lab.MinMemoryMiB, lab.MaxMemoryMiB, lab.DefaultMemoryMiB)
 	}
 	for _, o := range f.options {
 		name, kv, ok := strings.Cut(o, ".")

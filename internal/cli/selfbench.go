@@ -29,6 +29,9 @@ type harnessReport struct {
 	Ratio     float64 `json:"wall_over_measured"`
 }
 
+// maxSelfbenchRounds bounds --rounds: each round runs two measurements.
+const maxSelfbenchRounds = 100
+
 func newSelfbenchCmd() *cobra.Command {
 	var rounds int
 	var dur time.Duration
@@ -47,6 +50,12 @@ func newSelfbenchCmd() *cobra.Command {
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if rounds < 1 || rounds > maxSelfbenchRounds {
+				return fmt.Errorf("--rounds %d: use 1 to %d", rounds, maxSelfbenchRounds)
+			}
+			if dur < time.Second || dur > time.Hour || dur%time.Second != 0 {
+				return fmt.Errorf("--duration %s: use whole seconds from 1s to 1h (iperf3 measures whole seconds)", dur)
+			}
 			if !hasCaps() {
 				return fmt.Errorf("not running as root: selfbench builds namespaces; run it as root")
 			}
@@ -68,7 +77,7 @@ func newSelfbenchCmd() *cobra.Command {
 			return enc.Encode(rep)
 		},
 	}
-	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds of each measurement for the fidelity ratio")
+	cmd.Flags().IntVar(&rounds, "rounds", 5, "rounds of each measurement for the fidelity ratio, 1 to 100")
 	cmd.Flags().DurationVar(&dur, "duration", 5*time.Second, "length of each fidelity measurement (whole seconds)")
 	cmd.Flags().BoolVar(&matrix, "matrix", false, "also run the default matrix and report the harness overhead (about 3 minutes)")
 	return cmd

@@ -25,9 +25,6 @@ import (
 func runVM(cmd *cobra.Command, f runFlags, s scenario.Scenario) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if f.vmMemory < lab.MinMemoryMiB {
-		return fmt.Errorf("--vm-memory %d: the guest needs at least %d MiB; use the default %d", f.vmMemory, lab.MinMemoryMiB, lab.DefaultMemoryMiB)
-	}
 	if err := lab.ToolsAvailable(); err != nil {
 		return err
 	}

@@ -30,7 +30,8 @@ func TestConfigValidation(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{"memory", Config{Kernel: someKernel, MemoryMiB: 255}, "memory 255 MiB is too small: the guest needs at least 256 MiB"},
+		{"memory", Config{Kernel: someKernel, MemoryMiB: 255}, "memory 255 MiB: use 256 to 16384 MiB"},
+		{"memory too large", Config{Kernel: someKernel, MemoryMiB: 16385}, "memory 16385 MiB: use 256 to 16384 MiB"},
 		{"no kernel", Config{}, "no kernel"},
 		{"cpus", Config{Kernel: someKernel, CPUs: -1}, "-1 CPUs"},
 		{"timeout", Config{Kernel: someKernel, Timeout: -time.Second}, "negative timeout"},

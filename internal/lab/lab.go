@@ -18,8 +18,11 @@ import (
 const (
 	DefaultMemoryMiB = 1024
 	MinMemoryMiB     = 256
-	DefaultCPUs      = 2
-	DefaultTimeout   = 10 * time.Minute
+	// MaxMemoryMiB is the most a guest may ask for: qemu reserves it up
+	// front, and this machine kind has 24 GiB.
+	MaxMemoryMiB   = 16384
+	DefaultCPUs    = 2
+	DefaultTimeout = 10 * time.Minute
 )
 
 // Accelerators for Config.Accel.
@@ -103,8 +106,8 @@ func (c Config) withDefaults() (Config, error) {
 	switch {
 	case c.MemoryMiB == 0:
 		c.MemoryMiB = DefaultMemoryMiB
-	case c.MemoryMiB < MinMemoryMiB:
-		return c, fmt.Errorf("lab config: memory %d MiB is too small: the guest needs at least %d MiB", c.MemoryMiB, MinMemoryMiB)
+	case c.MemoryMiB < MinMemoryMiB || c.MemoryMiB > MaxMemoryMiB:
+		return c, fmt.Errorf("lab config: memory %d MiB: use %d to %d MiB", c.MemoryMiB, MinMemoryMiB, MaxMemoryMiB)
 	}
 	switch {
 	case c.CPUs == 0:
