@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -189,7 +190,10 @@ func TestRunExportsJSON(t *testing.T) {
 }
 
 // TestKilledRunIsCleaned kills a real run with SIGKILL mid-measurement
-// and checks that "tunbench clean" removes what it left.
+// and checks that "tunbench clean" removes what it left and returns only
+// once no process of the run is alive (zombies aside): a kernel tunnel
+// (vxlan) and one with userspace daemons (ovs-vxlan: ovsdb-server and
+// ovs-vswitchd on each side).
 func TestKilledRunIsCleaned(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	if _, err := exec.LookPath("iperf3"); err != nil {
@@ -199,25 +203,38 @@ func TestKilledRunIsCleaned(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	for _, m := range []string{"vxlan", "ovs-vxlan"} {
+		t.Run(m, func(t *testing.T) {
+			if m == "ovs-vxlan" {
+				if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
+					t.Skip("Open vSwitch not installed: apt-get install -y --no-install-recommends openvswitch-switch")
+				}
+			}
+			killAndClean(t, bin, m)
+		})
+	}
+}
+
+func killAndClean(t *testing.T, bin, m string) {
 	cmd := exec.Command(bin, "run", "--db", filepath.Join(t.TempDir(), "r.db"), "--quiet",
-		"--methods", "vxlan", "--duration", "30s", "--latency", "0s", "--reps", "1")
+		"--methods", m, "--duration", "30s", "--latency", "0s", "--reps", "1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	var ns string
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for ns == "" && time.Now().Before(deadline) {
-		entries, _ := os.ReadDir("/run/netns")
-		for _, e := range entries {
-			if _, _, ok := testbed.ParseNamespace(e.Name()); ok && hasIperf3(e.Name()) {
-				ns = e.Name()
-			}
-		}
+		ns = iperf3Namespace(cmd.Process.Pid)
 		time.Sleep(100 * time.Millisecond)
 	}
 	if ns == "" {
 		t.Fatal("the run never started iperf3 in a tunbench namespace")
+	}
+	id, _, _ := testbed.ParseNamespace(ns)
+	var procs []string
+	for _, side := range []string{"a", "b"} {
+		procs = append(procs, nsPids(testbed.NamespaceName(id, side))...)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
@@ -225,30 +242,101 @@ func TestKilledRunIsCleaned(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("clean: exit %d: %s", code, stderr)
 	}
+	// Checked at once: clean must not return while any is alive.
+	for _, p := range procs {
+		if alive(p) {
+			comm, _ := os.ReadFile("/proc/" + p + "/comm")
+			t.Errorf("process %s (%s) of the killed run is alive after clean returned", p, strings.TrimSpace(string(comm)))
+		}
+	}
+	if m == "ovs-vxlan" && !strings.Contains(out, "ovs-vswitchd") {
+		t.Errorf("clean output does not report the killed ovs-vswitchd:\n%s", out)
+	}
 	if !strings.Contains(out, "namespace "+ns) {
 		t.Errorf("clean output does not report %s:\n%s", ns, out)
 	}
 	if _, err := os.Stat("/run/netns/" + ns); err == nil {
 		t.Errorf("namespace %s survived clean", ns)
 	}
-	if hasIperf3(ns) {
-		t.Errorf("iperf3 of the killed run survived clean")
+}
+
+// nsPids lists the pids in namespace ns, with their start times
+// ("pid/starttime"), so that a reused pid is not taken for a survivor.
+func nsPids(ns string) []string {
+	out, err := exec.Command("ip", "netns", "pids", ns).Output()
+	if err != nil {
+		return nil
 	}
+	var ps []string
+	for _, pid := range strings.Fields(string(out)) {
+		if st := procStartTime(pid); st != "" {
+			ps = append(ps, pid+"/"+st)
+		}
+	}
+	return ps
+}
+
+// alive reports whether "pid/starttime" still runs, zombies aside.
+func alive(p string) bool {
+	pid, start, _ := strings.Cut(p, "/")
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 19 && f[0] != "Z" && f[0] != "X" && f[19] == start
+}
+
+func procStartTime(pid string) string {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return ""
+	}
+	s := string(data)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19]
 }
 
 // hasIperf3 reports whether an iperf3 process lives in namespace ns.
-func hasIperf3(ns string) bool {
+func hasIperf3(ns string) bool { return iperf3Child(ns, 0) }
+
+// iperf3Child reports whether an iperf3 process lives in namespace ns and,
+// when parent is not 0, is parent's child.
+func iperf3Child(ns string, parent int) bool {
 	out, err := exec.Command("ip", "netns", "pids", ns).Output()
 	if err != nil {
 		return false
 	}
 	for _, pid := range strings.Fields(string(out)) {
-		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		if strings.TrimSpace(string(comm)) == "iperf3" {
+		data, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(data)
+		comm := s[strings.IndexByte(s, '(')+1 : strings.LastIndexByte(s, ')')]
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if comm == "iperf3" && (parent == 0 || (len(f) > 1 && f[1] == strconv.Itoa(parent))) {
 			return true
 		}
 	}
 	return false
+}
+
+// iperf3Namespace returns the tunbench namespace in which the run with
+// process id pid runs iperf3, or "" (other runs, such as a concurrent
+// test's, may have namespaces too).
+func iperf3Namespace(pid int) string {
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if _, _, ok := testbed.ParseNamespace(e.Name()); ok && iperf3Child(e.Name(), pid) {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 // TestInterruptedRunKeepsResults sends SIGINT to a real run during its
@@ -276,11 +364,8 @@ func TestInterruptedRunKeepsResults(t *testing.T) {
 	var ns string
 	deadline := time.Now().Add(30 * time.Second)
 	for ns == "" && time.Now().Before(deadline) {
-		entries, _ := os.ReadDir("/run/netns")
-		for _, e := range entries {
-			if _, _, ok := testbed.ParseNamespace(e.Name()); ok && hasIperf3(e.Name()) && strings.Contains(stderr.String(), "[1/2") {
-				ns = e.Name()
-			}
+		if n := iperf3Namespace(cmd.Process.Pid); n != "" && strings.Contains(stderr.String(), "[1/2") {
+			ns = n
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

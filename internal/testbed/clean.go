@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -17,19 +19,30 @@ import (
 const netnsDir = "/run/netns"
 
 // KillInNamespace sends SIGKILL to every process whose network namespace is
-// ns. It finds them through /proc/PID/ns/net, so it also finds processes of
-// a run that was killed before it could record them.
+// ns and waits (at most KillWait) until they are gone. It finds them
+// through /proc/PID/ns/net, so it also finds processes of a run that was
+// killed before it could record them.
 func KillInNamespace(ns netns.NsHandle) error {
+	victims, err := killInNamespace(ns)
+	if survivors := waitGone(victims, KillWait); len(survivors) > 0 {
+		err = errors.Join(err, survivorsError(survivors))
+	}
+	return err
+}
+
+// killInNamespace sends SIGKILL to every process in ns and returns them.
+func killInNamespace(ns netns.NsHandle) ([]victim, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(ns), &st); err != nil {
-		return fmt.Errorf("testbed: stat namespace: %w", err)
+		return nil, fmt.Errorf("testbed: stat namespace: %w", err)
 	}
 	want := fmt.Sprintf("net:[%d]", st.Ino)
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return fmt.Errorf("testbed: list processes: %w", err)
+		return nil, fmt.Errorf("testbed: list processes: %w", err)
 	}
 	self := os.Getpid()
+	var victims []victim
 	var errs []error
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -40,11 +53,103 @@ func KillInNamespace(ns netns.NsHandle) error {
 		if err != nil || link != want {
 			continue
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("testbed: kill pid %d: %w", pid, err))
+		v, err := kill(pid)
+		if err != nil {
+			errs = append(errs, err)
+		} else if v != nil {
+			victims = append(victims, *v)
 		}
 	}
-	return errors.Join(errs...)
+	return victims, errors.Join(errs...)
+}
+
+// KillWait bounds how long Clean and KillInNamespace wait for the
+// processes they killed to be gone.
+var KillWait = 5 * time.Second
+
+// victim is a process that was sent SIGKILL; start (its start time in
+// clock ticks) tells it apart from a later process that reuses the pid.
+type victim struct {
+	pid   int
+	start string
+	name  string
+}
+
+func (v victim) String() string { return fmt.Sprintf("%d (%s)", v.pid, v.name) }
+
+// kill sends SIGKILL to pid; a nil victim means it was already gone.
+func kill(pid int) (*victim, error) {
+	st, ok := readProcStat(pid)
+	if !ok {
+		return nil, nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("testbed: kill pid %d (%s): %w", pid, st.comm, err)
+	}
+	return &victim{pid: pid, start: st.start, name: st.comm}, nil
+}
+
+// procStat is what kill and waitGone read of /proc/PID/stat.
+type procStat struct {
+	comm  string
+	state byte
+	start string // field 22, starttime
+}
+
+func readProcStat(pid int) (procStat, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return procStat{}, false
+	}
+	return parseProcStat(string(data))
+}
+
+// parseProcStat reads "pid (comm) state ppid ... starttime ...": comm may
+// hold spaces and parentheses, so the fields count from its last ')'.
+func parseProcStat(s string) (procStat, bool) {
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open {
+		return procStat{}, false
+	}
+	f := strings.Fields(s[end+1:])
+	// f[0] is field 3 (state); starttime is field 22.
+	if len(f) < 20 || len(f[0]) != 1 {
+		return procStat{}, false
+	}
+	return procStat{comm: s[open+1 : end], state: f[0][0], start: f[19]}, true
+}
+
+// gone reports whether v has exited: no such process, a zombie (dead,
+// waiting for its parent to reap it), or the pid now belongs to another
+// process.
+func (v victim) gone() bool {
+	st, ok := readProcStat(v.pid)
+	return !ok || st.state == 'Z' || st.state == 'X' || st.start != v.start
+}
+
+// waitGone polls until every victim is gone or timeout passes, and
+// returns those still alive.
+func waitGone(vs []victim, timeout time.Duration) []victim {
+	deadline := time.Now().Add(timeout)
+	for {
+		vs = slices.DeleteFunc(vs, victim.gone)
+		if len(vs) == 0 || time.Now().After(deadline) {
+			return vs
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func survivorsError(vs []victim) error {
+	names := make([]string, len(vs))
+	for i, v := range vs {
+		names[i] = v.String()
+	}
+	return fmt.Errorf("testbed: still alive %s after SIGKILL: %s (see /proc/PID/stack; a process in uninterruptible sleep exits when its I/O completes)",
+		KillWait, strings.Join(names, ", "))
 }
 
 // Leftover is something a previous run left behind.
@@ -65,6 +170,7 @@ func Clean(root string) ([]Leftover, error) {
 		root = DefaultRoot
 	}
 	var removed []Leftover
+	var killed []victim
 	var errs []error
 	live := map[string]bool{}
 	dirs, err := os.ReadDir(root)
@@ -81,7 +187,10 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		procs, err := killRecorded(dir)
-		removed = append(removed, procs...)
+		for _, p := range procs {
+			removed = append(removed, Leftover{"process", p.String()})
+		}
+		killed = append(killed, procs...)
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -101,7 +210,14 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		if ns, err := netns.GetFromName(n.Name()); err == nil {
-			if err := KillInNamespace(ns); err != nil {
+			procs, err := killInNamespace(ns)
+			for _, p := range procs {
+				if !slices.ContainsFunc(killed, func(k victim) bool { return k.pid == p.pid }) {
+					removed = append(removed, Leftover{"process", p.String()})
+					killed = append(killed, p)
+				}
+			}
+			if err != nil {
 				errs = append(errs, err)
 			}
 			ns.Close()
@@ -111,6 +227,11 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		removed = append(removed, Leftover{"namespace", n.Name()})
+	}
+	// Clean returns only once what it killed is gone: a daemon still
+	// exiting could otherwise hold a socket or a device of the next run.
+	if survivors := waitGone(killed, KillWait); len(survivors) > 0 {
+		errs = append(errs, survivorsError(survivors))
 	}
 	locks, _ := os.ReadDir(LockDir)
 	for _, f := range locks {
@@ -145,12 +266,12 @@ func locked(path string) bool {
 
 // killRecorded kills the processes whose pids a run wrote to dir/pids, when
 // the process still runs the recorded program.
-func killRecorded(dir string) ([]Leftover, error) {
+func killRecorded(dir string) ([]victim, error) {
 	entries, err := os.ReadDir(filepath.Join(dir, "pids"))
 	if err != nil {
 		return nil, nil
 	}
-	var removed []Leftover
+	var killed []victim
 	var errs []error
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
@@ -166,11 +287,13 @@ func killRecorded(dir string) ([]Leftover, error) {
 		if filepath.Base(argv0) != filepath.Base(string(want)) {
 			continue // pid reused by something else
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-			errs = append(errs, fmt.Errorf("testbed: kill pid %d: %w", pid, err))
-			continue
+		v, err := kill(pid)
+		if err != nil {
+			errs = append(errs, err)
+		} else if v != nil {
+			v.name = argv0
+			killed = append(killed, *v)
 		}
-		removed = append(removed, Leftover{"process", fmt.Sprintf("%d (%s)", pid, argv0)})
 	}
-	return removed, errors.Join(errs...)
+	return killed, errors.Join(errs...)
 }
