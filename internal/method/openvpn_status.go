@@ -70,6 +70,9 @@ func ParseOpenVPNStatus(data []byte) (*OpenVPNStatus, error) {
 		return nil, errors.New("openvpn status: no END line (truncated)")
 	}
 	lines = lines[:len(lines)-1]
+	if len(lines) == 0 {
+		return nil, errors.New("openvpn status: nothing before the END line")
+	}
 	switch {
 	case lines[0] == "OpenVPN STATISTICS":
 		return parseOVPNStatistics(lines)
