@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/tunbench
 
-.PHONY: run test build lint fresh-check unit bench clean
+.PHONY: run test build lint fresh-check fuzz unit bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tunbench
@@ -30,6 +30,11 @@ test:
 	./scripts/fresh-check.sh
 	$(MAKE) lint
 	$(GO) test -count=1 -timeout 60m ./...
+	FUZZTIME=30s ./scripts/fuzz.sh
+
+# Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m).
+fuzz:
+	FUZZTIME=$${FUZZTIME:-30s} ./scripts/fuzz.sh
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchtime 20x ./internal/...
