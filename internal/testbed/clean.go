@@ -223,6 +223,11 @@ func Clean(root string) ([]Leftover, error) {
 			ns.Close()
 		}
 		if err := netns.DeleteNamed(n.Name()); err != nil {
+			// Another clean (a run starting at the same moment) may have
+			// removed it first: gone is what we wanted.
+			if _, statErr := os.Stat(filepath.Join(netnsDir, n.Name())); errors.Is(statErr, os.ErrNotExist) {
+				continue
+			}
 			errs = append(errs, fmt.Errorf("testbed: delete namespace %s: %w", n.Name(), err))
 			continue
 		}

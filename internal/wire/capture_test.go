@@ -66,8 +66,9 @@ func TestCaptureBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Each echo is two frames: send twice what the capture keeps.
-	n := wire.MaxPackets
+	// Each echo is two frames: send four times what the capture keeps, so
+	// that it fills even when a loaded machine drops some on the socket.
+	n := 2 * wire.MaxPackets
 	if out, err := l.A.Run(context.Background(), "ping", "-f", "-c", strconv.Itoa(n), "-W", "1", l.B.Addr4.Addr().String()); err != nil {
 		t.Fatalf("ping: %v\n%s", err, out)
 	}
