@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -440,37 +441,93 @@ func TestOffloadsOff(t *testing.T) {
 // and PEM private keys.
 var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE KEY`)
 
-// TestNoSecretsInResults runs the methods that generate keys and checks
-// that nothing key-shaped reaches the export, the database or the output.
+// TestNoSecretsInResults runs every method that generates keys here and
+// collects, while the run lives, each private key, pre-shared key,
+// certificate key and tls-crypt key it wrote into its run directory. Each
+// key file must be 0600 and gone after the run; none of the secrets may
+// appear in the JSON or CSV export, the database, or the run's output;
+// and the run writes nothing to /etc, to /run outside its own directory,
+// or to the home directory.
 func TestNoSecretsInResults(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	var methods []string
-	for _, m := range []string{"wireguard-go", "ipsec", "openvpn"} {
+	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn"} {
 		if ready(t, m) {
 			methods = append(methods, m)
 		}
 	}
 	if len(methods) == 0 {
-		t.Skip("none of wireguard-go, ipsec, openvpn is ready here (see tunbench methods)")
+		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn is ready here (see tunbench methods)")
 	}
+	home, _ := os.UserHomeDir()
+	before := snapshot(t, home)
 	dir := t.TempDir()
 	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
+
+	// Collect secrets from the run directories that appear during the run.
+	runsBefore, _ := os.ReadDir(testbed.DefaultRoot)
+	known := map[string]bool{}
+	for _, e := range runsBefore {
+		known[e.Name()] = true
+	}
+	secrets := map[string]string{} // secret -> file it came from
+	keyFiles := map[string]bool{}
+	done := make(chan struct{})
+	collected := make(chan struct{})
+	go func() {
+		defer close(collected)
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			entries, _ := os.ReadDir(testbed.DefaultRoot)
+			for _, e := range entries {
+				if known[e.Name()] || !testbed.ValidID(e.Name()) {
+					continue
+				}
+				collectSecrets(t, filepath.Join(testbed.DefaultRoot, e.Name()), secrets, keyFiles)
+			}
+		}
+	}()
 	code, stdout, stderr := run(t, "run", "--db", db, "--export", export, "--methods", strings.Join(methods, ","),
 		"--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	close(done)
+	<-collected
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for name, path := range map[string]string{"export": export, "database": db} {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if keyShaped.Match(data) {
-			t.Errorf("key material in the %s: %q", name, keyShaped.Find(data))
+	if len(secrets) == 0 {
+		t.Fatal("collected no secrets from the run directory: the collector no longer finds the key files")
+	}
+	t.Logf("collected %d secrets from %d key files", len(secrets), len(keyFiles))
+	for f := range keyFiles {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("key file %s remains after the run", f)
 		}
 	}
-	if keyShaped.MatchString(stdout + stderr) {
-		t.Errorf("key material in the output")
+	code, csv, errOut := run(t, "results", "export", "--db", db, "--format", "csv")
+	if code != 0 {
+		t.Fatalf("export csv: %s", errOut)
+	}
+	places := map[string]string{"output": stdout + stderr, "csv export": csv}
+	for name, path := range map[string]string{"export": export, "database": db, "database wal": db + "-wal"} {
+		data, err := os.ReadFile(path)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		places[name] = string(data)
+	}
+	for name, text := range places {
+		for secret, from := range secrets {
+			if strings.Contains(text, secret) {
+				t.Errorf("the secret of %s is in the %s", from, name)
+			}
+		}
+		if keyShaped.MatchString(text) {
+			t.Errorf("key-shaped text in the %s: %q", name, keyShaped.FindString(text))
+		}
 	}
 	var doc report.Document
 	data, _ := os.ReadFile(export)
@@ -482,6 +539,94 @@ func TestNoSecretsInResults(t *testing.T) {
 			t.Errorf("%s: %s", c.Method, c.Error)
 		}
 	}
+	after := snapshot(t, home)
+	for p, st := range after {
+		if was, ok := before[p]; !ok || was != st {
+			t.Errorf("the run wrote %s outside its run directory", p)
+		}
+	}
+}
+
+var (
+	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)-----END`)
+	staticKey  = regexp.MustCompile(`(?s)-----BEGIN OpenVPN Static key V1-----\n(.*?)-----END`)
+	pskLine    = regexp.MustCompile(`(?m)^\s*secret = (\S+)`)
+)
+
+// collectSecrets reads the key material of every file under dir into
+// secrets (secret -> file) and checks that each file holding some is 0600.
+func collectSecrets(t *testing.T, dir string, secrets map[string]string, keyFiles map[string]bool) {
+	_ = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		var found []string
+		text := string(data)
+		switch base := filepath.Base(path); {
+		case base == "private.key" || base == "preshared.key":
+			found = append(found, strings.TrimSpace(text))
+		default:
+			for _, m := range pskLine.FindAllStringSubmatch(text, -1) {
+				found = append(found, m[1])
+			}
+			for _, re := range []*regexp.Regexp{pemPrivate, staticKey} {
+				for _, m := range re.FindAllStringSubmatch(text, -1) {
+					for _, line := range strings.Fields(m[1]) {
+						if len(line) >= 16 && !strings.HasPrefix(line, "#") {
+							found = append(found, line)
+						}
+					}
+				}
+			}
+		}
+		if len(found) == 0 {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, path)
+		if !keyFiles[path] {
+			keyFiles[path] = true
+			if fi, err := os.Stat(path); err == nil && fi.Mode().Perm() != 0o600 {
+				t.Errorf("key file %s has mode %v, want 0600", rel, fi.Mode().Perm())
+			}
+		}
+		for _, s := range found {
+			if s != "" {
+				secrets[s] = rel
+			}
+		}
+		return nil
+	})
+}
+
+// snapshot records size and modification time of the files a run must
+// not touch: /etc, /run outside tunbench's directories, and the home
+// directory outside the build caches the test itself uses.
+func snapshot(t *testing.T, home string) map[string]string {
+	t.Helper()
+	skip := map[string]bool{"/run/netns": true, testbed.DefaultRoot: true}
+	for _, d := range []string{".cache", "go", ".config/go", ".cargo", ".rustup", ".npm", ".pyenv", ".claude"} {
+		skip[filepath.Join(home, d)] = true
+	}
+	out := map[string]string{}
+	for _, root := range []string{"/etc", "/run", home} {
+		_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if d.IsDir() && skip[path] {
+				return filepath.SkipDir
+			}
+			if fi, err := d.Info(); err == nil && !d.IsDir() {
+				out[path] = fmt.Sprintf("%d %d", fi.Size(), fi.ModTime().UnixNano())
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 func ready(t *testing.T, name string) bool {
