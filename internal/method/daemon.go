@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"golang.org/x/sys/unix"
 )
 
 // Process is a userspace daemon a method started on one side.
@@ -157,4 +159,33 @@ func SideDir(env *Env, method string, ep *testbed.Endpoint) (string, error) {
 		return "", fmt.Errorf("%s: create %s: %w", ep.Side, dir, err)
 	}
 	return dir, nil
+}
+
+// dialUnix connects to the unix socket at path. A path longer than a
+// sockaddr_un holds (107 bytes; test directories can be that deep) is
+// reached through /proc/self/fd of its directory.
+func dialUnix(path string) (net.Conn, error) {
+	if len(path) < 100 {
+		return net.DialTimeout("unix", path, 5*time.Second)
+	}
+	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", filepath.Dir(path), err)
+	}
+	defer unix.Close(fd)
+	return net.DialTimeout("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), 5*time.Second)
+}
+
+// socketAccepts reports whether a daemon accepts connections on the unix
+// socket at path. The socket file appears at bind(), before the daemon
+// listens: a connection in between is refused, which on a loaded machine
+// is a window of tens of milliseconds, so waiting for the file alone is
+// not enough.
+func socketAccepts(path string) bool {
+	c, err := dialUnix(path)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }

@@ -138,14 +138,14 @@ func (s *ovsSide) start(ctx context.Context) error {
 	return s.waitSocket(ctx, s.vsd, s.vsdCtl())
 }
 
-// waitSocket waits until p has created its control socket sock.
+// waitSocket waits until p accepts connections on its control socket
+// sock.
 func (s *ovsSide) waitSocket(ctx context.Context, p *Process, sock string) error {
 	err := WaitFor(ctx, ovsStartTimeout, filepath.Base(sock), func() (bool, error) {
 		if exited, err := p.Exited(); exited {
 			return false, fmt.Errorf("daemon exited (%v)", err)
 		}
-		fi, err := os.Stat(sock)
-		return err == nil && fi.Mode().Type() == os.ModeSocket, nil
+		return socketAccepts(sock), nil
 	})
 	if err != nil {
 		return p.Failure("start", err)

@@ -199,17 +199,7 @@ type wgUAPI struct {
 // dial connects to the socket. A socket path longer than a sockaddr_un
 // holds (107 bytes; test directories can be that deep) is reached
 // through /proc/self/fd of its directory.
-func (u wgUAPI) dial() (net.Conn, error) {
-	if len(u.sock) < 100 {
-		return net.DialTimeout("unix", u.sock, 5*time.Second)
-	}
-	fd, err := unix.Open(filepath.Dir(u.sock), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", filepath.Dir(u.sock), err)
-	}
-	defer unix.Close(fd)
-	return net.DialTimeout("unix", fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(u.sock)), 5*time.Second)
-}
+func (u wgUAPI) dial() (net.Conn, error) { return dialUnix(u.sock) }
 
 // exchange sends one request and returns the response lines before the
 // errno line; a non-zero errno is an error (never quoting the request,
@@ -743,8 +733,7 @@ func (u *wgUserspace) start(ctx context.Context, env *Env, s *wgSide) (*Process,
 		if err != nil || !ok {
 			return false, err
 		}
-		_, err = os.Stat(sock)
-		return err == nil, nil
+		return socketAccepts(sock), nil
 	})
 	if err != nil {
 		return p, p.Failure("start", err)
