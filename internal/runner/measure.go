@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/load"
@@ -114,6 +115,10 @@ func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path
 	if parseErr != nil {
 		if ctx.Err() != nil {
 			return nil, cpu, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx))
+		}
+		if crashed(waitErr) {
+			return nil, cpu, fmt.Errorf("%s: iperf3 client (pid %d) %v mid-test (stderr: %s; server: %s)",
+				tb.A.Side, cmd.Process.Pid, waitErr, trim(errOut.String()), trim(srvOut.String()))
 		}
 		return nil, cpu, fmt.Errorf("iperf3 client %q: %w (stderr: %s; server: %s)",
 			joinArgs(cmd.Args), parseErr, trim(errOut.String()), trim(srvOut.String()))
@@ -236,6 +241,17 @@ func stop(ep *testbed.Endpoint, cmd *exec.Cmd) {
 		<-done
 	}
 	ep.Forget(cmd)
+}
+
+// crashed reports whether a load tool was ended by a signal (killed,
+// crashed) rather than exiting on its own.
+func crashed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
 }
 
 func joinArgs(a []string) string {

@@ -112,14 +112,28 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	}
 	cell.Meta.Devices = devices
 
-	thr, cpu, err := measureThroughput(ctx, tb, path, st.Params, prog)
+	// Registered after Teardown's defer, so it stops before teardown
+	// ends the daemons it watches.
+	mctx, w := startWatch(ctx, tb, path)
+	defer func() {
+		if err := w.stop(); err != nil {
+			cell.Status = result.StatusFailed
+			msg := "fault during the measurement: " + err.Error()
+			if cell.Error != "" {
+				msg += "; " + cell.Error
+			}
+			cell.Error = msg
+		}
+	}()
+
+	thr, cpu, err := measureThroughput(mctx, tb, path, st.Params, prog)
 	cell.Throughput, cell.CPU = thr, cpu
 	if err != nil {
 		fail(fmt.Errorf("throughput: %w", err))
 		return cell
 	}
 	if st.Params.Latency > 0 {
-		lat, err := measureLatency(ctx, tb, path, st.Params)
+		lat, err := measureLatency(mctx, tb, path, st.Params)
 		switch {
 		case errors.Is(err, errLatencyUnsupported):
 			if cell.Meta.Extra == nil {

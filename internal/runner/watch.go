@@ -1,0 +1,119 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+)
+
+// watchInterval is how often a watch looks at the daemons and the
+// underlay: short enough to see a link that is down for a second.
+const watchInterval = 100 * time.Millisecond
+
+// watch observes a cell while it is measured: the method's userspace
+// daemons and both underlay devices. What it sees (a daemon that exited,
+// an underlay that went down) fails the cell with a reason naming the side
+// and the component, even when the load tools finished and their figures
+// look plausible: a figure measured across a fault is not a figure of the
+// method. The first fault also cancels the measurement's context, so the
+// load tools stop at once instead of running into their timeouts.
+type watch struct {
+	cancel context.CancelCauseFunc
+	stopc  chan struct{}
+	done   chan struct{}
+
+	mu     sync.Mutex
+	faults []string
+	seen   map[string]bool
+}
+
+// daemonProbe reports whether pid still runs (a zombie has exited).
+var daemonProbe = func(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}
+
+// linkProbe reports whether ep's underlay device is up and running.
+var linkProbe = func(ep *testbed.Endpoint) (bool, error) {
+	l, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return false, err
+	}
+	a := l.Attrs()
+	return a.Flags&netFlagUp != 0 && a.OperState != netlink.OperDown && a.OperState != netlink.OperLowerLayerDown, nil
+}
+
+const netFlagUp = 1 // net.FlagUp
+
+// startWatch starts watching path's daemons and tb's underlay devices and
+// returns the context to measure with.
+func startWatch(ctx context.Context, tb *testbed.Local, path *method.Path) (context.Context, *watch) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	w := &watch{cancel: cancel, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
+	start := time.Now()
+	go func() {
+		defer close(w.done)
+		t := time.NewTicker(watchInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-w.stopc:
+				return
+			case <-t.C:
+			}
+			at := time.Since(start).Round(100 * time.Millisecond)
+			for _, d := range path.Daemons {
+				if !daemonProbe(d.PID) {
+					w.fault(d.Side+"/"+d.Role, fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at))
+				}
+			}
+			for _, ep := range tb.Endpoints() {
+				up, err := linkProbe(ep)
+				switch {
+				case err != nil:
+					w.fault(ep.Side+"/link", fmt.Sprintf("%s: underlay device %s vanished %s into the measurement: %v", ep.Side, ep.Dev, at, err))
+				case !up:
+					w.fault(ep.Side+"/link", fmt.Sprintf("%s: underlay device %s went down %s into the measurement", ep.Side, ep.Dev, at))
+				}
+			}
+		}
+	}()
+	return ctx, w
+}
+
+// fault records a problem once per component.
+func (w *watch) fault(component, msg string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.seen[component] {
+		w.seen[component] = true
+		w.faults = append(w.faults, msg)
+		w.cancel(errors.New(msg))
+	}
+}
+
+// stop ends the watch and returns what it saw, or nil.
+func (w *watch) stop() error {
+	close(w.stopc)
+	<-w.done
+	w.cancel(nil)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.faults) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(w.faults, "; "))
+}
