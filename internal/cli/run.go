@@ -197,6 +197,9 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		return fmt.Errorf("open results database: %w", err)
 	}
 	defer st.Close()
+	if st.ReadOnly() {
+		return fmt.Errorf("results database %s: %w", dbPath, store.ErrReadOnly)
+	}
 
 	// Leftovers of killed runs would collide with nothing (names are per
 	// run) but must not accumulate.

@@ -12,6 +12,9 @@ import (
 // returns its id, which it also writes to c.ID. It fills an empty c.Schema
 // with result.SchemaVersion. The cell's run must have been begun.
 func (s *Store) AddCell(ctx context.Context, c *result.Cell) (int64, error) {
+	if err := s.writable(); err != nil {
+		return 0, err
+	}
 	if c.Schema == "" {
 		c.Schema = result.SchemaVersion
 	}

@@ -22,6 +22,9 @@ type ImportStats struct {
 // guest's database.
 func (s *Store) Import(ctx context.Context, other *Store) (ImportStats, error) {
 	var st ImportStats
+	if err := s.writable(); err != nil {
+		return st, err
+	}
 	runs, err := other.Runs(ctx)
 	if err != nil {
 		return st, fmt.Errorf("import from %s: %w", other.path, err)

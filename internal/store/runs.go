@@ -17,6 +17,9 @@ import (
 // result.SchemaVersion and an empty r.Status with result.RunRunning. The id
 // must be non-empty and unused.
 func (s *Store) BeginRun(ctx context.Context, r *result.Run) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	if r.ID == "" {
 		return errors.New("begin run: empty run id")
 	}
@@ -53,6 +56,9 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 // FinishRun records how a run ended: status is one of result.RunDone,
 // RunFailed or RunInterrupted, errMsg the reason for failure (may be empty).
 func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, finished time.Time) error {
+	if err := s.writable(); err != nil {
+		return err
+	}
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ?`,
 		status, errMsg, formatTime(finished), id)

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
@@ -42,6 +43,9 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrAmbiguous means a prefix matches more than one run.
 	ErrAmbiguous = errors.New("ambiguous run id prefix")
+	// ErrReadOnly means the database is on a read-only file system: it can
+	// be read, not written.
+	ErrReadOnly = errors.New("the file system is read-only: remount it read-write, or give --db a database on a writable disk")
 )
 
 // Latest is the run id that Run resolves to the most recently started run.
@@ -49,8 +53,9 @@ const Latest = "latest"
 
 // Store is an open results database.
 type Store struct {
-	db   *sql.DB
-	path string
+	db       *sql.DB
+	path     string
+	readOnly bool
 }
 
 // DefaultPath returns where results are kept unless told otherwise:
@@ -78,6 +83,9 @@ func Open(path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
+	if unix.Access(filepath.Dir(abs), unix.W_OK) == unix.EROFS {
+		return openReadOnly(path, abs)
+	}
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -94,6 +102,43 @@ func Open(path string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// openReadOnly opens a database on a read-only file system for reading:
+// results stay readable (reports, exports) when a disk was remounted
+// read-only, and every write fails with ErrReadOnly.
+func openReadOnly(path, abs string) (*Store, error) {
+	if _, err := os.Stat(abs); err != nil {
+		return nil, fmt.Errorf("open store %s: cannot create it: %w", path, ErrReadOnly)
+	}
+	// immutable: SQLite neither locks nor writes the -shm file it could
+	// not create here.
+	db, err := sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?mode=ro&immutable=1")
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db, path: abs, readOnly: true}
+	v, err := schemaVersion(context.Background(), db)
+	if err == nil && v != len(migrations) {
+		err = fmt.Errorf("schema version %d needs migrating to %d, which a read-only file system does not allow", v, len(migrations))
+	}
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// ReadOnly reports whether the store can only be read (ErrReadOnly).
+func (s *Store) ReadOnly() bool { return s.readOnly }
+
+// writable fails with ErrReadOnly on a read-only store.
+func (s *Store) writable() error {
+	if s.readOnly {
+		return fmt.Errorf("store %s: %w", s.path, ErrReadOnly)
+	}
+	return nil
 }
 
 // dsn builds a SQLite URI for abs with the connection settings every
