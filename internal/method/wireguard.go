@@ -55,6 +55,11 @@ const WireGuardPort = 51820
 // (a variable for tests).
 var wgHandshakeTimeout = 10 * time.Second
 
+// wgPlanFault, when a test sets it, changes the planned configuration of
+// both sides before it is applied: fault injection, such as a wrong peer
+// key. Nil outside tests.
+var wgPlanFault func(*[2]*wgSide)
+
 // wgOverhead is the outer IP header (20 for IPv4, 40 for IPv6), UDP (8),
 // the WireGuard transport data header (16: type 1, reserved 3, receiver
 // index 4, counter 8) and the Poly1305 authentication tag (16): 60 bytes
@@ -747,6 +752,9 @@ func (u *wgUserspace) setup(ctx context.Context, env *Env, variant string) (*Pat
 	sides, err := wgPlan(env, u.d.method)
 	if err != nil {
 		return nil, err
+	}
+	if wgPlanFault != nil {
+		wgPlanFault(&sides)
 	}
 	var procs [2]*Process
 	var ctl [2]wgControl

@@ -475,13 +475,31 @@ func wireGuardWire(t *testing.T, m method.Method, family string) {
 // when there are daemons, carries no key; and Teardown after the failed
 // Setup leaves no link, daemon, key or socket behind.
 func wgHandshakeFailure(t *testing.T, m method.Method) {
+	t.Run("peer unreachable", func(t *testing.T) {
+		wgHandshakeFails(t, m, func(l *testbed.Local) {
+			blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
+			if err := l.A.NL.RouteAdd(blackhole); err != nil {
+				t.Fatalf("a: blackhole %s: %v", l.B.Addr4.Addr(), err)
+			}
+		})
+	})
+	if m.Name() == "wireguard" {
+		return // the wrong-key fault is injected into the userspace set-up
+	}
+	t.Run("wrong peer key", func(t *testing.T) {
+		t.Cleanup(method.SetWGWrongPeerKey())
+		wgHandshakeFails(t, m, func(*testbed.Local) {})
+	})
+}
+
+// wgHandshakeFails sets m up after fault and checks that Setup fails with
+// an error naming each side and the missing handshake, quoting the daemon
+// logs but no key, and that teardown leaves nothing.
+func wgHandshakeFails(t *testing.T, m method.Method, fault func(*testbed.Local)) {
 	t.Cleanup(method.SetWGHandshakeTimeout(2 * time.Second))
 	l := testbedtest.New(t, 1500)
 	ctx := context.Background()
-	blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
-	if err := l.A.NL.RouteAdd(blackhole); err != nil {
-		t.Fatalf("a: blackhole %s: %v", l.B.Addr4.Addr(), err)
-	}
+	fault(l)
 	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
 	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(method.IPv4),
 		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
