@@ -230,6 +230,9 @@ func (l *Local) Close() error {
 
 // newNamed creates a named namespace without moving the caller's thread.
 func newNamed(name string) (netns.NsHandle, error) {
+	if err := prepareNetnsDir(); err != nil {
+		return netns.None(), err
+	}
 	var h netns.NsHandle
 	err := doIn(-1, nil, func() error {
 		var err error
@@ -237,6 +240,28 @@ func newNamed(name string) (netns.NsHandle, error) {
 		return err
 	})
 	return h, err
+}
+
+// prepareNetnsDir makes /run/netns a shared mount point of its own, as
+// "ip netns add" does the first time it runs, before tunbench mounts a
+// namespace there. Otherwise an "ip netns add" run later (by the user, or
+// by another tool) binds the directory onto itself over tunbench's mounts,
+// and those namespaces can no longer be deleted by name: umount says
+// "invalid argument", unlink "device or resource busy".
+func prepareNetnsDir() error {
+	if err := os.MkdirAll(netnsDir, 0o755); err != nil {
+		return fmt.Errorf("testbed: create %s: %w", netnsDir, err)
+	}
+	err := unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+	if err == unix.EINVAL { // not a mount point yet
+		if err = unix.Mount(netnsDir, netnsDir, "none", unix.MS_BIND|unix.MS_REC, ""); err == nil {
+			err = unix.Mount("", netnsDir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("testbed: make %s a shared mount point (as ip netns add does): %w", netnsDir, err)
+	}
+	return nil
 }
 
 // ReleaseLock drops the run-directory lock, as the death of the process

@@ -194,3 +194,32 @@ func TestPin(t *testing.T) {
 		t.Errorf("caller left pinned to %d cpus", set.Count())
 	}
 }
+
+// TestIPNetnsAddAfterRun checks that an "ip netns add" run while a
+// testbed lives (iproute2 then makes /run/netns a mount point of its own
+// if it is not one yet) does not stop the testbed from deleting its
+// namespaces.
+func TestIPNetnsAddAfterRun(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("ip not installed: apt-get install -y --no-install-recommends iproute2")
+	}
+	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "tunbench-iproute2-" + l.ID
+	if out, err := exec.Command("ip", "netns", "add", other).CombinedOutput(); err != nil {
+		l.Close()
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", other).Run() })
+	if err := l.Close(); err != nil {
+		t.Fatalf("Close after ip netns add: %v", err)
+	}
+	for _, e := range l.Endpoints() {
+		if _, err := os.Stat("/run/netns/" + e.Namespace); err == nil {
+			t.Errorf("namespace %s survived Close", e.Namespace)
+		}
+	}
+}
