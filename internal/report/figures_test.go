@@ -253,9 +253,28 @@ func TestHTMLSelfContained(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"Comparison", "Environment", "class=\"diff\"", "table class=\"sortable\""} {
+	for _, want := range []string{"Comparison", "Environment", "table class=\"sortable\""} {
 		if !strings.Contains(html, want) {
 			t.Errorf("HTML lacks %q", want)
+		}
+	}
+}
+
+// TestEnvironmentDifferences: attributes on which compared runs differ are
+// marked, the start time is not.
+func TestEnvironmentDifferences(t *testing.T) {
+	a, _ := localRun()
+	b, _ := matrixRun()
+	b.Host.Kernel = "6.12.48+deb13-amd64"
+	b.Host.Tools = map[string]string{"iperf3": "3.18"}
+	e := environment([]result.Run{a, b})
+	got := map[string]bool{}
+	for _, r := range e.Rows {
+		got[r.Name] = r.Differs
+	}
+	for name, want := range map[string]bool{"kernel": true, "tool iperf3": true, "tool sockperf": true, "started": false, "CPU": false} {
+		if got[name] != want {
+			t.Errorf("%s differs = %t, want %t", name, got[name], want)
 		}
 	}
 }

@@ -142,6 +142,8 @@ type EnvRow struct {
 
 func environment(runs []result.Run) Environment {
 	e := Environment{}
+	// add appends an attribute; differences in "started" and "status" are
+	// expected and not highlighted.
 	add := func(name string, f func(result.Run) string) {
 		r := EnvRow{Name: name}
 		for _, run := range runs {
@@ -154,6 +156,7 @@ func environment(runs []result.Run) Environment {
 		for _, v := range r.Values {
 			r.Differs = r.Differs || v != r.Values[0]
 		}
+		r.Differs = r.Differs && name != "started" && name != "status"
 		e.Rows = append(e.Rows, r)
 	}
 	for _, r := range runs {
@@ -342,6 +345,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max
 h1{margin-top:1em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}
 nav ul{columns:2;padding-left:1.2em}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
+.tw{overflow-x:auto;max-width:100%}
 th,td{border-bottom:1px solid #e3e3e3;padding:.25em .6em;text-align:right;white-space:nowrap}
 th{background:#f4f4f4;position:sticky;top:0}
 td.l,th.l{text-align:left}
@@ -388,11 +392,11 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 {{end}}</ul></details>{{end}}
 <h3 id="{{summaryAnchor .Run.ID}}">Summary</h3>
 <p class="muted">Click a column heading to sort. Marks: <b>!</b> unstable (CV above 10%), <b>~</b> approximate CPU split, <b>*</b> busy background.</p>
-<table class="sortable">
+<div class="tw"><table class="sortable">
 <thead><tr><th class="l">method</th><th class="l">family</th><th>underlay MTU</th><th>overlay MTU</th><th class="l">offloads</th><th>streams</th><th>Gbit/s ± CI95</th><th>% native</th><th>p50 µs</th><th>p99 µs</th><th>snd CPU</th><th>rcv CPU</th><th>softirq</th><th>Gbit/s/core</th><th>n</th></tr></thead>
 <tbody>
 {{range .Rows}}<tr><td class="l" data-v="{{.Label}}">{{.Label}}{{if .BackgroundBusy}}<span class="mark bad" title="busy background">*</span>{{end}}</td><td class="l" data-v="{{.Params.Family}}">{{.Params.Family}}</td><td data-v="{{.Params.UnderlayMTU}}">{{.Params.UnderlayMTU}}</td><td data-v="{{.Params.OverlayMTU}}">{{.Params.OverlayMTU}}</td><td class="l" data-v="{{onoff .Params.Offloads}}">{{onoff .Params.Offloads}}</td><td data-v="{{.Params.Streams}}">{{.Params.Streams}}</td>{{cellNum .Throughput 2 false}}{{pctNative .PercentNative}}{{cellNum .P50RTT 1 false}}{{cellNum .P99RTT 1 false}}{{cellNum .SenderCPU 2 (approx .)}}{{cellNum .ReceiverCPU 2 (approx .)}}{{cellNum .SoftirqCores 2 false}}{{cellNum .GbpsPerCore 2 false}}<td data-v="{{.OK}}">{{.OK}}/{{.Repetitions}}</td></tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table></div>
 <details><summary>Definitions</summary><ul>{{range defs $run}}<li>{{.}}</li>{{end}}
 <li>softirq: machine-wide softirq time per wall second, in cores.</li></ul></details>
 {{range sections}}{{$figs := figs $run .ID}}{{if $figs}}
@@ -407,17 +411,17 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 {{end}}{{end}}
 <h3>Devices</h3>
 <p class="muted">MTU and offload state of every device on the measured path, as recorded with each row's first repetition (every feature is in the JSON export).</p>
-<table class="sortable"><thead><tr><th class="l">row</th><th class="l">side</th><th class="l">device</th><th class="l">kind</th><th>MTU</th><th class="l">offloads</th></tr></thead><tbody>
+<div class="tw"><table class="sortable"><thead><tr><th class="l">row</th><th class="l">side</th><th class="l">device</th><th class="l">kind</th><th>MTU</th><th class="l">offloads</th></tr></thead><tbody>
 {{range .Devices}}<tr><td class="l" data-v="{{.Cell}}">{{.Cell}}</td><td class="l" data-v="{{.Side}}">{{.Side}}</td><td class="l" data-v="{{.Name}}">{{.Name}}</td><td class="l" data-v="{{.Kind}}">{{.Kind}}</td><td data-v="{{.MTU}}">{{.MTU}}</td><td class="l" data-v="{{.Offloads}}">{{.Offloads}}</td></tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table></div>
 </section>
 {{end}}
 {{if .Comparisons}}<section id="compare"><h2>Comparison</h2>
 {{range .Comparisons}}<h3>Run {{.RunB}} against run {{.RunA}}</h3>
 <p>Welch t-test at {{d1 (mul100 .Confidence)}}% confidence; a cell regresses when it is significantly worse by more than {{.ThresholdPercent}}%. <strong>Verdict: {{.Verdict}}.</strong></p>
-<table class="sortable"><thead><tr><th class="l">cell</th><th class="l">figure</th><th>A</th><th>B</th><th>Δ %</th><th>p</th><th class="l">verdict</th><th class="l">note</th></tr></thead><tbody>
+<div class="tw"><table class="sortable"><thead><tr><th class="l">cell</th><th class="l">figure</th><th>A</th><th>B</th><th>Δ %</th><th>p</th><th class="l">verdict</th><th class="l">note</th></tr></thead><tbody>
 {{range .Rows}}<tr><td class="l" data-v="{{.Name}}">{{.Name}}</td><td class="l" data-v="{{.Metric}}">{{.Metric}} ({{.Unit}})</td><td data-v="{{.MeanA}}">{{num3 .MeanA}}</td><td data-v="{{.MeanB}}">{{num3 .MeanB}}</td><td data-v="{{.DeltaPercent}}">{{d1 .DeltaPercent}}</td><td data-v="{{.PValue}}">{{p3 .PValue}}</td><td class="l {{verdictClass .}}" data-v="{{.Verdict}}">{{.Verdict}}{{if .Regression}} (regression){{end}}</td><td class="l" data-v="{{.Note}}">{{.Note}}</td></tr>
-{{end}}</tbody></table>
+{{end}}</tbody></table></div>
 {{if .OnlyA}}<p>Only in run {{.RunA}}: {{range $i, $n := .OnlyA}}{{if $i}}; {{end}}{{$n}}{{end}}.</p>{{end}}
 {{if .OnlyB}}<p>Only in run {{.RunB}}: {{range $i, $n := .OnlyB}}{{if $i}}; {{end}}{{$n}}{{end}}.</p>{{end}}
 {{end}}</section>{{end}}
