@@ -117,31 +117,14 @@ func TestReportInBrowser(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.Navigate(fileURL)); err != nil {
 		t.Fatalf("open %s in chromium: %v", fileURL, err)
 	}
-	// Wait until every image has decoded.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		done, err := chromedp.Run(ctx, chromedp.Evaluate[bool](
-			`Array.from(document.images).every(i => i.complete)`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("images still loading after 30 s")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-
 	type figureBox struct {
 		ID            string
 		Width, Height float64
-		Natural       int
+		Shapes        int
 	}
 	figs, err := chromedp.Run(ctx, chromedp.Evaluate[[]figureBox](`Array.from(document.querySelectorAll('figure')).map(f => {
-		const img = f.querySelector('img.main'); const r = img.getBoundingClientRect();
-		return {ID: f.id, Width: r.width, Height: r.height, Natural: img.naturalWidth};
+		const svg = f.querySelector('.fig.main svg'); const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
+		return {ID: f.id, Width: r.width, Height: r.height, Shapes: svg ? svg.querySelectorAll('path').length : 0};
 	})`))
 	if err != nil {
 		t.Fatal(err)
@@ -154,18 +137,24 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("page shows %d figures, want %d", len(figs), want)
 	}
 	for _, fb := range figs {
-		if fb.Width < 100 || fb.Height < 60 || fb.Natural == 0 {
-			t.Errorf("figure %s rendered %gx%g (natural width %d)", fb.ID, fb.Width, fb.Height, fb.Natural)
+		if fb.Width < 100 || fb.Height < 60 || fb.Shapes < 10 {
+			t.Errorf("figure %s rendered %gx%g with %d shapes", fb.ID, fb.Width, fb.Height, fb.Shapes)
 		}
 	}
-	// The log-x alternative of the RTT figures decodes too.
-	bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](
-		`Array.from(document.querySelectorAll('img.alt')).filter(i => i.naturalWidth == 0).map(i => i.alt)`))
+	// The other x scale of the RTT figures appears on its toggle.
+	toggled, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+		const cb = document.querySelector('input.altscale'); cb.click();
+		const f = cb.closest('figure');
+		const alt = f.querySelector('.fig.alt svg').getBoundingClientRect();
+		const main = f.querySelector('.fig.main svg').getBoundingClientRect();
+		cb.click();
+		return [alt.width, alt.height, main.width];
+	})()`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(bad) > 0 {
-		t.Errorf("log-x figures not drawn: %q", bad)
+	if toggled[0] < 100 || toggled[1] < 60 || toggled[2] != 0 {
+		t.Errorf("scale toggle: other scale %gx%g, first figure still %g wide", toggled[0], toggled[1], toggled[2])
 	}
 
 	// Sort the first summary table by throughput, ascending then descending.
@@ -199,6 +188,16 @@ func TestReportInBrowser(t *testing.T) {
 		t.Errorf("after two clicks the throughput column is not descending: %v", desc)
 	}
 
+	// Make the viewport as tall as the page, so that the capture paints
+	// every part (headless Chromium may leave regions beyond the viewport
+	// unpainted).
+	height, err := chromedp.Run(ctx, chromedp.Evaluate[int64](`document.documentElement.scrollHeight`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1400, height)); err != nil {
+		t.Fatal(err)
+	}
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"encoding/base64"
 	"fmt"
 	"html/template"
 	"io"
@@ -251,9 +250,7 @@ func (b *Built) WriteHTML(w io.Writer) error {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
-	"svgURI": func(b []byte) template.URL {
-		return template.URL("data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString(b))
-	},
+	"inlineSVG": inlineSVG,
 	"figs": func(r BuiltRun, section string) []figView {
 		var out []figView
 		for i, f := range r.Figures {
@@ -315,6 +312,17 @@ type figView struct {
 	Alt  *Rendered
 }
 
+// inlineSVG returns an SVG document for inclusion in HTML: without its
+// XML declaration and comments. gonum/plot's SVG has no ids (nothing can
+// clash between figures) and escapes its text.
+func inlineSVG(b []byte) template.HTML {
+	s := string(b)
+	if i := strings.Index(s, "<svg"); i >= 0 {
+		s = s[i:]
+	}
+	return template.HTML(s)
+}
+
 // cellNum renders one numeric table cell with its sort value and markers.
 func cellNum(f Figure, decimals int, approx bool) template.HTML {
 	if f.N == 0 {
@@ -341,7 +349,7 @@ const pageHTML = `<!DOCTYPE html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>tunbench report{{range .Runs}} {{.Run.ID}}{{end}}</title>
 <style>
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1280px;padding:0 1.5em 3em;color:#1a1a1a;line-height:1.45}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1440px;padding:0 1.5em 3em;color:#1a1a1a;line-height:1.45}
 h1{margin-top:1em}h2{border-bottom:2px solid #ddd;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}
 nav ul{columns:2;padding-left:1.2em}
 table{border-collapse:collapse;font-size:.9em;margin:.5em 0}
@@ -356,8 +364,8 @@ table.sortable th[aria-sort=descending]::after{content:" ▼"}
 .warn{background:#fff6e0;border-left:4px solid #e69f00;padding:.5em 1em;margin:.5em 0}
 .figs{display:grid;grid-template-columns:repeat(auto-fill,minmax(560px,1fr));gap:1.2em}
 figure{margin:0;border:1px solid #e3e3e3;border-radius:4px;padding:.6em;background:#fff}
-figure img{width:100%;height:auto;display:block}
-figure img[hidden]{display:none}
+figure .fig svg{width:100%;height:auto;display:block}
+figure .fig[hidden]{display:none}
 figcaption{font-size:.85em;color:#333;margin-top:.3em}
 figcaption a{color:#0072b2}
 .toggle{font-size:.85em}
@@ -403,8 +411,8 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <h3>{{.Heading}}</h3>
 <div class="figs">
 {{range $figs}}<figure id="{{.Main.ID}}">
-<img class="fig main" alt="{{.Main.Title}}" src="{{svgURI .Main.SVG}}">
-{{with .Alt}}<img class="fig alt" alt="{{.Title}} ({{scaleName .}})" src="{{svgURI .SVG}}" hidden>{{end}}
+<div class="fig main" role="img" aria-label="{{.Main.Title}}">{{inlineSVG .Main.SVG}}</div>
+{{with .Alt}}<div class="fig alt" role="img" aria-label="{{.Title}} ({{scaleName .}})" hidden>{{inlineSVG .SVG}}</div>{{end}}
 <figcaption>{{.Main.Caption}} {{with .Alt}}<label class="toggle"><input type="checkbox" class="altscale"> {{scaleName .}}</label> {{end}}Files: <a href="{{$.FilesDir}}/{{.Main.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.Main.FileStem}}.png">PNG</a>{{with .Alt}}; {{scaleName .}}: <a href="{{$.FilesDir}}/{{.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.FileStem}}.png">PNG</a>{{end}}.</figcaption>
 </figure>
 {{end}}</div>
@@ -451,8 +459,8 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
   document.querySelectorAll('input.altscale').forEach(function(cb){
     cb.addEventListener('change',function(){
       var f=cb.closest('figure');
-      f.querySelector('img.main').hidden=cb.checked;
-      f.querySelector('img.alt').hidden=!cb.checked;
+      f.querySelector('.fig.main').hidden=cb.checked;
+      f.querySelector('.fig.alt').hidden=!cb.checked;
     });
   });
 })();
