@@ -42,7 +42,7 @@ func TestHelpListsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
-	for _, c := range []string{"run", "methods", "results", "clean"} {
+	for _, c := range []string{"run", "methods", "results", "report", "compare", "clean"} {
 		if !strings.Contains(out, "  "+c+" ") {
 			t.Errorf("--help does not list %q:\n%s", c, out)
 		}

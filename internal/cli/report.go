@@ -38,11 +38,16 @@ the environment are highlighted. RUN is a run id, a unique prefix of one, or
 			}
 			defer st.Close()
 			var runs []report.RunRecords
+			seen := map[string]bool{}
 			for _, id := range args {
 				run, cells, err := st.Run(cmd.Context(), id)
 				if err != nil {
 					return err
 				}
+				if seen[run.ID] {
+					continue // the same run twice would only repeat itself
+				}
+				seen[run.ID] = true
 				runs = append(runs, report.RunRecords{Run: run, Cells: cells})
 			}
 			filesDir := report.ReportFilesDir(output)

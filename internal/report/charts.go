@@ -156,36 +156,64 @@ func slugLabel(s string) string {
 // Charts returns the data of every figure the run's records support, in
 // report order. A figure whose data the run lacks is left out.
 func Charts(run result.Run, cells []result.Cell) []Chart {
-	rows := Aggregate(run, cells)
-	byKey := map[string][]result.Cell{}
+	in := chartInput{run: run, rows: Aggregate(run, cells), byKey: map[string][]result.Cell{}}
 	for _, c := range cells {
 		if c.Status == result.StatusOK {
-			byKey[cellKey(c)] = append(byKey[cellKey(c)], c)
+			in.byKey[cellKey(c)] = append(in.byKey[cellKey(c)], c)
 		}
 	}
-	sets := paramSets(rows)
+	in.sets = paramSets(in.rows)
 	var out []Chart
-	for _, ps := range sets {
-		for _, r := range ps.rows {
-			if c, ok := throughputTimeChart(run.ID, r, byKey[r.Key]); ok {
+	for _, kind := range figureKinds {
+		out = append(out, kind(in)...)
+	}
+	return out
+}
+
+// chartInput is what every figure generator reads: the run, its rows and
+// parameter sets, and its ok cells by key.
+type chartInput struct {
+	run   result.Run
+	rows  []Summary
+	sets  []paramSet
+	byKey map[string][]result.Cell
+}
+
+// figureKinds are the figure generators, in report order. Each returns no
+// chart when the run lacks its data. Figures for records tunbench does not
+// store yet (several iperf3 processes against line rate, packet-size
+// sweeps, latency under load, cost per packet) are added here, with their
+// section in Sections, once those records exist.
+var figureKinds = []func(chartInput) []Chart{
+	func(in chartInput) []Chart {
+		var out []Chart
+		for _, ps := range in.sets {
+			for _, r := range ps.rows {
+				if c, ok := throughputTimeChart(in.run.ID, r, in.byKey[r.Key]); ok {
+					out = append(out, c)
+				}
+			}
+		}
+		return out
+	},
+	perSet(rttChart),
+	perSet(cpuChart),
+	func(in chartInput) []Chart { return streamsCharts(in.run, in.rows) },
+	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimMTU) },
+	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimOffloads) },
+}
+
+// perSet makes a generator of one chart per parameter set.
+func perSet(f func(string, paramSet, map[string][]result.Cell) (Chart, bool)) func(chartInput) []Chart {
+	return func(in chartInput) []Chart {
+		var out []Chart
+		for _, ps := range in.sets {
+			if c, ok := f(in.run.ID, ps, in.byKey); ok {
 				out = append(out, c)
 			}
 		}
+		return out
 	}
-	for _, ps := range sets {
-		if c, ok := rttChart(run.ID, ps, byKey); ok {
-			out = append(out, c)
-		}
-	}
-	for _, ps := range sets {
-		if c, ok := cpuChart(run.ID, ps, byKey); ok {
-			out = append(out, c)
-		}
-	}
-	out = append(out, streamsCharts(run, rows)...)
-	out = append(out, dimensionCharts(run.ID, rows, dimMTU)...)
-	out = append(out, dimensionCharts(run.ID, rows, dimOffloads)...)
-	return out
 }
 
 // throughputTimeChart: every repetition's per-interval throughput in its
