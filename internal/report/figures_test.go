@@ -34,6 +34,19 @@ func TestFixtureCharts(t *testing.T) {
 	}
 }
 
+// TestGoFixtureTakeAways: the sentences for the Go-built fixtures, whose
+// figures are clean enough for every kind of claim, against golden files.
+func TestGoFixtureTakeAways(t *testing.T) {
+	for _, f := range fixtures {
+		t.Run(f.name, func(t *testing.T) {
+			run, cells := f.make()
+			var b strings.Builder
+			WriteTakeAways(&b, GenerateTakeAways(run, cells, Charts(run, cells)))
+			golden(t, f.name+".takeaways.golden", []byte(b.String()))
+		})
+	}
+}
+
 // TestChartsPresentOnlyWithData: each figure appears only when the run has
 // its data.
 func TestChartsPresentOnlyWithData(t *testing.T) {
