@@ -83,29 +83,45 @@ func Build(runs []RunRecords, filesDir string) (*Built, error) {
 // renderAll draws the charts on all CPUs, keeping their order.
 func renderAll(charts []Chart) ([]Rendered, error) {
 	out := make([][]Rendered, len(charts))
-	errs := make([]error, len(charts))
+	err := parallel(len(charts), func(i int) error {
+		var err error
+		out[i], err = Render(charts[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var all []Rendered
+	for _, rs := range out {
+		all = append(all, rs...)
+	}
+	return all, nil
+}
+
+// parallel runs f(0) ... f(n-1) on all CPUs and returns the first error
+// by index.
+func parallel(n int, f func(int) error) error {
+	errs := make([]error, n)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		wg.Go(func() {
 			for i := range work {
-				out[i], errs[i] = Render(charts[i])
+				errs[i] = f(i)
 			}
 		})
 	}
-	for i := range charts {
+	for i := range n {
 		work <- i
 	}
 	close(work)
 	wg.Wait()
-	var all []Rendered
-	for i := range charts {
-		if errs[i] != nil {
-			return nil, errs[i]
+	for _, err := range errs {
+		if err != nil {
+			return err
 		}
-		all = append(all, out[i]...)
 	}
-	return all, nil
+	return nil
 }
 
 // WriteFiles writes every figure as SVG and PNG into dir, creating it.
@@ -113,16 +129,23 @@ func (b *Built) WriteFiles(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write figures: %w", err)
 	}
+	var figs []Rendered
 	for _, r := range b.Runs {
-		for _, f := range r.Figures {
-			for ext, data := range map[string][]byte{".svg": f.SVG, ".png": f.PNG} {
-				if err := os.WriteFile(filepath.Join(dir, f.FileStem()+ext), data, 0o644); err != nil {
-					return fmt.Errorf("write figures: %w", err)
-				}
+		figs = append(figs, r.Figures...)
+	}
+	return parallel(len(figs), func(i int) error {
+		f := figs[i]
+		png, err := f.PNG()
+		if err != nil {
+			return fmt.Errorf("write figures: %w", err)
+		}
+		for ext, data := range map[string][]byte{".svg": f.SVG, ".png": png} {
+			if err := os.WriteFile(filepath.Join(dir, f.FileStem()+ext), data, 0o644); err != nil {
+				return fmt.Errorf("write figures: %w", err)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // Environment is what the runs ran on, attribute by attribute, one value

@@ -49,14 +49,29 @@ func seriesColor(i int) color.Color {
 	return palette[i%len(palette)]
 }
 
-// Rendered is one chart drawn as SVG and PNG.
+// Rendered is one chart drawn as SVG; PNG rasterises it on demand (only
+// the figure files need it, and it is the costly part).
 type Rendered struct {
 	Chart
 	// Variant is "" for the chart as specified, "logx" or "linx" for its
 	// copy with the other x scale.
 	Variant string
 	SVG     []byte
-	PNG     []byte
+	plot    *plot.Plot
+}
+
+// PNG draws the figure as a PNG image of 720 x 432 pixels.
+func (r Rendered) PNG() ([]byte, error) {
+	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
+	r.plot.Draw(draw.New(img))
+	var b bytes.Buffer
+	// Fastest compression: the figure files are for download, and the
+	// deflate level would otherwise be most of a report's time.
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&b, img.Image()); err != nil {
+		return nil, fmt.Errorf("draw figure %s as png: %w", r.FileStem(), err)
+	}
+	return b.Bytes(), nil
 }
 
 // FileStem is the file name of the figure without extension.
@@ -67,7 +82,7 @@ func (r Rendered) FileStem() string {
 	return r.ID + "-" + r.Variant
 }
 
-// Render draws c as SVG and PNG; a chart with AltScale gives two
+// Render draws c as SVG; a chart with AltScale gives two
 // Rendered, the one as specified first.
 func Render(c Chart) ([]Rendered, error) {
 	variants := []bool{c.LogX}
@@ -80,7 +95,7 @@ func Render(c Chart) ([]Rendered, error) {
 		if err != nil {
 			return nil, fmt.Errorf("draw figure %s: %w", c.ID, err)
 		}
-		r := Rendered{Chart: c}
+		r := Rendered{Chart: c, plot: p}
 		if i > 0 {
 			r.Variant = "linx"
 			if logx {
@@ -94,16 +109,6 @@ func Render(c Chart) ([]Rendered, error) {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 		}
 		r.SVG = b.Bytes()
-		img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
-		p.Draw(draw.New(img))
-		var pb bytes.Buffer
-		// Fastest compression: the figure files are for download, and the
-		// deflate level would otherwise be most of a report's time.
-		enc := png.Encoder{CompressionLevel: png.BestSpeed}
-		if err := enc.Encode(&pb, img.Image()); err != nil {
-			return nil, fmt.Errorf("draw figure %s as png: %w", c.ID, err)
-		}
-		r.PNG = pb.Bytes()
 		out = append(out, r)
 	}
 	return out, nil
