@@ -291,3 +291,37 @@ func TestEnvironmentDifferences(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceDifferences: a device whose MTU or offloads changed between the
+// first run and a later one is marked.
+func TestDeviceDifferences(t *testing.T) {
+	runA, cellsA := matrixRun()
+	runB, cellsB := matrixRun()
+	runB.ID = "later"
+	for i := range cellsB {
+		c := &cellsB[i]
+		c.RunID = runB.ID
+		c.Meta.Devices = slices.Clone(c.Meta.Devices)
+		if c.Method == "vxlan" && c.Params.UnderlayMTU == 1500 && c.Params.Offloads {
+			c.Meta.Devices[0].MTU = 1400
+		}
+	}
+	b, err := Build([]RunRecords{{runA, cellsA}, {runB, cellsB}}, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marked []string
+	for _, d := range b.Runs[1].Devices {
+		if d.Differs {
+			marked = append(marked, d.Cell)
+		}
+	}
+	if len(marked) != 1 || !strings.HasPrefix(marked[0], "vxlan (") {
+		t.Errorf("devices marked as changed: %q, want vxlan's one", marked)
+	}
+	for _, d := range b.Runs[0].Devices {
+		if d.Differs {
+			t.Errorf("first run's device %s marked", d.Name)
+		}
+	}
+}

@@ -43,6 +43,9 @@ type BuiltRun struct {
 	Figures   []Rendered
 	TakeAways TakeAways
 	Devices   []DeviceState
+	// DevicesCompared is true for every run after the first: its devices
+	// are checked against the first run's.
+	DevicesCompared bool
 }
 
 // ReportFilesDir returns the figure directory that goes with an HTML path:
@@ -71,6 +74,8 @@ func Build(runs []RunRecords, filesDir string) (*Built, error) {
 	}
 	for i := 1; i < len(runs); i++ {
 		b.Comparisons = append(b.Comparisons, Compare(runs[0].Run, runs[0].Cells, runs[i].Run, runs[i].Cells, CompareOptions{}))
+		markDeviceDifferences(b.Runs[0].Devices, b.Runs[i].Devices)
+		b.Runs[i].DevicesCompared = true
 	}
 	var rs []result.Run
 	for _, r := range runs {
@@ -218,11 +223,30 @@ func environment(runs []result.Run) Environment {
 // with the offloads that matter for tunnels.
 type DeviceState struct {
 	Cell     string // the row it belongs to
+	key      string // the row's key
 	Side     string
 	Name     string
 	Kind     string
 	MTU      int
 	Offloads string
+	// Differs is true when the first run of the report has the same device
+	// (row, side and kind) with another MTU or offload state.
+	Differs bool
+}
+
+// markDeviceDifferences marks the devices of a later run whose MTU or
+// offload state differs from the same device in the first run.
+func markDeviceDifferences(first, later []DeviceState) {
+	type id struct{ key, side, kind string }
+	base := map[id]DeviceState{}
+	for _, d := range first {
+		base[id{d.key, d.Side, d.Kind}] = d
+	}
+	for i, d := range later {
+		if b, ok := base[id{d.key, d.Side, d.Kind}]; ok && (b.MTU != d.MTU || b.Offloads != d.Offloads) {
+			later[i].Differs = true
+		}
+	}
 }
 
 // keyOffloads are the ethtool features shown in the environment section;
@@ -255,7 +279,7 @@ func deviceStates(cells []result.Cell, v varying) []DeviceState {
 					on = append(on, o.short+" "+onOff(st))
 				}
 			}
-			out = append(out, DeviceState{Cell: name, Side: d.Side, Name: d.Name, Kind: d.Kind, MTU: d.MTU,
+			out = append(out, DeviceState{Cell: name, key: k, Side: d.Side, Name: d.Name, Kind: d.Kind, MTU: d.MTU,
 				Offloads: strings.Join(on, ", ")})
 		}
 	}
@@ -441,9 +465,9 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 {{end}}</div>
 {{end}}{{end}}
 <h3>Devices</h3>
-<p class="muted">MTU and offload state of every device on the measured path, as recorded with each row's first repetition (every feature is in the JSON export).</p>
+<p class="muted">MTU and offload state of every device on the measured path, as recorded with each row's first repetition (every feature is in the JSON export){{if $run.DevicesCompared}}; devices whose state differs from the first run's are highlighted{{end}}.</p>
 <div class="tw"><table class="sortable"><thead><tr><th class="l">row</th><th class="l">side</th><th class="l">device</th><th class="l">kind</th><th>MTU</th><th class="l">offloads</th></tr></thead><tbody>
-{{range .Devices}}<tr><td class="l" data-v="{{.Cell}}">{{.Cell}}</td><td class="l" data-v="{{.Side}}">{{.Side}}</td><td class="l" data-v="{{.Name}}">{{.Name}}</td><td class="l" data-v="{{.Kind}}">{{.Kind}}</td><td data-v="{{.MTU}}">{{.MTU}}</td><td class="l" data-v="{{.Offloads}}">{{.Offloads}}</td></tr>
+{{range .Devices}}<tr{{if .Differs}} class="diff" title="differs from the first run"{{end}}><td class="l" data-v="{{.Cell}}">{{.Cell}}</td><td class="l" data-v="{{.Side}}">{{.Side}}</td><td class="l" data-v="{{.Name}}">{{.Name}}</td><td class="l" data-v="{{.Kind}}">{{.Kind}}</td><td data-v="{{.MTU}}">{{.MTU}}</td><td class="l" data-v="{{.Offloads}}">{{.Offloads}}</td></tr>
 {{end}}</tbody></table></div>
 </section>
 {{end}}
