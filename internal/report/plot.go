@@ -19,10 +19,10 @@ import (
 const (
 	figWidth  = 6 * vg.Inch
 	figHeight = 3.6 * vg.Inch
-	// pngDPI gives PNG files of 720 x 432 pixels, enough for a slide; the
-	// SVG files scale to any size. Rasterising and encoding PNGs is most of
-	// a report's time, so this is not higher.
-	pngDPI = 120
+	// pngDPI gives PNG files of 600 x 360 pixels, enough for half a slide;
+	// the SVG files scale to any size. Rasterising and encoding PNGs is most
+	// of a report's time, so this is not higher.
+	pngDPI = 100
 )
 
 // palette is colour-blind safe (Okabe-Ito), in series order.
@@ -60,7 +60,7 @@ type Rendered struct {
 	plot    *plot.Plot
 }
 
-// PNG draws the figure as a PNG image of 720 x 432 pixels.
+// PNG draws the figure as a PNG image of 600 x 360 pixels.
 func (r Rendered) PNG() ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
 	r.plot.Draw(draw.New(img))
