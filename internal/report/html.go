@@ -153,6 +153,16 @@ func (b *Built) WriteFiles(dir string) error {
 	})
 }
 
+// DevicesDiffer reports whether any device differs from the first run's.
+func (r BuiltRun) DevicesDiffer() bool {
+	for _, d := range r.Devices {
+		if d.Differs {
+			return true
+		}
+	}
+	return false
+}
+
 // Environment is what the runs ran on, attribute by attribute, one value
 // per run.
 type Environment struct {
@@ -465,10 +475,12 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 {{end}}</div>
 {{end}}{{end}}
 <h3>Devices</h3>
+<details{{if $run.DevicesDiffer}} open{{end}}><summary>{{len .Devices}} devices on the measured paths</summary>
 <p class="muted">MTU and offload state of every device on the measured path, as recorded with each row's first repetition (every feature is in the JSON export){{if $run.DevicesCompared}}; devices whose state differs from the first run's are highlighted{{end}}.</p>
 <div class="tw"><table class="sortable"><thead><tr><th class="l">row</th><th class="l">side</th><th class="l">device</th><th class="l">kind</th><th>MTU</th><th class="l">offloads</th></tr></thead><tbody>
 {{range .Devices}}<tr{{if .Differs}} class="diff" title="differs from the first run"{{end}}><td class="l" data-v="{{.Cell}}">{{.Cell}}</td><td class="l" data-v="{{.Side}}">{{.Side}}</td><td class="l" data-v="{{.Name}}">{{.Name}}</td><td class="l" data-v="{{.Kind}}">{{.Kind}}</td><td data-v="{{.MTU}}">{{.MTU}}</td><td class="l" data-v="{{.Offloads}}">{{.Offloads}}</td></tr>
 {{end}}</tbody></table></div>
+</details>
 </section>
 {{end}}
 {{if .Comparisons}}<section id="compare"><h2>Comparison</h2>

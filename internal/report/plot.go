@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"image/color"
 	"image/png"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -185,6 +188,23 @@ func addLines(p *plot.Plot, c Chart, logx bool) error {
 	if logx {
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		// A few distinct x values (stream counts) get a tick each: log
+		// ticks would label only the powers of ten.
+		xs := map[float64]bool{}
+		for _, s := range c.Series {
+			for _, x := range s.X {
+				xs[x] = true
+			}
+		}
+		if len(xs) <= 12 {
+			var ticks plot.ConstantTicks
+			for _, x := range slices.Sorted(maps.Keys(xs)) {
+				ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
+			}
+			p.X.Tick.Marker = ticks
+			// Keep the end points and their error bars off the frame.
+			p.X.Min, p.X.Max = ticks[0].Value/1.3, ticks[len(ticks)-1].Value*1.3
+		}
 	}
 	for _, s := range c.Series {
 		xys := make(plotter.XYs, 0, len(s.X))
@@ -228,7 +248,7 @@ func addLines(p *plot.Plot, c Chart, logx bool) error {
 func addBars(p *plot.Plot, c Chart) error {
 	var stacks []string
 	for _, s := range c.Series {
-		if !contains(stacks, s.Stack) {
+		if !slices.Contains(stacks, s.Stack) {
 			stacks = append(stacks, s.Stack)
 		}
 	}
@@ -240,7 +260,7 @@ func addBars(p *plot.Plot, c Chart) error {
 	width := vg.Length(float64(figWidth) * 0.85 / n * slot * 0.95)
 	below := map[string]*plotter.BarChart{}
 	for _, s := range c.Series {
-		si := float64(index(stacks, s.Stack))
+		si := float64(slices.Index(stacks, s.Stack))
 		b, err := plotter.NewBarChart(plotter.Values(s.Y), width)
 		if err != nil {
 			return fmt.Errorf("series %s: %w", s.Name, err)
@@ -270,15 +290,4 @@ func addBars(p *plot.Plot, c Chart) error {
 	p.X.Min, p.X.Max = -0.6, n-0.4
 	p.Legend.Left = false
 	return nil
-}
-
-func contains(xs []string, s string) bool { return index(xs, s) >= 0 }
-
-func index(xs []string, s string) int {
-	for i, x := range xs {
-		if x == s {
-			return i
-		}
-	}
-	return -1
 }
