@@ -541,6 +541,7 @@ type dimension struct {
 	value func(result.Params) string
 	clear func(*baselineKey)
 	title string
+	per   string // what one bar stands for, in captions
 }
 
 var (
@@ -549,12 +550,14 @@ var (
 		value: func(p result.Params) string { return fmt.Sprintf("MTU %d", p.UnderlayMTU) },
 		clear: func(k *baselineKey) { k.UnderlayMTU = 0 },
 		title: "Underlay MTU",
+		per:   "underlay MTU",
 	}
 	dimOffloads = dimension{
 		section: SectionOffloads, name: "offloads",
 		value: func(p result.Params) string { return "offloads " + onOff(p.Offloads) },
 		clear: func(k *baselineKey) { k.Offloads = false },
 		title: "Offloads on against off",
+		per:   "offload state (TSO, GSO and GRO on the underlay)",
 	}
 )
 
@@ -611,7 +614,7 @@ func dimensionCharts(runID string, rows []Summary, d dimension) []Chart {
 			ID: fmt.Sprintf("%s-%s-%s", runID, d.name, slug), Section: d.section, Kind: KindBars,
 			Title: d.title + " (" + desc + ")",
 			Caption: fmt.Sprintf("Receiver throughput per method, one bar per %s, mean over repetitions; "+
-				"error bars are the 95%% confidence interval.", strings.ToLower(d.title)),
+				"error bars are the 95%% confidence interval.", d.per),
 			XLabel: "method", YLabel: "throughput (Gbit/s)", Categories: labels,
 		}
 		for i, val := range values {

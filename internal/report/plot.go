@@ -124,6 +124,7 @@ func buildPlot(c Chart, logx bool) (*plot.Plot, error) {
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
 	p.Y.Min = 0
+	p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 	p.Legend.Top = true
 	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	p.Add(plotter.NewGrid())
@@ -149,6 +150,20 @@ func buildPlot(c Chart, logx bool) (*plot.Plot, error) {
 		p.Y.Max = top * (1.08 + 0.075*float64(len(c.Series)))
 	}
 	return p, nil
+}
+
+// plainTicks labels ticks with as few digits as they need ("25", not
+// "25.00").
+type plainTicks struct{ plot.Ticker }
+
+func (t plainTicks) Ticks(min, max float64) []plot.Tick {
+	ts := t.Ticker.Ticks(min, max)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+		}
+	}
+	return ts
 }
 
 // dataTop is the highest point a chart draws: stacked bars summed, error
