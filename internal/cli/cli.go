@@ -5,6 +5,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -18,6 +19,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "tunbench: %v\n", err)
+		if e, ok := errors.AsType[*exitError](err); ok {
+			return e.code
+		}
 		return 1
 	}
 	return 0
@@ -39,6 +43,6 @@ by a veth pair. It must run as root.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRRCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newCleanCmd(), newSelfbenchCmd(), newVersionCmd())
+	root.AddCommand(newRRCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(), newSelfbenchCmd(), newVersionCmd())
 	return root
 }

@@ -44,7 +44,7 @@ func TestHelpListsCommands(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("--help exit %d", code)
 	}
-	for _, c := range []string{"run", "methods", "results", "clean"} {
+	for _, c := range []string{"run", "methods", "results", "report", "compare", "clean"} {
 		if !strings.Contains(out, "  "+c+" ") {
 			t.Errorf("--help does not list %q:\n%s", c, out)
 		}
@@ -184,9 +184,13 @@ func TestRunExportsJSON(t *testing.T) {
 		}
 	}
 	// The stored run exports the same way, offline.
-	code, csv, stderr := run(t, "results", "export", "--db", db, "--format", "csv", doc.Run.ID)
+	code, csv, stderr := run(t, "results", "export", "--db", db, "--format", "csv-wide", doc.Run.ID)
 	if code != 0 || strings.Count(csv, "\n") != 5 {
-		t.Errorf("results export csv: exit %d, %d lines (want header + 4)\n%s%s", code, strings.Count(csv, "\n"), csv, stderr)
+		t.Errorf("results export csv-wide: exit %d, %d lines (want header + 4)\n%s%s", code, strings.Count(csv, "\n"), csv, stderr)
+	}
+	code, csv, stderr = run(t, "results", "export", "--db", db, "--format", "csv", doc.Run.ID)
+	if code != 0 || strings.Count(csv, ",throughput,") != 4 || !strings.Contains(csv, ",p99_rtt,") {
+		t.Errorf("results export csv (tidy): exit %d, want a throughput row per repetition\n%s%s", code, csv, stderr)
 	}
 }
 

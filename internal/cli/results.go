@@ -61,11 +61,15 @@ one, or "latest" (the default).`,
 	var format, output string
 	export := &cobra.Command{
 		Use:   "export [RUN]",
-		Short: "Export a stored run as JSON (schema in docs/results.md) or CSV",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Export a stored run as JSON (schema in docs/results.md), tidy CSV or wide CSV",
+		Long: `Export a stored run. json: the records and the summary (docs/results.md).
+csv: tidy, one row per measured value with its metric, unit and every
+parameter, ready for pandas or R. csv-wide: one row per repetition with a
+column per figure.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "json" && format != "csv" {
-				return fmt.Errorf("--format %q: use json or csv", format)
+			if format != "json" && format != "csv" && format != "csv-wide" {
+				return fmt.Errorf("--format %q: use json, csv or csv-wide", format)
 			}
 			st, err := openStore(db)
 			if err != nil {
@@ -85,13 +89,16 @@ one, or "latest" (the default).`,
 				defer f.Close()
 				w = f
 			}
-			if format == "csv" {
+			switch format {
+			case "csv":
 				return report.CSV(w, run, cells)
+			case "csv-wide":
+				return report.WideCSV(w, run, cells)
 			}
 			return report.JSON(w, run, cells)
 		},
 	}
-	export.Flags().StringVar(&format, "format", "json", "json or csv")
+	export.Flags().StringVar(&format, "format", "json", "json, csv (tidy) or csv-wide")
 	export.Flags().StringVarP(&output, "output", "o", "-", "file to write, - for stdout")
 	cmd.AddCommand(show, export)
 	return cmd

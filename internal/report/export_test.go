@@ -133,10 +133,10 @@ func TestJSONSingleRepetitionHasNoInterval(t *testing.T) {
 	}
 }
 
-func TestCSV(t *testing.T) {
+func TestWideCSV(t *testing.T) {
 	run, cells := localRun()
 	var b bytes.Buffer
-	if err := CSV(&b, run, cells); err != nil {
+	if err := WideCSV(&b, run, cells); err != nil {
 		t.Fatal(err)
 	}
 	recs, err := csv.NewReader(&b).ReadAll()
@@ -164,5 +164,62 @@ func TestCSV(t *testing.T) {
 	}
 	if got := recs[1][col["throughput_bps"]]; got != "23410000000" {
 		t.Errorf("first throughput_bps = %q, want 23410000000 (plain digits, bits per second)", got)
+	}
+}
+
+// TestTidyCSV: one row per measured value with its unit and every
+// parameter; a failed repetition is one row with its error.
+func TestTidyCSV(t *testing.T) {
+	run, cells := localRun()
+	var b bytes.Buffer
+	if err := CSV(&b, run, cells); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&b).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := map[string]int{}
+	for i, h := range recs[0] {
+		col[h] = i
+	}
+	for _, h := range []string{"run_id", "method", "repetition", "family", "underlay_mtu_bytes", "overlay_mtu_bytes",
+		"offloads", "streams", "duration_s", "latency_tool", "pin", "background_busy", "metric", "value", "unit", "error"} {
+		if _, ok := col[h]; !ok {
+			t.Errorf("CSV header lacks %q", h)
+		}
+	}
+	var failed, tput int
+	units := map[string]string{}
+	for _, r := range recs[1:] {
+		if len(r) != len(recs[0]) {
+			t.Fatalf("ragged row %q", r)
+		}
+		m := r[col["metric"]]
+		if m == "" {
+			failed++
+			if r[col["status"]] != "failed" || r[col["error"]] == "" || r[col["value"]] != "" {
+				t.Errorf("row without a metric: %q", r)
+			}
+			continue
+		}
+		if u, ok := units[m]; ok && u != r[col["unit"]] {
+			t.Errorf("metric %s has units %s and %s", m, u, r[col["unit"]])
+		}
+		units[m] = r[col["unit"]]
+		if m == "throughput" {
+			tput++
+			if tput == 1 && r[col["value"]] != "23410000000" {
+				t.Errorf("first throughput = %q, want 23410000000 (plain digits, bit/s)", r[col["value"]])
+			}
+		}
+	}
+	if failed != 1 || tput != 8 {
+		t.Errorf("%d failed rows (want 1), %d throughput rows (want 8)", failed, tput)
+	}
+	for m, want := range map[string]string{"throughput": "bit/s", "p99_rtt": "us", "sender_cpu": "cores", "busy_avg": "percent", "retransmits": "count"} {
+		if units[m] != want {
+			t.Errorf("unit of %s = %q, want %q", m, units[m], want)
+		}
 	}
 }

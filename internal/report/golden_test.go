@@ -46,7 +46,7 @@ func TestGolden(t *testing.T) {
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
 			run, cells := f.make()
-			var tbl, js, cv bytes.Buffer
+			var tbl, js, cv, wide bytes.Buffer
 			if err := Table(&tbl, run, cells, TableOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -56,9 +56,13 @@ func TestGolden(t *testing.T) {
 			if err := CSV(&cv, run, cells); err != nil {
 				t.Fatal(err)
 			}
+			if err := WideCSV(&wide, run, cells); err != nil {
+				t.Fatal(err)
+			}
 			golden(t, f.name+".table.golden", tbl.Bytes())
 			golden(t, f.name+".json.golden", js.Bytes())
 			golden(t, f.name+".csv.golden", cv.Bytes())
+			golden(t, f.name+".wide.csv.golden", wide.Bytes())
 
 			for i, l := range strings.Split(tbl.String(), "\n") {
 				if n := runes(l); n > MaxWidth {

@@ -1,6 +1,7 @@
 // Package report turns stored result records into what people read: an
-// aligned terminal table, a JSON export and a CSV export (HTML and SVG
-// figures will follow).
+// aligned terminal table, a JSON export, tidy and wide CSV exports, a
+// self-contained HTML report with figures (gonum/plot, as SVG and PNG) and
+// take-away sentences, and the comparison of two runs (Welch's t-test).
 //
 // Contract: report reads only records (a result.Run and its []result.Cell)
 // and never the machine, so a report regenerates offline from the store

@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/store"
+)
+
+func newReportCmd() *cobra.Command {
+	var db, output string
+	cmd := &cobra.Command{
+		Use:   "report [RUN...]",
+		Short: "Write a self-contained HTML report with figures and take-aways",
+		Long: `Write one self-contained HTML file (inline figures, styles and script; no
+network request) from the results database alone: the summary table
+(sortable), figures, take-aways generated from the data, and the environment.
+Every figure is also written as SVG and PNG into a directory beside the HTML
+(report.html -> report-files/). With several runs, each run after the first
+is compared with the first (as "tunbench compare" does) and differences in
+the environment are highlighted. RUN is a run id, a unique prefix of one, or
+"latest" (the default).`,
+		Example: `  tunbench report -o report.html
+  tunbench report 601ca0 7be2d1 -o kernels.html`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				args = []string{store.Latest}
+			}
+			st, err := openStore(db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			var runs []report.RunRecords
+			seen := map[string]bool{}
+			for _, id := range args {
+				run, cells, err := st.Run(cmd.Context(), id)
+				if err != nil {
+					return err
+				}
+				if seen[run.ID] {
+					continue // the same run twice would only repeat itself
+				}
+				seen[run.ID] = true
+				runs = append(runs, report.RunRecords{Run: run, Cells: cells})
+			}
+			filesDir := report.ReportFilesDir(output)
+			b, err := report.Build(runs, filepath.Base(filesDir))
+			if err != nil {
+				return err
+			}
+			if err := b.WriteFiles(filesDir); err != nil {
+				return err
+			}
+			f, err := os.Create(output)
+			if err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			if err := b.WriteHTML(f); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Close(); err != nil {
+				return fmt.Errorf("report: %w", err)
+			}
+			n := 0
+			for _, r := range b.Runs {
+				n += len(r.Figures)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s and %d figures (SVG and PNG) in %s\n", output, n, filesDir)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVarP(&output, "output", "o", "report.html", "HTML file to write; figures go to <name>-files/ beside it")
+	return cmd
+}
+
+// exitError carries a process exit status other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// ExitRegression is the exit status of "tunbench compare" when a cell
+// regresses beyond the threshold (errors exit with 1).
+const ExitRegression = 2
+
+func newCompareCmd() *cobra.Command {
+	var (
+		db, threshold string
+		confidence    float64
+		asJSON        bool
+	)
+	cmd := &cobra.Command{
+		Use:   "compare RUN_A RUN_B",
+		Short: "Compare two runs cell by cell: better, worse or no significant change",
+		Long: `Compare run B with run A (for example the same scenario on two kernels):
+for every cell in both runs, each figure's means, the change in percent, and a
+verdict of better, worse or no significant change from Welch's t-test at the
+stated confidence, never from the raw means. Cells present in only one run
+are listed. The exit status is 2 when any figure is significantly worse by
+more than --threshold, so a CI pipeline can gate on it (1 on errors, 0
+otherwise).`,
+		Example: `  tunbench compare 601ca0 7be2d1
+  tunbench compare 601ca0 latest --threshold 10% --json`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			th, err := parsePercent(threshold)
+			if err != nil {
+				return fmt.Errorf("--threshold: %w", err)
+			}
+			if confidence <= 0 || confidence >= 1 {
+				return fmt.Errorf("--confidence %g: use a level between 0 and 1, e.g. 0.95", confidence)
+			}
+			st, err := openStore(db)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runA, cellsA, err := st.Run(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			runB, cellsB, err := st.Run(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			c := report.Compare(runA, cellsA, runB, cellsB, report.CompareOptions{Confidence: confidence, ThresholdPercent: th})
+			if asJSON {
+				err = report.ComparisonJSON(cmd.OutOrStdout(), c)
+			} else {
+				err = report.WriteComparison(cmd.OutOrStdout(), c)
+			}
+			if err != nil {
+				return err
+			}
+			if c.Regressions > 0 {
+				return &exitError{code: ExitRegression, err: fmt.Errorf("compare: %d figure(s) of run %s regress by more than %s against run %s",
+					c.Regressions, runB.ID, threshold, runA.ID)}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(&threshold, "threshold", "5%", "a significantly worse figure regresses when it changes by more than this")
+	cmd.Flags().Float64Var(&confidence, "confidence", report.DefaultConfidence, "two-sided confidence level of the t-test")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	return cmd
+}
+
+// parsePercent reads "5%" or "5" as 5.
+func parsePercent(s string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(s), "%"), 64)
+	if err != nil || v <= 0 {
+		return 0, errors.New("want a positive percentage such as 5%")
+	}
+	return v, nil
+}

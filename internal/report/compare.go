@@ -1,0 +1,330 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// Verdicts of a comparison.
+const (
+	VerdictBetter       = "better"
+	VerdictWorse        = "worse"
+	VerdictNoChange     = "no significant change"
+	VerdictNotCompared  = "not comparable"
+	DefaultConfidence   = 0.95
+	DefaultThresholdPct = 5.0
+)
+
+// CompareOptions adjust Compare. The zero value means 95% confidence and a
+// 5% threshold.
+type CompareOptions struct {
+	// Confidence is the two-sided confidence level of the Welch t-test
+	// (0.95: a change is significant when p < 0.05).
+	Confidence float64
+	// ThresholdPercent is the size of a significant worsening, in percent
+	// of run A's mean, above which a cell counts as a regression.
+	ThresholdPercent float64
+}
+
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Confidence <= 0 || o.Confidence >= 1 {
+		o.Confidence = DefaultConfidence
+	}
+	if o.ThresholdPercent <= 0 {
+		o.ThresholdPercent = DefaultThresholdPct
+	}
+	return o
+}
+
+// Comparison is run B measured against run A, cell by cell.
+type Comparison struct {
+	Schema           string  `json:"schema"`
+	RunA             string  `json:"run_a"`
+	RunB             string  `json:"run_b"`
+	Test             string  `json:"test"`
+	Confidence       float64 `json:"confidence"`
+	ThresholdPercent float64 `json:"threshold_percent"`
+	// Rows has one entry per common cell and figure.
+	Rows []CompareRow `json:"rows"`
+	// OnlyA and OnlyB name the cells present in only one run.
+	OnlyA []string `json:"only_in_a"`
+	OnlyB []string `json:"only_in_b"`
+	// Counts of verdicts over Rows.
+	Better      int `json:"better"`
+	Worse       int `json:"worse"`
+	NoChange    int `json:"no_significant_change"`
+	NotCompared int `json:"not_comparable"`
+	// Regressions counts rows that are worse by more than the threshold.
+	Regressions int `json:"regressions"`
+	// Verdict sums the comparison up in one phrase.
+	Verdict string `json:"verdict"`
+}
+
+// CompareSchema names the JSON document of a comparison.
+const CompareSchema = "tunbench.compare/v1"
+
+// CompareRow is one figure of one cell in both runs.
+type CompareRow struct {
+	Key    string `json:"key"`
+	Name   string `json:"name"`
+	Metric string `json:"metric"`
+	Unit   string `json:"unit"`
+	// HigherIsBetter is true for throughput and Gbit/s per core, false for
+	// RTTs.
+	HigherIsBetter bool    `json:"higher_is_better"`
+	NA             int     `json:"n_a"`
+	NB             int     `json:"n_b"`
+	MeanA          float64 `json:"mean_a"`
+	MeanB          float64 `json:"mean_b"`
+	StdDevA        float64 `json:"stddev_a"`
+	StdDevB        float64 `json:"stddev_b"`
+	// DeltaPercent is 100 * (MeanB - MeanA) / MeanA.
+	DeltaPercent float64 `json:"delta_percent"`
+	// PValue is the two-sided p-value of Welch's t-test (1 when both runs
+	// have no spread and equal means); -1 when not compared.
+	PValue  float64 `json:"p_value"`
+	Verdict string  `json:"verdict"`
+	// Regression is true when the verdict is worse and the change exceeds
+	// the threshold.
+	Regression bool `json:"regression"`
+	// Note says why a row was not compared, or what to distrust (unstable,
+	// busy background) in either run.
+	Note string `json:"note,omitempty"`
+}
+
+type metric struct {
+	name   string
+	unit   string
+	higher bool
+	get    func(Summary) Figure
+}
+
+var compareMetrics = []metric{
+	{"throughput", UnitGbps, true, func(s Summary) Figure { return s.Throughput }},
+	{"p50 rtt", UnitMicros, false, func(s Summary) Figure { return s.P50RTT }},
+	{"p99 rtt", UnitMicros, false, func(s Summary) Figure { return s.P99RTT }},
+	{"gbit/s per core", UnitGbpsPerCore, true, func(s Summary) Figure { return s.GbpsPerCore }},
+}
+
+// Compare measures run B against run A: for every cell (key) in both runs
+// and every figure measured in both, the means, the change in percent and
+// a verdict from Welch's t-test at the stated confidence, never from the
+// raw means alone.
+func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []result.Cell, opt CompareOptions) Comparison {
+	opt = opt.withDefaults()
+	rowsA, rowsB := Aggregate(runA, cellsA), Aggregate(runB, cellsB)
+	v := varyingParams(append(append([]Summary{}, rowsA...), rowsB...))
+	inB := map[string]Summary{}
+	for _, r := range rowsB {
+		inB[r.Key] = r
+	}
+	inA := map[string]bool{}
+	c := Comparison{
+		Schema: CompareSchema, RunA: runA.ID, RunB: runB.ID, Test: "welch-t",
+		Confidence: opt.Confidence, ThresholdPercent: opt.ThresholdPercent,
+		Rows: []CompareRow{}, OnlyA: []string{}, OnlyB: []string{},
+	}
+	for _, a := range rowsA {
+		inA[a.Key] = true
+		b, ok := inB[a.Key]
+		if !ok {
+			c.OnlyA = append(c.OnlyA, rowName(a, v))
+			continue
+		}
+		for _, m := range compareMetrics {
+			fa, fb := m.get(a), m.get(b)
+			if fa.N == 0 && fb.N == 0 {
+				continue
+			}
+			row := compareFigure(fa, fb, m, opt)
+			row.Key, row.Name = a.Key, rowName(a, v)
+			row.Note = joinNotes(row.Note, doubt("A", a), doubt("B", b))
+			c.Rows = append(c.Rows, row)
+		}
+	}
+	for _, b := range rowsB {
+		if !inA[b.Key] {
+			c.OnlyB = append(c.OnlyB, rowName(b, v))
+		}
+	}
+	for _, r := range c.Rows {
+		switch r.Verdict {
+		case VerdictBetter:
+			c.Better++
+		case VerdictWorse:
+			c.Worse++
+		case VerdictNoChange:
+			c.NoChange++
+		default:
+			c.NotCompared++
+		}
+		if r.Regression {
+			c.Regressions++
+		}
+	}
+	switch {
+	case len(c.Rows) == 0:
+		c.Verdict = "no common cells"
+	case c.Regressions > 0:
+		c.Verdict = fmt.Sprintf("regression: %d figure(s) worse by more than %s%%", c.Regressions, fmtFloat(opt.ThresholdPercent))
+	case c.Better == 0 && c.Worse == 0 && c.NotCompared == 0:
+		c.Verdict = VerdictNoChange
+	case c.Worse > 0:
+		c.Verdict = fmt.Sprintf("some figures worse, none by more than %s%%", fmtFloat(opt.ThresholdPercent))
+	case c.Better > 0:
+		c.Verdict = "better"
+	default:
+		c.Verdict = VerdictNoChange + " where comparable"
+	}
+	return c
+}
+
+func doubt(side string, s Summary) string {
+	var ds []string
+	if s.Unstable {
+		ds = append(ds, "unstable")
+	}
+	if s.BackgroundBusy {
+		ds = append(ds, "busy background")
+	}
+	if s.Emulated {
+		ds = append(ds, "emulated")
+	}
+	if len(ds) == 0 {
+		return ""
+	}
+	return side + ": " + strings.Join(ds, ", ")
+}
+
+func joinNotes(ns ...string) string {
+	var out []string
+	for _, n := range ns {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// compareFigure applies Welch's t-test to one figure.
+func compareFigure(a, b Figure, m metric, opt CompareOptions) CompareRow {
+	r := CompareRow{
+		Metric: m.name, Unit: m.unit, HigherIsBetter: m.higher,
+		NA: a.N, NB: b.N, MeanA: round6(a.Mean), MeanB: round6(b.Mean),
+		StdDevA: round6(a.StdDev), StdDevB: round6(b.StdDev), PValue: -1,
+		Verdict: VerdictNotCompared,
+	}
+	if a.N > 0 && a.Mean != 0 {
+		r.DeltaPercent = round6(100 * (b.Mean - a.Mean) / a.Mean)
+	}
+	switch {
+	case a.N == 0 || b.N == 0:
+		r.Note = "measured in only one run"
+		return r
+	case a.N < 2 || b.N < 2:
+		r.Note = "fewer than two ok repetitions in a run: no test possible"
+		return r
+	}
+	p := WelchP(a.Mean, a.StdDev, a.N, b.Mean, b.StdDev, b.N)
+	r.PValue = round6(p)
+	if p >= 1-opt.Confidence {
+		r.Verdict = VerdictNoChange
+		return r
+	}
+	up := b.Mean > a.Mean
+	if up == m.higher {
+		r.Verdict = VerdictBetter
+	} else {
+		r.Verdict = VerdictWorse
+		r.Regression = math.Abs(r.DeltaPercent) > opt.ThresholdPercent
+	}
+	return r
+}
+
+// WelchP is the two-sided p-value of Welch's unequal-variances t-test for
+// the difference of two means, from each sample's mean, standard deviation
+// (divisor n-1) and size (at least 2 each). With no spread in either
+// sample it is 1 for equal means and 0 otherwise.
+func WelchP(meanA, sdA float64, nA int, meanB, sdB float64, nB int) float64 {
+	va, vb := sdA*sdA/float64(nA), sdB*sdB/float64(nB)
+	se2 := va + vb
+	if se2 == 0 {
+		if meanA == meanB {
+			return 1
+		}
+		return 0
+	}
+	t := (meanB - meanA) / math.Sqrt(se2)
+	df := se2 * se2 / (va*va/float64(nA-1) + vb*vb/float64(nB-1))
+	dist := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}
+	return 2 * dist.Survival(math.Abs(t))
+}
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// WriteComparison writes a comparison as an aligned text table with the
+// cells present in only one run and the verdict.
+func WriteComparison(w io.Writer, c Comparison) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run B %s against run A %s: Welch t-test at %s%% confidence, regression threshold %s%%\n\n",
+		c.RunB, c.RunA, fmtFloat(100*c.Confidence), fmtFloat(c.ThresholdPercent))
+	cols := []column{
+		{header: "cell", left: true}, {header: "figure", left: true}, {header: "A"}, {header: "B"},
+		{header: "Δ %"}, {header: "p"}, {header: "verdict", left: true}, {header: "note", left: true},
+	}
+	var grid []row
+	for _, r := range c.Rows {
+		verdict := r.Verdict
+		if r.Regression {
+			verdict += " (regression)"
+		}
+		p := missing
+		if r.PValue >= 0 {
+			p = strconv.FormatFloat(r.PValue, 'f', 3, 64)
+		}
+		grid = append(grid, row{cells: []cell{
+			{text: r.Name}, {text: r.Metric + " (" + r.Unit + ")"},
+			{text: num3(r.MeanA)}, {text: num3(r.MeanB)},
+			{text: strconv.FormatFloat(r.DeltaPercent, 'f', 1, 64)}, {text: p},
+			{text: verdict}, {text: r.Note},
+		}})
+	}
+	if len(grid) > 0 {
+		if err := renderGrid(&b, cols, grid); err != nil {
+			return err
+		}
+	}
+	if len(c.OnlyA) > 0 {
+		fmt.Fprintf(&b, "\nonly in run A (%s):\n", c.RunA)
+		writeWrapped(&b, c.OnlyA, "  ")
+	}
+	if len(c.OnlyB) > 0 {
+		fmt.Fprintf(&b, "\nonly in run B (%s):\n", c.RunB)
+		writeWrapped(&b, c.OnlyB, "  ")
+	}
+	fmt.Fprintf(&b, "\n%d figures compared: %d better, %d worse, %d no significant change, %d not comparable.\n",
+		len(c.Rows), c.Better, c.Worse, c.NoChange, c.NotCompared)
+	fmt.Fprintf(&b, "verdict: %s\n", c.Verdict)
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// ComparisonJSON writes a comparison as indented JSON.
+func ComparisonJSON(w io.Writer, c Comparison) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(c); err != nil {
+		return fmt.Errorf("write comparison json: %w", err)
+	}
+	return nil
+}

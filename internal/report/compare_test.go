@@ -1,0 +1,82 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"testing"
+)
+
+// TestWelchP against values computed with R's t.test(var.equal = FALSE)
+// and the critical value of Student's t.
+func TestWelchP(t *testing.T) {
+	tests := []struct {
+		ma, sa float64
+		na     int
+		mb, sb float64
+		nb     int
+		want   float64
+	}{
+		// t.test(c(9,10,11), c(11,12,13)): t = -2.4495, df = 4, p = 0.07048
+		{10, 1, 3, 12, 1, 3, 0.07048},
+		// A difference of exactly t(0.975, 4) standard errors: p = 0.05.
+		{10, 1, 3, 10 + 2.776445*math.Sqrt(2.0/3), 1, 3, 0.05},
+		{5, 0, 3, 5, 0, 3, 1},
+		{5, 0, 3, 6, 0, 3, 0},
+	}
+	for _, tt := range tests {
+		got := WelchP(tt.ma, tt.sa, tt.na, tt.mb, tt.sb, tt.nb)
+		if math.Abs(got-tt.want) > 5e-5 {
+			t.Errorf("WelchP(%g±%g n%d, %g±%g n%d) = %.5f, want %.5f", tt.ma, tt.sa, tt.na, tt.mb, tt.sb, tt.nb, got, tt.want)
+		}
+	}
+}
+
+func TestCompareIdenticalRuns(t *testing.T) {
+	rr := fixtureDB(t)[0]
+	c := Compare(rr.Run, rr.Cells, rr.Run, rr.Cells, CompareOptions{})
+	if c.Verdict != VerdictNoChange || c.Regressions != 0 || len(c.OnlyA)+len(c.OnlyB) != 0 {
+		t.Errorf("identical runs: verdict %q, %d regressions, only %q / %q", c.Verdict, c.Regressions, c.OnlyA, c.OnlyB)
+	}
+	for _, r := range c.Rows {
+		if r.Verdict != VerdictNoChange || r.DeltaPercent != 0 {
+			t.Errorf("%s %s: %s, Δ %g%%", r.Name, r.Metric, r.Verdict, r.DeltaPercent)
+		}
+	}
+}
+
+func TestCompareKnownRegression(t *testing.T) {
+	rr := fixtureDB(t)[0]
+	slow := scaleThroughput(rr.Cells, "vxlan", 0.7)
+	c := Compare(rr.Run, rr.Cells, rr.Run, slow, CompareOptions{ThresholdPercent: 5})
+	if c.Regressions == 0 {
+		t.Fatalf("a 30%% drop of vxlan was not found: %+v", c)
+	}
+	for _, r := range c.Rows {
+		isVxlanTP := r.Metric == "throughput" && bytes.HasPrefix([]byte(r.Key), []byte("vxlan/"))
+		if r.Regression && !(r.Metric == "throughput" || r.Metric == "gbit/s per core") {
+			t.Errorf("regression in %s %s, which did not change", r.Name, r.Metric)
+		}
+		if isVxlanTP && math.Abs(r.DeltaPercent+30) > 0.01 {
+			t.Errorf("%s: Δ %g%%, want -30%%", r.Name, r.DeltaPercent)
+		}
+		if !bytes.HasPrefix([]byte(r.Key), []byte("vxlan/")) && r.Verdict != VerdictNoChange {
+			t.Errorf("%s %s changed: %s", r.Name, r.Metric, r.Verdict)
+		}
+	}
+	// The same drop judged with a 50% threshold is worse but no regression.
+	c = Compare(rr.Run, rr.Cells, rr.Run, slow, CompareOptions{ThresholdPercent: 50})
+	if c.Regressions != 0 || c.Worse == 0 {
+		t.Errorf("threshold 50%%: %d regressions, %d worse", c.Regressions, c.Worse)
+	}
+}
+
+// TestFixtureComparison: the two real fixture runs compared, as text.
+func TestFixtureComparison(t *testing.T) {
+	runs := fixtureDB(t)
+	c := Compare(runs[0].Run, runs[0].Cells, runs[1].Run, runs[1].Cells, CompareOptions{})
+	var b bytes.Buffer
+	if err := WriteComparison(&b, c); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "fixture.compare.golden", b.Bytes())
+}

@@ -1,0 +1,377 @@
+package report
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// TakeAway is one sentence generated from the data, in the style of the
+// seed report's take-away lists. It says only what the figures support: it
+// rests only on figures that are stable (CV at most 10%), from rows that
+// had a quiet background before every repetition, ran on real hardware and
+// have at least two ok repetitions; and where the 95% confidence intervals
+// of the two figures compared overlap, it says they are indistinguishable.
+type TakeAway struct {
+	Text string `json:"text"`
+	// Figure is the id of the figure (or table) that shows the data.
+	Figure string `json:"figure"`
+	// Basis are the keys of the rows the sentence rests on.
+	Basis []string `json:"basis"`
+}
+
+// TakeAways are the sentences of a run, and the rows no sentence may rest
+// on, each with the reason.
+type TakeAways struct {
+	Claims   []TakeAway `json:"claims"`
+	Withheld []string   `json:"withheld"`
+}
+
+// SummaryAnchor is the HTML id of a run's summary table.
+func SummaryAnchor(runID string) string { return runID + "-summary" }
+
+// usable says whether a row may be the basis of any claim, and if not,
+// why. A usable row's figures may still be unstable one by one: see
+// stable.
+func usable(r Summary) (bool, string) {
+	switch {
+	case r.Emulated:
+		return false, "it ran in a software-emulated VM, which measures function, not performance"
+	case r.BackgroundBusy:
+		return false, fmt.Sprintf("the background was busy (up to %.0f%% of the machine) before a repetition", r.BackgroundBusyMax)
+	case r.OK < 2:
+		return false, "it has fewer than two ok repetitions, so no confidence interval"
+	}
+	return true, ""
+}
+
+// stable says whether a figure may be the basis of a claim: it has a
+// confidence interval and a coefficient of variation of at most 10%.
+func stable(f Figure) bool { return f.HasCI && !f.Unstable() }
+
+// claimFigures are the figures take-aways are made of, with their names.
+var claimFigures = []struct {
+	name string
+	get  func(Summary) Figure
+}{
+	{"throughput", func(s Summary) Figure { return s.Throughput }},
+	{"Gbit/s per core", func(s Summary) Figure { return s.GbpsPerCore }},
+	{"median RTT", func(s Summary) Figure { return s.P50RTT }},
+}
+
+func overlap(a, b Figure) bool {
+	return a.CI95Low <= b.CI95High && b.CI95Low <= a.CI95High
+}
+
+// num3 formats a figure with three significant digits, never in exponent
+// form.
+func num3(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}
+
+func withCI(f Figure) string {
+	return num3(f.Mean) + " ± " + num3(f.HalfWidth)
+}
+
+func ratio(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + "x" }
+
+func pctText(x float64) string { return strconv.FormatFloat(x, 'f', 0, 64) + "%" }
+
+// at prefixes a non-empty parameter description with a space.
+func at(desc string) string {
+	if desc == "" {
+		return ""
+	}
+	return " " + desc
+}
+
+// GenerateTakeAways derives the take-away sentences of a run from its rows.
+// charts are the run's charts, used to link each sentence to its figure.
+func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) TakeAways {
+	rows := Aggregate(run, cells)
+	v := varyingParams(rows)
+	ids := map[string]bool{}
+	for _, c := range charts {
+		ids[c.ID] = true
+	}
+	link := func(candidates ...string) string {
+		for _, c := range candidates {
+			if ids[c] {
+				return c
+			}
+		}
+		return SummaryAnchor(run.ID)
+	}
+	var t TakeAways
+	for _, r := range rows {
+		if ok, why := usable(r); !ok {
+			t.Withheld = append(t.Withheld, fmt.Sprintf("No claim rests on %s: %s.", rowName(r, v), why))
+			continue
+		}
+		var shaky []string
+		for _, f := range claimFigures {
+			if g := f.get(r); g.N > 0 && !stable(g) {
+				shaky = append(shaky, f.name)
+			}
+		}
+		if len(shaky) > 0 {
+			t.Withheld = append(t.Withheld, fmt.Sprintf("No claim rests on the %s of %s: unstable (coefficient of variation above 10%%).",
+				andList(shaky), rowName(r, v)))
+		}
+	}
+	good := func(r Summary) bool { ok, _ := usable(r); return ok && stable(r.Throughput) }
+	goodFig := func(r Summary, f Figure) bool { ok, _ := usable(r); return ok && stable(f) }
+	add := func(text, fig string, basis ...Summary) {
+		ta := TakeAway{Text: text, Figure: fig}
+		for _, b := range basis {
+			ta.Basis = append(ta.Basis, b.Key)
+		}
+		t.Claims = append(t.Claims, ta)
+	}
+
+	sets := paramSets(rows)
+	// Throughput, then CPU per Gbit/s, then RTT against native, per
+	// parameter set.
+	type reach struct{ r, native Summary }
+	var reaches []reach // "reaches N% of native" claims, merged below
+	for _, ps := range sets {
+		native, ok := findNative(ps.rows)
+		if !ok {
+			continue
+		}
+		p := native.Params
+		desc := at(describe(p, v))
+		tpFig := link(
+			fmt.Sprintf("%s-mtu-%s-offloads-%s-p%d", run.ID, p.Family, onOff(p.Offloads), p.Streams),
+			fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", run.ID, p.Family, p.UnderlayMTU, p.Streams),
+			fmt.Sprintf("%s-throughput-time-%s-%s", run.ID, slugLabel(native.Label), ps.key.slug()))
+		for _, r := range ps.rows {
+			if r.Method == NativeMethod || !good(r) || !good(native) {
+				continue
+			}
+			if overlap(r.Throughput, native.Throughput) {
+				add(fmt.Sprintf("%s and native are indistinguishable in throughput%s: their 95%% intervals overlap (%s against %s Gbit/s).",
+					r.Label, desc, withCI(r.Throughput), withCI(native.Throughput)), tpFig, r, native)
+				continue
+			}
+			// Offloads on and off of one method become one sentence, as
+			// in "vxlan reaches 81% of native at MTU 1500 with offloads on
+			// and 44% with them off".
+			merged := false
+			if v.offloads && !p.Offloads {
+				for i, q := range reaches {
+					k := baselineOf(q.r.Params)
+					k.Offloads = false
+					j := slices.IndexFunc(t.Claims, func(c TakeAway) bool { return slices.Equal(c.Basis, []string{q.r.Key, q.native.Key}) })
+					if q.r.Label == r.Label && k == baselineOf(p) && q.r.Params.Offloads && j >= 0 {
+						noOff := v
+						noOff.offloads = false
+						ta := &t.Claims[j]
+						ta.Text = fmt.Sprintf("%s reaches %s of native's throughput%s with offloads on (%s against %s Gbit/s) and %s with them off (%s against %s Gbit/s).",
+							r.Label, pctText(100*q.r.Throughput.Mean/q.native.Throughput.Mean), at(describe(p, noOff)),
+							withCI(q.r.Throughput), withCI(q.native.Throughput),
+							pctText(100*r.Throughput.Mean/native.Throughput.Mean), withCI(r.Throughput), withCI(native.Throughput))
+						ta.Figure = link(fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", run.ID, p.Family, p.UnderlayMTU, p.Streams), ta.Figure)
+						ta.Basis = append(ta.Basis, r.Key, native.Key)
+						reaches = slices.Delete(reaches, i, i+1)
+						merged = true
+						break
+					}
+				}
+			}
+			if !merged {
+				add(fmt.Sprintf("%s reaches %s of native's throughput%s (%s against %s Gbit/s).",
+					r.Label, pctText(100*r.Throughput.Mean/native.Throughput.Mean), desc,
+					withCI(r.Throughput), withCI(native.Throughput)), tpFig, r, native)
+				reaches = append(reaches, reach{r, native})
+			}
+		}
+	}
+	for _, ps := range sets {
+		native, ok := findNative(ps.rows)
+		if !ok {
+			continue
+		}
+		desc := at(describe(native.Params, v))
+		cpuFig := link(fmt.Sprintf("%s-cpu-%s", run.ID, ps.key.slug()))
+		for _, r := range ps.rows {
+			if r.Method == NativeMethod || !goodFig(r, r.GbpsPerCore) || !goodFig(native, native.GbpsPerCore) {
+				continue
+			}
+			if overlap(r.GbpsPerCore, native.GbpsPerCore) {
+				add(fmt.Sprintf("%s and native are indistinguishable in CPU per Gbit/s%s (%s against %s Gbit/s per busy core).",
+					r.Label, desc, withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
+			} else {
+				add(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
+					r.Label, ratio(native.GbpsPerCore.Mean/r.GbpsPerCore.Mean), desc,
+					withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
+			}
+		}
+	}
+	for _, ps := range sets {
+		native, ok := findNative(ps.rows)
+		if !ok {
+			continue
+		}
+		desc := at(describe(native.Params, v))
+		rttFig := link(fmt.Sprintf("%s-rtt-cdf-%s", run.ID, ps.key.slug()))
+		for _, r := range ps.rows {
+			if r.Method == NativeMethod || !goodFig(r, r.P50RTT) || !goodFig(native, native.P50RTT) {
+				continue
+			}
+			if overlap(r.P50RTT, native.P50RTT) {
+				add(fmt.Sprintf("%s and native are indistinguishable in median RTT%s (%s against %s µs).",
+					r.Label, desc, withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
+			} else {
+				add(fmt.Sprintf("%s's median RTT is %s native's%s (%s against %s µs).",
+					r.Label, ratio(r.P50RTT.Mean/native.P50RTT.Mean), desc,
+					withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
+			}
+		}
+	}
+
+	// The effect of one parameter on each method: MTU, offloads, streams.
+	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, good, link)...)
+	return t
+}
+
+// findNative returns the native row of a parameter set.
+func findNative(rows []Summary) (Summary, bool) {
+	for _, r := range rows {
+		if r.Method == NativeMethod && r.Throughput.N > 0 {
+			return r, true
+		}
+	}
+	return Summary{}, false
+}
+
+// dimensionClaims compares, per method, the rows that differ only in the
+// underlay MTU, only in offloads, or only in streams: lowest value
+// against highest.
+func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary) bool, link func(...string) string) []TakeAway {
+	type dim struct {
+		name  string
+		clear func(*baselineKey)
+		value func(result.Params) int
+	}
+	offVal := func(p result.Params) int {
+		if p.Offloads {
+			return 1
+		}
+		return 0
+	}
+	dims := []dim{
+		{"mtu", func(k *baselineKey) { k.UnderlayMTU = 0 }, func(p result.Params) int { return p.UnderlayMTU }},
+		{"offloads", func(k *baselineKey) { k.Offloads = false }, offVal},
+		{"streams", func(k *baselineKey) { k.Streams = 0 }, func(p result.Params) int { return p.Streams }},
+	}
+	var out []TakeAway
+	for _, d := range dims {
+		type gk struct {
+			label string
+			k     baselineKey
+		}
+		var order []gk
+		groups := map[gk][]Summary{}
+		for _, r := range rows {
+			k := baselineOf(r.Params)
+			d.clear(&k)
+			g := gk{r.Label, k}
+			if _, ok := groups[g]; !ok {
+				order = append(order, g)
+			}
+			groups[g] = append(groups[g], r)
+		}
+		for _, g := range order {
+			rs := slices.Clone(groups[g])
+			if len(rs) < 2 {
+				continue
+			}
+			slices.SortStableFunc(rs, func(a, b Summary) int { return cmp.Compare(d.value(a.Params), d.value(b.Params)) })
+			lo, hi := rs[0], rs[len(rs)-1]
+			if d.value(lo.Params) == d.value(hi.Params) || !good(lo) || !good(hi) {
+				continue
+			}
+			p := lo.Params
+			dv := v
+			var fig string
+			switch d.name {
+			case "mtu":
+				dv.underlay = false
+				fig = link(fmt.Sprintf("%s-mtu-%s-offloads-%s-p%d", runID, p.Family, onOff(p.Offloads), p.Streams))
+			case "offloads":
+				dv.offloads = false
+				fig = link(fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", runID, p.Family, p.UnderlayMTU, p.Streams))
+			case "streams":
+				dv.streams = false
+				fig = link(fmt.Sprintf("%s-streams-throughput-%s-mtu%d-offloads-%s", runID, p.Family, p.UnderlayMTU, onOff(p.Offloads)))
+			}
+			desc := at(describe(p, dv))
+			both := fmt.Sprintf("(%s against %s Gbit/s)", withCI(hi.Throughput), withCI(lo.Throughput))
+			r := hi.Throughput.Mean / lo.Throughput.Mean
+			var text string
+			same := overlap(lo.Throughput, hi.Throughput)
+			switch d.name {
+			case "mtu":
+				if same {
+					text = fmt.Sprintf("%s's throughput is indistinguishable at MTU %d and MTU %d%s %s.",
+						lo.Label, lo.Params.UnderlayMTU, hi.Params.UnderlayMTU, desc, both)
+				} else {
+					text = fmt.Sprintf("MTU %d gives %s %s its MTU %d throughput%s %s.",
+						hi.Params.UnderlayMTU, lo.Label, ratio(r), lo.Params.UnderlayMTU, desc, both)
+				}
+			case "offloads": // lo is off, hi is on
+				both = fmt.Sprintf("(%s against %s Gbit/s)", withCI(lo.Throughput), withCI(hi.Throughput))
+				if same {
+					text = fmt.Sprintf("%s's throughput is indistinguishable with offloads on and off%s %s.", lo.Label, desc, both)
+				} else {
+					text = fmt.Sprintf("Turning offloads off leaves %s %s of its throughput%s %s.",
+						lo.Label, pctText(100*lo.Throughput.Mean/hi.Throughput.Mean), desc, both)
+				}
+			case "streams":
+				if same {
+					text = fmt.Sprintf("%s's aggregate throughput is indistinguishable with %s and %s%s %s.",
+						lo.Label, streams(lo.Params.Streams), streams(hi.Params.Streams), desc, both)
+				} else {
+					text = fmt.Sprintf("With %s, %s carries %s its %d-stream throughput%s %s.",
+						streams(hi.Params.Streams), lo.Label, ratio(r), lo.Params.Streams, desc, both)
+				}
+			}
+			out = append(out, TakeAway{Text: text, Figure: fig, Basis: []string{lo.Key, hi.Key}})
+		}
+	}
+	return out
+}
+
+// andList joins "a", "b" and "c" as "a, b and c".
+func andList(xs []string) string {
+	if len(xs) < 2 {
+		return strings.Join(xs, "")
+	}
+	return strings.Join(xs[:len(xs)-1], ", ") + " and " + xs[len(xs)-1]
+}
+
+// WriteTakeAways writes the sentences as a numbered text list, then the
+// withheld rows.
+func WriteTakeAways(b *strings.Builder, t TakeAways) {
+	if len(t.Claims) == 0 {
+		b.WriteString("no take-away: no two rows are stable, quiet and comparable\n")
+	}
+	for i, c := range t.Claims {
+		fmt.Fprintf(b, "(%d) %s [%s]\n", i+1, c.Text, c.Figure)
+	}
+	for _, w := range t.Withheld {
+		b.WriteString("- " + w + "\n")
+	}
+}
