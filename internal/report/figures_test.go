@@ -325,3 +325,11 @@ func TestDeviceDifferences(t *testing.T) {
 		}
 	}
 }
+
+func TestPlainNumber(t *testing.T) {
+	for v, want := range map[float64]string{1.2000000000000002: "1.2", 25: "25", 0.1 + 0.2: "0.3", 1e6: "1000000", 0.0005: "0.0005"} {
+		if got := plainNumber(v); got != want {
+			t.Errorf("plainNumber(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

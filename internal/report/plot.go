@@ -160,10 +160,20 @@ func (t plainTicks) Ticks(min, max float64) []plot.Tick {
 	ts := t.Ticker.Ticks(min, max)
 	for i := range ts {
 		if ts[i].Label != "" {
-			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'f', -1, 64)
+			ts[i].Label = plainNumber(ts[i].Value)
 		}
 	}
 	return ts
+}
+
+// plainNumber writes v with the digits it needs, after rounding away the
+// binary noise of tick arithmetic (1.2000000000000002 is "1.2").
+func plainNumber(v float64) string {
+	r, err := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 12, 64), 64)
+	if err != nil {
+		r = v
+	}
+	return strconv.FormatFloat(r, 'f', -1, 64)
 }
 
 // dataTop is the highest point a chart draws: stacked bars summed, error
