@@ -43,4 +43,7 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-tool honnef.co/go/tools/cmd/staticcheck
+tool (
+	github.com/cilium/ebpf/cmd/bpf2go
+	honnef.co/go/tools/cmd/staticcheck
+)
