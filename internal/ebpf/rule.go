@@ -122,6 +122,17 @@ func (c Counters) DropMap() map[string]uint64 {
 	return m
 }
 
+// DropString is "drops reason=N ..." for every reason, zero or not.
+func (c Counters) DropString() string {
+	var d []string
+	for i, n := range c.Drops {
+		if i < len(DropReasons) {
+			d = append(d, fmt.Sprintf("%s=%d", DropReasons[i], n))
+		}
+	}
+	return "drops " + strings.Join(d, " ")
+}
+
 // String is "packets P bytes B drops reason=N ...".
 func (c Counters) String() string {
 	s := fmt.Sprintf("packets %d bytes %d", c.Packets, c.Bytes)
