@@ -86,14 +86,19 @@ type Rule struct {
 	// port of Encap.
 	DstPort uint16
 	// InnerDst and InnerSrc are the inner Ethernet addresses of VXLAN and
-	// Geneve; nil means InnerMAC.
+	// Geneve; nil means InnerMAC and InnerSrcMAC.
 	InnerDst, InnerSrc net.HardwareAddr
 }
 
-// InnerMAC is the default inner Ethernet address (locally administered).
-// A kernel VXLAN or Geneve device receiving from this data path must
-// carry it as its address, or hand the frames up as not for this host.
-var InnerMAC = net.HardwareAddr{0x02, 0x74, 0x62, 0x00, 0x00, 0x01}
+// InnerMAC and InnerSrcMAC are the default inner Ethernet destination and
+// source (locally administered). A kernel VXLAN or Geneve device receiving
+// from this data path must carry InnerMAC as its address (or it hands the
+// frames up as not for this host); the source differs from it because a
+// VXLAN device drops frames that claim to come from its own address.
+var (
+	InnerMAC    = net.HardwareAddr{0x02, 0x74, 0x62, 0x00, 0x00, 0x01}
+	InnerSrcMAC = net.HardwareAddr{0x02, 0x74, 0x62, 0x00, 0x00, 0x02}
+)
 
 // Decap accepts tunnel packets of one encapsulation and VNI or key.
 type Decap struct {
@@ -226,7 +231,7 @@ func (r Rule) encode() tunnelRule {
 		dst = InnerMAC
 	}
 	if src == nil {
-		src = InnerMAC
+		src = InnerSrcMAC
 	}
 	copy(v.InnerDmac[:], dst)
 	copy(v.InnerSmac[:], src)

@@ -101,9 +101,9 @@ func TestTableRules(t *testing.T) {
 			r.ID, r.Dst, r.Encap, r.VNI, r.GREKey, r.Local, r.Remote, r.SrcPortMin, r.SrcPortMax, r.DstPort, r.InnerSrc, r.InnerDst))
 	}
 	want := []string{
-		"1 198.19.0.2/32 geneve vni 42 key false 198.18.0.1>198.18.0.2 sport 49152-65535 dport 6081 inner 02:74:62:00:00:01>02:74:62:00:00:01",
-		"2 198.19.1.0/24 gre vni 99 key true 198.18.0.1>198.18.0.3 sport 49152-65535 dport 0 inner 02:74:62:00:00:01>02:74:62:00:00:01",
-		"3 2001:2:0:1::/64 vxlan vni 7 key false 2001:2::1>2001:2::2 sport 1000-2000 dport 4789 inner 02:74:62:00:00:01>02:74:62:00:00:01",
+		"1 198.19.0.2/32 geneve vni 42 key false 198.18.0.1>198.18.0.2 sport 49152-65535 dport 6081 inner 02:74:62:00:00:02>02:74:62:00:00:01",
+		"2 198.19.1.0/24 gre vni 99 key true 198.18.0.1>198.18.0.3 sport 49152-65535 dport 0 inner 02:74:62:00:00:02>02:74:62:00:00:01",
+		"3 2001:2:0:1::/64 vxlan vni 7 key false 2001:2::1>2001:2::2 sport 1000-2000 dport 4789 inner 02:74:62:00:00:02>02:74:62:00:00:01",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("rules (-want +got):\n%s", diff)

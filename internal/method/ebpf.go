@@ -104,93 +104,119 @@ func ebpfPinDir(env *Env, ep *testbed.Endpoint) string {
 	return filepath.Join(ebpf.PinRoot, env.Prefix+"-"+ep.Side)
 }
 
-// Setup loads and attaches the programs on both sides and writes the rules.
-func (m EBPF) Setup(_ context.Context, env *Env) (*Path, error) {
+// ebpfParams are a Setup's options, resolved.
+type ebpfParams struct {
+	underlay   string // outer family
+	vni        uint32 // VNI or GRE key
+	greKey     bool
+	srcPort    uint16 // 0: from the flow hash
+	rules      int
+	overlayMTU int
+}
+
+func (m EBPF) params(env *Env) (ebpfParams, error) {
 	opts, err := ParseOptions(m, env.Options)
 	if err != nil {
-		return nil, err
+		return ebpfParams{}, err
 	}
 	if !Supports(m, env.Family) {
-		return nil, unsupportedFamily(m, env.Family)
+		return ebpfParams{}, unsupportedFamily(m, env.Family)
 	}
-	nrules := opts.Int("rules")
-	if env.Family == IPv4 && nrules-1 > maxFillers4 {
-		return nil, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s/17; measure more with ipv6",
-			m.Name(), nrules, maxFillers4, fillerBase4)
+	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
+		srcPort: uint16(opts.Int("srcport")), rules: opts.Int("rules")}
+	if env.Family == IPv4 && p.rules-1 > maxFillers4 {
+		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s/17; measure more with ipv6",
+			m.Name(), p.rules, maxFillers4, fillerBase4)
+	}
+	if m.encap == ebpf.GRE {
+		p.vni = uint32(opts.Uint64("key"))
+		p.greKey = p.vni != 0
+	}
+	p.overlayMTU = env.UnderlayMTU - m.encap.Overhead(p.underlay, p.greKey)
+	return p, nil
+}
+
+// Setup loads and attaches the programs on both sides and writes the rules.
+func (m EBPF) Setup(_ context.Context, env *Env) (*Path, error) {
+	p, err := m.params(env)
+	if err != nil {
+		return nil, err
 	}
 	if err := ebpf.Probe(); err != nil {
 		return nil, fmt.Errorf("%s: %w: needs %v", m.Name(), ErrNotSupported, err)
 	}
-	under := m.underlay(env.Family)
-	vni := uint32(opts.Uint64("vni"))
-	greKey := false
-	if m.encap == ebpf.GRE {
-		vni = uint32(opts.Uint64("key"))
-		greKey = vni != 0
+	for _, ep := range env.Endpoints() {
+		if err := m.setupSide(env, ep, p); err != nil {
+			return nil, err
+		}
 	}
-	overlayMTU := env.UnderlayMTU - m.encap.Overhead(under, greKey)
-	sport := uint16(opts.Int("srcport"))
 	oa, ob := Overlay(env.Family)
-	for i, ep := range env.Endpoints() {
-		peer := env.Peer(ep)
-		mine, theirs := oa, ob
-		if i == 1 {
-			mine, theirs = ob, oa
-		}
-		lo, err := ep.NL.LinkByName("lo")
-		if err != nil {
-			return nil, fmt.Errorf("%s: find lo: %w", ep.Side, err)
-		}
-		if err := addAddr(ep, lo, host(mine.Addr())); err != nil {
-			return nil, err
-		}
-		objs, err := ebpf.Load(ebpf.Config{MaxRules: uint32(max(nrules, 16)), PinDir: ebpfPinDir(env, ep)})
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ep.Side, err)
-		}
-		rules := []ebpf.Rule{{
-			ID: 1, Dst: host(theirs.Addr()), Encap: m.encap, VNI: vni, GREKey: greKey,
-			Local: ep.Addr(under), Remote: peer.Addr(under),
-			SrcPortMin: sport, SrcPortMax: sport,
-		}}
-		rules = append(rules, fillerRules(env.Family, nrules-1, rules[0])...)
-		t := objs.Table()
-		err = errors.Join(
-			t.PutRules(rules),
-			t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: vni}}),
-			objs.Attach(ep.NL, ep.Dev),
-			objs.Close(),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ep.Side, err)
-		}
-		// The overlay prefix goes to the underlay; its next hop (the peer's
-		// underlay address of the inner family) gives the Ethernet header
-		// the egress program keeps.
-		link, err := ep.NL.LinkByName(ep.Dev)
-		if err != nil {
-			return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
-		}
-		if err := routeAdd(ep, &netlink.Route{
-			LinkIndex: link.Attrs().Index,
-			Dst:       testbed.PrefixNet(theirs.Masked()),
-			Gw:        net.IP(peer.Addr(env.Family).AsSlice()),
-			Src:       net.IP(mine.Addr().AsSlice()),
-			MTU:       overlayMTU,
-		}); err != nil {
-			return nil, err
-		}
-	}
 	path := &Path{
 		A:       oa.Addr(),
 		B:       ob.Addr(),
 		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
-		Variant: "tc clsact " + m.encap.String() + " over " + under,
+		Variant: "tc clsact " + m.encap.String() + " over " + p.underlay,
 	}
-	if overlayMTU != env.OverlayMTU {
-		path.OverlayMTU = overlayMTU
+	if p.overlayMTU != env.OverlayMTU {
+		path.OverlayMTU = p.overlayMTU
 	}
 	return path, nil
+}
+
+// sides returns ep's overlay prefix and its peer's.
+func sides(env *Env, ep *testbed.Endpoint) (mine, theirs netip.Prefix) {
+	oa, ob := Overlay(env.Family)
+	if ep == env.B {
+		return ob, oa
+	}
+	return oa, ob
+}
+
+// setupSide sets one endpoint up toward its peer.
+func (m EBPF) setupSide(env *Env, ep *testbed.Endpoint, p ebpfParams) error {
+	peer := env.Peer(ep)
+	mine, theirs := sides(env, ep)
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	if err := addAddr(ep, lo, host(mine.Addr())); err != nil {
+		return err
+	}
+	objs, err := ebpf.Load(ebpf.Config{PinDir: ebpfPinDir(env, ep)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	rules := []ebpf.Rule{{
+		ID: 1, Dst: host(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
+		Local: ep.Addr(p.underlay), Remote: peer.Addr(p.underlay),
+		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
+	}}
+	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
+	t := objs.Table()
+	err = errors.Join(
+		t.PutRules(rules),
+		t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}),
+		objs.Attach(ep.NL, ep.Dev),
+		objs.Close(),
+	)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	// The overlay prefix goes to the underlay; its next hop (the peer's
+	// underlay address of the inner family) gives the Ethernet header the
+	// egress program keeps.
+	link, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	return routeAdd(ep, &netlink.Route{
+		LinkIndex: link.Attrs().Index,
+		Dst:       testbed.PrefixNet(theirs.Masked()),
+		Gw:        net.IP(peer.Addr(env.Family).AsSlice()),
+		Src:       net.IP(mine.Addr().AsSlice()),
+		MTU:       p.overlayMTU,
+	})
 }
 
 // fillerRules returns n rules for host prefixes that carry no traffic,
@@ -217,36 +243,34 @@ func fillerRules(family string, n int, like ebpf.Rule) []ebpf.Rule {
 // Teardown detaches the programs, removes the route, the lo address and
 // the pins on both sides.
 func (m EBPF) Teardown(_ context.Context, env *Env) error {
-	oa, ob := Overlay(env.Family)
-	return eachSide(env, func(ep *testbed.Endpoint) error {
-		if ep == nil || ep.NL == nil {
-			return nil
+	return eachSide(env, func(ep *testbed.Endpoint) error { return m.teardownSide(env, ep) })
+}
+
+func (m EBPF) teardownSide(env *Env, ep *testbed.Endpoint) error {
+	if ep == nil || ep.NL == nil {
+		return nil
+	}
+	mine, theirs := sides(env, ep)
+	var errs []error
+	if err := ebpf.Detach(ep.NL, ep.Dev); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
+	}
+	routes, err := ep.NL.RouteListFiltered(familyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, theirs.Masked(), err))
+	}
+	for _, r := range routes {
+		if err := ep.NL.RouteDel(&r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
 		}
-		mine, theirs := oa, ob
-		if ep == env.B {
-			mine, theirs = ob, oa
-		}
-		var errs []error
-		if err := ebpf.Detach(ep.NL, ep.Dev); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
-		}
-		routes, err := ep.NL.RouteListFiltered(familyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, theirs.Masked(), err))
-		}
-		for _, r := range routes {
-			if err := ep.NL.RouteDel(&r); err != nil {
-				errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
-			}
-		}
-		if lo, err := ep.NL.LinkByName("lo"); err == nil {
-			_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(host(mine.Addr()))})
-		}
-		if env.Prefix != "" {
-			errs = append(errs, ebpf.Unpin(ebpfPinDir(env, ep)))
-		}
-		return errors.Join(errs...)
-	})
+	}
+	if lo, err := ep.NL.LinkByName("lo"); err == nil {
+		_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(host(mine.Addr()))})
+	}
+	if env.Prefix != "" {
+		errs = append(errs, ebpf.Unpin(ebpfPinDir(env, ep)))
+	}
+	return errors.Join(errs...)
 }
 
 // Counters reads the counters of both sides (before Teardown), one line
