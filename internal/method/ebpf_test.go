@@ -22,7 +22,9 @@ func requireEBPF(t testing.TB) {
 }
 
 // ebpfWire is what every frame of m must look like on the underlay.
-func ebpfWire(m method.Method, family string, vni uint32) tunnelWire { return tunnelCheck(m, family, vni, true) }
+func ebpfWire(m method.Method, family string, vni uint32) tunnelWire {
+	return tunnelCheck(m, family, vni, true)
+}
 
 // tunnelCheck is ebpfWire; hashPorts also wants outer UDP source ports from
 // tunbench's flow-hash range (the kernel's devices use another).
