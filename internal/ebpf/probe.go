@@ -62,3 +62,42 @@ func helperName(h asm.BuiltinFunc) string {
 	}
 	return h.String()
 }
+
+// ProbeFamilyChange says whether the kernel can decapsulate an inner
+// packet of the other family than the outer one (IPv6 in IPv4 GRE or
+// IPIP), which needs bpf_skb_adjust_room's BPF_F_ADJ_ROOM_DECAP_L3_*
+// flags (Linux 6.3): it runs the ingress program (BPF_PROG_TEST_RUN) on a
+// crafted IPv6-in-GRE-in-IPv4 packet. Computed once per process.
+var ProbeFamilyChange = sync.OnceValue(probeFamilyChange)
+
+func probeFamilyChange() error {
+	if err := Probe(); err != nil {
+		return err
+	}
+	o, err := Load(Config{MaxRules: 16})
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	if err := o.Table().PutDecaps([]Decap{{ID: 1, Encap: GRE}}); err != nil {
+		return err
+	}
+	pkt := make([]byte, 14+20+4+40)
+	copy(pkt[0:12], []byte{2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1})
+	pkt[12], pkt[13] = 0x08, 0x00
+	ip := pkt[14:]
+	ip[0], ip[3], ip[8], ip[9] = 0x45, 20+4+40, 64, 47
+	copy(ip[12:20], []byte{198, 18, 0, 1, 198, 18, 0, 2})
+	gre := ip[20:]
+	gre[2], gre[3] = 0x86, 0xdd
+	in6 := gre[4:]
+	in6[0], in6[6], in6[7] = 0x60, 59, 64
+	ret, err := o.Ingress().Run(&ebpf.RunOptions{Data: pkt})
+	if err != nil {
+		return fmt.Errorf("test run of the ingress program: %w", err)
+	}
+	if ret != 0 {
+		return fmt.Errorf("%w: bpf_skb_adjust_room with BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (Linux 6.3) to carry IPv6 over an IPv4 underlay", ErrNotSupported)
+	}
+	return nil
+}

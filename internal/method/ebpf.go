@@ -145,6 +145,11 @@ func (m EBPF) Setup(_ context.Context, env *Env) (*Path, error) {
 	if err := ebpf.Probe(); err != nil {
 		return nil, fmt.Errorf("%s: %w: needs %v", m.Name(), ErrNotSupported, err)
 	}
+	if p.underlay != env.Family {
+		if err := ebpf.ProbeFamilyChange(); err != nil {
+			return nil, fmt.Errorf("%s over %s: %w: needs %v", m.Name(), env.Family, ErrNotSupported, err)
+		}
+	}
 	for _, ep := range env.Endpoints() {
 		if err := m.setupSide(env, ep, p); err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package method_test
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,8 +77,11 @@ func (m ebpfInterop) setupKernelSide(env *method.Env, ep *testbed.Endpoint) erro
 		link, l2 = &netlink.Vxlan{LinkAttrs: attrs, VxlanId: 42, VtepDevIndex: under.Attrs().Index, SrcAddr: local,
 			Group: remote, Port: method.VXLANPort, TTL: 64, UDP6ZeroCSumRx: true}, true
 	case "geneve":
-		attrs.HardwareAddr = ebpf.InnerMAC
-		link, l2 = &netlink.Geneve{LinkAttrs: attrs, ID: 42, Remote: remote, Ttl: 64, Dport: method.GenevePort, UdpZeroCsum6Rx: 1}, true
+		// netlink.Geneve cannot send udp6zerocsumrx: a raw request.
+		if err := addGeneveZeroCsum6Rx(ep, attrs.Name, env.OverlayMTU, remote); err != nil {
+			return fmt.Errorf("%s: create kernel geneve: %w", ep.Side, err)
+		}
+		l2 = true
 	case "gre":
 		link = &netlink.Gretun{LinkAttrs: attrs, Local: local, Remote: remote, Ttl: 64}
 	case "ipip":
@@ -84,8 +89,10 @@ func (m ebpfInterop) setupKernelSide(env *method.Env, ep *testbed.Endpoint) erro
 	default:
 		return fmt.Errorf("no kernel device for %s", m.kernel.Name())
 	}
-	if err := ep.NL.LinkAdd(link); err != nil {
-		return fmt.Errorf("%s: create kernel %s: %w", ep.Side, m.kernel.Name(), err)
+	if link != nil {
+		if err := ep.NL.LinkAdd(link); err != nil {
+			return fmt.Errorf("%s: create kernel %s: %w", ep.Side, m.kernel.Name(), err)
+		}
 	}
 	created, err := ep.NL.LinkByName(attrs.Name)
 	if err != nil {
@@ -113,6 +120,34 @@ func (m ebpfInterop) setupKernelSide(env *method.Env, ep *testbed.Endpoint) erro
 		}
 	}
 	return nil
+}
+
+// addGeneveZeroCsum6Rx is "ip link add NAME mtu MTU address InnerMAC type
+// geneve id 42 remote REMOTE dstport 6081 ttl 64 udp6zerocsumrx", run in
+// ep's namespace.
+func addGeneveZeroCsum6Rx(ep *testbed.Endpoint, name string, mtu int, remote net.IP) error {
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	req.AddData(nl.NewRtAttr(unix.IFLA_MTU, nl.Uint32Attr(uint32(mtu))))
+	req.AddData(nl.NewRtAttr(unix.IFLA_ADDRESS, []byte(ebpf.InnerMAC)))
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated("geneve"))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	data.AddRtAttr(nl.IFLA_GENEVE_ID, nl.Uint32Attr(42))
+	if ip4 := remote.To4(); ip4 != nil {
+		data.AddRtAttr(nl.IFLA_GENEVE_REMOTE, []byte(ip4))
+	} else {
+		data.AddRtAttr(nl.IFLA_GENEVE_REMOTE6, []byte(remote))
+	}
+	data.AddRtAttr(nl.IFLA_GENEVE_PORT, binary.BigEndian.AppendUint16(nil, method.GenevePort))
+	data.AddRtAttr(nl.IFLA_GENEVE_TTL, nl.Uint8Attr(64))
+	data.AddRtAttr(nl.IFLA_GENEVE_UDP_ZERO_CSUM6_RX, nl.Uint8Attr(1))
+	req.AddData(info)
+	return ep.Do(func() error {
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
+	})
 }
 
 func (m ebpfInterop) Teardown(_ context.Context, env *method.Env) error {
@@ -156,6 +191,7 @@ func TestLabEBPFInterop(t *testing.T) {
 				}
 				t.Run(tt.m.Name()+"/"+family+"/"+dir, func(t *testing.T) {
 					requireEBPF(t)
+					requireFamilyChange(t, tt.m, family)
 					m := ebpfInterop{EBPF: tt.m, ebpfOn: ebpfOn, kernel: tt.kernel}
 					vni := uint32(42)
 					if tt.m == method.EBPFGRE {
