@@ -8,7 +8,16 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/testbed"
 )
+
+// TestPinRootCleaned: tunbench clean removes pins where the methods put
+// them.
+func TestPinRootCleaned(t *testing.T) {
+	if PinRoot != testbed.BPFPinRoot {
+		t.Errorf("ebpf.PinRoot %q, but tunbench clean looks in %q", PinRoot, testbed.BPFPinRoot)
+	}
+}
 
 // fakeStore is an in-memory store with the capacity limit of a BPF map.
 type fakeStore[K comparable, V any] struct {
