@@ -97,7 +97,7 @@ func probeFamilyChange() error {
 		return fmt.Errorf("test run of the ingress program: %w", err)
 	}
 	if ret != 0 {
-		return fmt.Errorf("%w: bpf_skb_adjust_room with BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (Linux 6.3) to carry IPv6 over an IPv4 underlay", ErrNotSupported)
+		return fmt.Errorf("bpf_skb_adjust_room with BPF_F_ADJ_ROOM_DECAP_L3_IPV6 (Linux 6.3) to carry IPv6 over an IPv4 underlay (%w)", ErrNotSupported)
 	}
 	return nil
 }
