@@ -88,10 +88,23 @@ static __always_inline int drop(struct counters *c, __u32 reason)
 	return TC_ACT_SHOT;
 }
 
-static __always_inline void count(struct counters *c, struct __sk_buff *skb, __u32 bytes)
+/* segments returns how many packets skb is on the wire: gso_segs, or, where
+ * bpf_skb_adjust_room (here or at the sender) has reset it, the payload
+ * beyond the inner IP and a 32-byte TCP header divided by gso_size. Call it
+ * before bpf_skb_adjust_room. */
+static __always_inline __u64 segments(struct __sk_buff *skb, __u32 inner_len, __u32 l3len)
 {
-	__u64 segs = skb->gso_segs > 1 ? skb->gso_segs : 1;
+	__u32 size = skb->gso_size;
 
+	if (skb->gso_segs > 1)
+		return skb->gso_segs;
+	if (size == 0 || inner_len <= l3len + 32 + size)
+		return 1;
+	return (inner_len - l3len - 32 + size - 1) / size;
+}
+
+static __always_inline void count(struct counters *c, __u64 segs, __u32 bytes)
+{
 	__sync_fetch_and_add(&c->packets, segs);
 	__sync_fetch_and_add(&c->bytes, bytes);
 }
@@ -132,6 +145,7 @@ int tunnel_egress(struct __sk_buff *skb)
 	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO;
 	__u8 l4proto, inner_family;
 	struct rule *r;
+	__u64 segs;
 
 	if (len < ETH_HLEN)
 		return TC_ACT_OK;
@@ -166,6 +180,7 @@ int tunnel_egress(struct __sk_buff *skb)
 	/* Big TCP leaves the length field 0; a larger claim is a lie. */
 	if (claimed > inner_len)
 		return drop(&r->c, DROP_TRUNCATED);
+	segs = segments(skb, inner_len, inner_family == 4 ? 20 : 40);
 
 	switch (r->encap) {
 	case ENCAP_VXLAN:
@@ -272,7 +287,7 @@ int tunnel_egress(struct __sk_buff *skb)
 			bpf_skb_store_bytes(skb, 12, &p, 2, 0);
 		}
 	}
-	count(&r->c, skb, inner_len);
+	count(&r->c, segs, inner_len);
 	return TC_ACT_OK;
 }
 
@@ -285,7 +300,8 @@ int tunnel_ingress(struct __sk_buff *skb)
 	struct decap_key key = {};
 	struct config *cfg;
 	struct decap *d;
-	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO;
+	__u64 flags = BPF_F_ADJ_ROOM_FIXED_GSO, segs;
+	__u32 inner_len;
 
 	cfg = bpf_map_lookup_elem(&configs, &zero);
 	if (!cfg || !cfg->decap_mask)
@@ -414,10 +430,12 @@ int tunnel_ingress(struct __sk_buff *skb)
 		return drop(&d->c, DROP_BAD_HEADER);
 	}
 
+	inner_len = skb->len - ETH_HLEN - hlen;
+	segs = segments(skb, inner_len, inner_proto == bpf_htons(ETH_P_IP) ? 20 : 40);
 	if (bpf_skb_adjust_room(skb, -(__s32)hlen, BPF_ADJ_ROOM_MAC, flags) < 0)
 		return drop(&d->c, DROP_DECAP);
 	if (bpf_skb_store_bytes(skb, 12, &inner_proto, sizeof(inner_proto), 0) < 0)
 		return drop(&d->c, DROP_DECAP);
-	count(&d->c, skb, skb->len - ETH_HLEN);
+	count(&d->c, segs, inner_len);
 	return TC_ACT_OK;
 }

@@ -27,7 +27,7 @@ enum drop_reason {
 #define RULE_F_GRE_KEY 0x1 /* GRE: put the key (vni) in the header */
 
 struct counters {
-	__u64 packets; /* GSO segments count as the packets they become */
+	__u64 packets; /* a GSO packet counts as the segments it becomes */
 	__u64 bytes;
 	__u64 drops[DROP_MAX];
 };

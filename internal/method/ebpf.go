@@ -300,7 +300,7 @@ func (m EBPF) Counters(_ context.Context, env *Env) (map[string]string, error) {
 		for _, d := range s.Decaps {
 			out["ebpf."+ep.Side+".decap"] = fmt.Sprintf("%s vni %d: %s", d.Encap, d.VNI, d.Counters)
 		}
-		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.String()
+		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
 	}
 	return out, nil
 }
