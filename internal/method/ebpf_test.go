@@ -1,7 +1,10 @@
 package method_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/ebpf"
@@ -92,6 +95,51 @@ func TestEBPFTunnel(t *testing.T) {
 				}
 				labTunnel(t, m, family, opts, ebpfWire(m, family, vni))
 			})
+		}
+	}
+}
+
+// TestEBPFOptions checks option validation, which happens before anything
+// is created (so a nil testbed is fine).
+func TestEBPFOptions(t *testing.T) {
+	tests := []struct {
+		m       method.Method
+		family  string
+		opts    map[string]string
+		wantErr string
+	}{
+		{method.EBPFGeneve, method.IPv4, map[string]string{"vni": "0"}, `option vni="0"`},
+		{method.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are rules, srcport, vni`},
+		{method.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key, rules`},
+		{method.EBPFIPIP, method.IPv6, nil, "ebpf-ipip carries only ipv4, not ipv6"},
+		{method.EBPFGeneve, method.IPv4, map[string]string{"rules": "40000"}, "rules=40000: IPv4 filler rules fit 32768 host prefixes"},
+		{method.EBPFGeneve, method.IPv6, map[string]string{"rules": "2000000"}, `option rules="2000000"`},
+		{method.EBPFVXLAN, method.IPv4, map[string]string{"srcport": "65536"}, `option srcport="65536"`},
+	}
+	for _, tt := range tests {
+		env := &method.Env{Family: tt.family, Options: tt.opts, UnderlayMTU: 1500}
+		_, err := tt.m.Setup(context.Background(), env)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s %v: Setup error %v, want one containing %q", tt.m.Name(), tt.opts, err, tt.wantErr)
+		}
+	}
+}
+
+// TestEBPFRequirements: a kernel without what the data path needs gets
+// one line naming it, marked ErrNotSupported.
+func TestEBPFRequirements(t *testing.T) {
+	reqs := []method.Requirement{{Feature: "tc BPF programs", Probe: func() error { return errors.New("helper bpf_skb_adjust_room (missing)") }}}
+	err := method.Check(method.KernelFunc(func(string) (bool, error) { return true, nil }), reqs)
+	if !errors.Is(err, method.ErrNotSupported) || !strings.HasSuffix(err.Error(), "needs tc BPF programs: helper bpf_skb_adjust_room (missing)") {
+		t.Errorf("Check: %v", err)
+	}
+	for _, m := range ebpfMethods() {
+		var feature bool
+		for _, r := range m.Requirements() {
+			feature = feature || (r.Feature != "" && r.Probe != nil)
+		}
+		if !feature {
+			t.Errorf("%s: no probed kernel feature among its requirements", m.Name())
 		}
 	}
 }
