@@ -21,5 +21,9 @@ func Builtin() *Registry {
 		NewOVSGRE(),
 		NewIPsec(),
 		NewIPsecECMP(),
+		EBPFGeneve,
+		EBPFVXLAN,
+		EBPFGRE,
+		EBPFIPIP,
 	)
 }

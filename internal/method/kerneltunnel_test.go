@@ -32,6 +32,10 @@ var tunnelModules = map[string]string{
 	"CONFIG_NET_IPIP":    "ipip",
 	"CONFIG_IPV6_TUNNEL": "ip6_tunnel",
 	"CONFIG_IPV6_GRE":    "ip6_gre",
+	// What the eBPF methods (ebpf-*) need, beside CONFIG_BPF_SYSCALL,
+	// which is never a module.
+	"CONFIG_NET_CLS_BPF":     "cls_bpf",
+	"CONFIG_NET_SCH_INGRESS": "sch_ingress",
 }
 
 // requireTunnelKernel skips t, with the reason, when the running kernel lacks an
@@ -60,7 +64,10 @@ func requireTunnelKernel(t *testing.T, m method.Method) {
 				t.Skipf("kernel lacks %s; runs in the kernel lab", r.Kernel)
 			}
 		}
-		mod := tunnelModules[r.Kernel]
+		mod, ok := tunnelModules[r.Kernel]
+		if !ok {
+			continue // built in whenever present (CONFIG_BPF_SYSCALL)
+		}
 		if out, err := exec.Command("modprobe", mod).CombinedOutput(); err != nil {
 			if methodtest.InLab() {
 				t.Fatalf("modprobe %s (%s): %v: %s", mod, r.Kernel, err, out)

@@ -128,6 +128,14 @@ type Method interface {
 	Teardown(ctx context.Context, env *Env) error
 }
 
+// Counter is implemented by methods whose data path counts what it
+// carries (packets, bytes, drops by reason). The runner reads the counters
+// after the measurement, before Teardown, and stores them in the cell's
+// metadata (Meta.Extra) under the keys returned.
+type Counter interface {
+	Counters(ctx context.Context, env *Env) (map[string]string, error)
+}
+
 // Registry maps names to methods.
 type Registry struct{ m map[string]Method }
 

@@ -12,7 +12,7 @@ import (
 var ErrNotSupported = errors.New("not supported on this machine")
 
 // Requirement is one thing a method needs from the machine. Exactly one of
-// Kernel and Program is set.
+// Kernel, Program and Feature is set.
 type Requirement struct {
 	// Kernel is a kernel config option such as "CONFIG_VXLAN".
 	Kernel string
@@ -22,6 +22,11 @@ type Requirement struct {
 	Program string
 	Package string
 	Install string
+	// Feature is a kernel capability no config option captures (a BPF
+	// hook or helper), e.g. "BPF tc programs with bpf_skb_adjust_room
+	// tunnel flags"; Probe tests it and returns why it is missing.
+	Feature string
+	Probe   func() error
 	// Optional requirements make the method report "not ready" but are not
 	// an error when the method is not asked for.
 	Optional bool
@@ -31,6 +36,9 @@ func (r Requirement) String() string {
 	if r.Kernel != "" {
 		return "kernel " + r.Kernel
 	}
+	if r.Feature != "" {
+		return "kernel feature " + r.Feature
+	}
 	return "program " + r.Program
 }
 
@@ -39,6 +47,8 @@ func (r Requirement) Fix() string {
 	switch {
 	case r.Kernel != "":
 		return fmt.Sprintf("a kernel with %s, or the kernel lab: --testbed vm", r.Kernel)
+	case r.Feature != "":
+		return "a kernel with " + r.Feature
 	case r.Install != "":
 		return r.Install
 	case r.Package != "":
@@ -69,6 +79,10 @@ func Check(p Probe, reqs []Requirement) error {
 			ok = has
 		case r.Program != "":
 			ok = p.HasProgram(r.Program)
+		case r.Probe != nil:
+			if err := r.Probe(); err != nil {
+				missing = append(missing, fmt.Sprintf("needs %s: %v", r.Feature, err))
+			}
 		}
 		if !ok {
 			what := r.Kernel

@@ -95,6 +95,10 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		fail(fmt.Errorf("set up %s: %w", m.Name(), err))
 		return cell
 	}
+	if c, ok := m.(method.Counter); ok {
+		// Runs before the Teardown above: the counters go with the data path.
+		defer func() { recordCounters(context.WithoutCancel(ctx), c, env, &cell.Meta) }()
+	}
 	cell.Meta.Variant = path.Variant
 	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
 		cell.Params.OverlayMTU = path.OverlayMTU
@@ -177,4 +181,19 @@ func describe(tb *testbed.Local, _ *method.Path) ([]result.Device, error) {
 		all = append(all, devs...)
 	}
 	return all, nil
+}
+
+// recordCounters stores the data path's own counters in meta.Extra.
+func recordCounters(ctx context.Context, c method.Counter, env *method.Env, meta *result.Meta) {
+	if meta.Extra == nil {
+		meta.Extra = map[string]string{}
+	}
+	counters, err := c.Counters(ctx, env)
+	if err != nil {
+		meta.Extra["counters"] = "unreadable: " + err.Error()
+		return
+	}
+	for k, v := range counters {
+		meta.Extra[k] = v
+	}
 }

@@ -162,7 +162,8 @@ func (l Leftover) String() string { return l.Kind + " " + l.Name }
 
 // Clean removes what killed runs left behind: namespaces named
 // NamespacePrefix<id>-a|b (with every process inside them), processes
-// recorded in their run directories, and the directories under root. A run
+// recorded in their run directories, the directories under root, and BPF
+// maps the ebpf-* methods pinned under BPFPinRoot. A run
 // whose directory lock is still held is alive and left alone. It returns
 // what it removed.
 func Clean(root string) ([]Leftover, error) {
@@ -238,6 +239,20 @@ func Clean(root string) ([]Leftover, error) {
 	if survivors := waitGone(killed, KillWait); len(survivors) > 0 {
 		errs = append(errs, survivorsError(survivors))
 	}
+	// BPF maps pinned by the ebpf-* methods: BPFPinRoot/tb<id>-a|b.
+	pins, _ := os.ReadDir(BPFPinRoot)
+	for _, p := range pins {
+		rest, ok := strings.CutPrefix(p.Name(), "tb")
+		id := rest[:max(0, len(rest)-2)]
+		if !ok || !ValidID(id) || live[id] || locked(lockPath(id)) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(BPFPinRoot, p.Name())); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: unpin %s: %w", p.Name(), err))
+			continue
+		}
+		removed = append(removed, Leftover{"bpf pins", filepath.Join(BPFPinRoot, p.Name())})
+	}
 	locks, _ := os.ReadDir(LockDir)
 	for _, f := range locks {
 		id, ok := strings.CutSuffix(f.Name(), ".lock")
@@ -247,6 +262,10 @@ func Clean(root string) ([]Leftover, error) {
 	}
 	return removed, errors.Join(errs...)
 }
+
+// BPFPinRoot is where the ebpf-* methods pin their maps, one directory per
+// endpoint named DevicePrefix(id)-side (ebpf.PinRoot).
+var BPFPinRoot = "/sys/fs/bpf/tunbench"
 
 // LockDir holds one lock file per live run, <id>.lock, held (flock) for
 // the run's lifetime. It is global, whatever the run's root, because

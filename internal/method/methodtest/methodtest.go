@@ -24,7 +24,7 @@ import (
 // Setup builds a testbed with the given underlay MTU and sets m up on it.
 // Teardown runs in t.Cleanup and must succeed (twice) and leave the links
 // of both namespaces as they were before Setup.
-func Setup(t *testing.T, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
+func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
 	t.Helper()
 	l := testbedtest.New(t, mtu)
 	env := &method.Env{
@@ -54,7 +54,7 @@ func Setup(t *testing.T, m method.Method, family string, mtu int, opts map[strin
 }
 
 // LinkState lists the links of a namespace as "name type" lines.
-func LinkState(t *testing.T, ep *testbed.Endpoint) []string {
+func LinkState(t testing.TB, ep *testbed.Endpoint) []string {
 	t.Helper()
 	links, err := ep.NL.LinkList()
 	if err != nil {
@@ -69,13 +69,13 @@ func LinkState(t *testing.T, ep *testbed.Endpoint) []string {
 
 // Iperf3 sends seconds of one TCP stream from path.A to path.B and returns
 // iperf3's JSON output. It fails the test when no data arrived.
-func Iperf3(t *testing.T, l *testbed.Local, path *method.Path, seconds int) []byte {
+func Iperf3(t testing.TB, l *testbed.Local, path *method.Path, seconds int) []byte {
 	t.Helper()
 	return Iperf3Streams(t, l, path, seconds, 1)
 }
 
 // Iperf3Streams is Iperf3 with streams parallel TCP flows (iperf3 -P).
-func Iperf3Streams(t *testing.T, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
+func Iperf3Streams(t testing.TB, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
@@ -134,7 +134,7 @@ func PingFullSize(t *testing.T, l *testbed.Local, env *method.Env, path *method.
 }
 
 // Gbps returns the receiver's rate, in Gbit/s, from iperf3's JSON output.
-func Gbps(t *testing.T, out []byte) float64 {
+func Gbps(t testing.TB, out []byte) float64 {
 	t.Helper()
 	thr, err := load.ParseIperf3(out)
 	if err != nil {

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/ebpf"
+)
+
+func newEBPFCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "ebpf",
+		Short: "Inspect tunbench's own eBPF tunnel data path (ebpf-* methods)",
+	}
+	var (
+		root string
+		max  int
+	)
+	stats := &cobra.Command{
+		Use:   "stats [ENDPOINT...]",
+		Short: "Print the per-rule counters of the running ebpf-* endpoints",
+		Long: `stats prints, for every endpoint of a running ebpf-* method (its maps are
+pinned under ` + ebpf.PinRoot + `/<prefix>-<side>), each rule (destination
+prefix, remote underlay address, encapsulation, VNI or key) and each decap
+entry with its packets, bytes and drops by reason, and the drops no rule
+owns (truncated headers, unknown VNIs). ENDPOINT names a directory under
+the root (e.g. tb1a2b3c-a); without one, every endpoint is shown. The same
+counters are stored with each measured cell (meta.extra).`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return ebpfStats(cmd.OutOrStdout(), root, args, max)
+		},
+	}
+	stats.Flags().StringVar(&root, "root", ebpf.PinRoot, "directory holding the endpoints' pin directories")
+	stats.Flags().IntVar(&max, "max-rules", 20, "rules to print per endpoint (0: all)")
+	cmd.AddCommand(stats)
+	return cmd
+}
+
+func ebpfStats(w io.Writer, root string, names []string, max int) error {
+	var dirs []string
+	if len(names) > 0 {
+		for _, n := range names {
+			dirs = append(dirs, filepath.Join(root, n))
+		}
+	} else {
+		entries, err := os.ReadDir(root)
+		if err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("list %s: %w", root, err)
+		}
+		for _, e := range entries {
+			if e.IsDir() {
+				dirs = append(dirs, filepath.Join(root, e.Name()))
+			}
+		}
+	}
+	if len(dirs) == 0 {
+		fmt.Fprintf(w, "no eBPF data path is running (nothing pinned under %s)\n", root)
+		return nil
+	}
+	for _, dir := range dirs {
+		p, err := ebpf.OpenPinned(dir)
+		if err != nil {
+			return err
+		}
+		s, err := p.Stats()
+		p.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		fmt.Fprintf(w, "%s: %d rules, %d decap entries\n", filepath.Base(dir), len(s.Rules), len(s.Decaps))
+		for i, r := range s.Rules {
+			if max > 0 && i == max {
+				fmt.Fprintf(w, "  ... %d more rules (--max-rules 0 shows all)\n", len(s.Rules)-max)
+				break
+			}
+			fmt.Fprintf(w, "  rule %d %s -> %s %s vni %d: %s\n", r.ID, r.Dst, r.Remote, r.Encap, r.VNI, r.Counters)
+		}
+		for _, d := range s.Decaps {
+			fmt.Fprintf(w, "  decap %d %s vni %d: %s\n", d.ID, d.Encap, d.VNI, d.Counters)
+		}
+		fmt.Fprintf(w, "  no rule: %s\n", ebpf.Counters{Drops: s.Drops}.DropString())
+	}
+	return nil
+}

@@ -1,0 +1,306 @@
+package method
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+
+	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+)
+
+// EBPF is tunbench's own eBPF tunnel data path (package ebpf) with one
+// encapsulation: ebpf-geneve, ebpf-vxlan, ebpf-gre or ebpf-ipip. Each side
+// gets one tc egress and one tc ingress program on its underlay device, a
+// rule for the peer's overlay address (a map entry, not a device), a decap
+// entry for the VNI or key, its overlay address on lo and one route for
+// the overlay prefix through the underlay with the overlay MTU. The
+// programs' maps are pinned under ebpf.PinRoot/<prefix>-<side>, where
+// "tunbench ebpf stats" reads their counters.
+//
+// The packets are those of the kernel's devices: Geneve with no options
+// and VXLAN on UDP 6081 and 4789 with an inner Ethernet header, GRE and
+// IPIP with the inner IP packet. Geneve and VXLAN use an underlay of the
+// measured family; GRE and IPIP an IPv4 one (like the kernel's gre and
+// ipip methods).
+type EBPF struct{ encap ebpf.Encap }
+
+// The four eBPF methods.
+var (
+	EBPFGeneve = EBPF{ebpf.Geneve}
+	EBPFVXLAN  = EBPF{ebpf.VXLAN}
+	EBPFGRE    = EBPF{ebpf.GRE}
+	EBPFIPIP   = EBPF{ebpf.IPIP}
+)
+
+func (m EBPF) Name() string { return "ebpf-" + m.encap.String() }
+
+func (m EBPF) Implementation() string {
+	return "tunbench eBPF " + m.encap.String() + " (tc clsact egress encap + ingress decap, rule map)"
+}
+
+func (m EBPF) Families() []string {
+	if m.encap == ebpf.IPIP {
+		return []string{IPv4}
+	}
+	return []string{IPv4, IPv6}
+}
+
+// underlay is the outer family for the measured family.
+func (m EBPF) underlay(family string) string {
+	if m.encap == ebpf.GRE || m.encap == ebpf.IPIP {
+		return IPv4
+	}
+	return family
+}
+
+// Overhead is outer IP + UDP (8) + Geneve or VXLAN (8) + inner Ethernet
+// (14), outer IPv4 + GRE (4, no key), or outer IPv4 (IPIP). A GRE key adds
+// 4 bytes, which Setup reports as Path.OverlayMTU.
+func (m EBPF) Overhead(family string) int {
+	return m.encap.Overhead(m.underlay(family), false)
+}
+
+// Rule capacity and the filler rules of the scale measurement: IPv4
+// fillers are host routes in 198.19.128.0/17, IPv6 ones in
+// 2001:2:0:8000::/49; neither is ever routed.
+var (
+	fillerBase4 = netip.MustParseAddr("198.19.128.0")
+	fillerBase6 = netip.MustParseAddr("2001:2:0:8000::")
+)
+
+const maxFillers4 = 1 << 15
+
+// Options declares the scenario options (see Option).
+func (m EBPF) Options() []Option {
+	rules := Option{Name: "rules", Default: "1", Min: 1, Max: ebpf.DefaultMaxRules,
+		Help: "rules in the map: the peer's plus filler rules that are never matched (scale measurement; IPv4 holds at most 32769)"}
+	switch m.encap {
+	case ebpf.Geneve, ebpf.VXLAN:
+		return []Option{vniOption, {Name: "srcport", Default: "0", Min: 0, Max: 65535,
+			Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}, rules}
+	case ebpf.GRE:
+		return []Option{{Name: "key", Default: "0", Min: 0, Max: 1<<32 - 1,
+			Help: "GRE key; 0 sends no key (like the kernel's gre method)"}, rules}
+	}
+	return []Option{rules}
+}
+
+func (m EBPF) Requirements() []Requirement {
+	return []Requirement{
+		{Kernel: "CONFIG_BPF_SYSCALL"},
+		{Kernel: "CONFIG_NET_CLS_BPF"},
+		{Kernel: "CONFIG_NET_SCH_INGRESS"},
+		{Feature: ebpf.Requirement, Probe: ebpf.Probe},
+	}
+}
+
+// pinDir is where side ep pins its maps.
+func ebpfPinDir(env *Env, ep *testbed.Endpoint) string {
+	return filepath.Join(ebpf.PinRoot, env.Prefix+"-"+ep.Side)
+}
+
+// ebpfParams are a Setup's options, resolved.
+type ebpfParams struct {
+	underlay   string // outer family
+	vni        uint32 // VNI or GRE key
+	greKey     bool
+	srcPort    uint16 // 0: from the flow hash
+	rules      int
+	overlayMTU int
+}
+
+func (m EBPF) params(env *Env) (ebpfParams, error) {
+	opts, err := ParseOptions(m, env.Options)
+	if err != nil {
+		return ebpfParams{}, err
+	}
+	if !Supports(m, env.Family) {
+		return ebpfParams{}, unsupportedFamily(m, env.Family)
+	}
+	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
+		srcPort: uint16(opts.Int("srcport")), rules: opts.Int("rules")}
+	if env.Family == IPv4 && p.rules-1 > maxFillers4 {
+		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s/17; measure more with ipv6",
+			m.Name(), p.rules, maxFillers4, fillerBase4)
+	}
+	if m.encap == ebpf.GRE {
+		p.vni = uint32(opts.Uint64("key"))
+		p.greKey = p.vni != 0
+	}
+	p.overlayMTU = env.UnderlayMTU - m.encap.Overhead(p.underlay, p.greKey)
+	return p, nil
+}
+
+// Setup loads and attaches the programs on both sides and writes the rules.
+func (m EBPF) Setup(_ context.Context, env *Env) (*Path, error) {
+	p, err := m.params(env)
+	if err != nil {
+		return nil, err
+	}
+	if err := ebpf.Probe(); err != nil {
+		return nil, fmt.Errorf("%s: %w: needs %v", m.Name(), ErrNotSupported, err)
+	}
+	if p.underlay != env.Family {
+		if err := ebpf.ProbeFamilyChange(); err != nil {
+			return nil, fmt.Errorf("%s over %s: %w: needs %v", m.Name(), env.Family, ErrNotSupported, err)
+		}
+	}
+	for _, ep := range env.Endpoints() {
+		if err := m.setupSide(env, ep, p); err != nil {
+			return nil, err
+		}
+	}
+	oa, ob := Overlay(env.Family)
+	path := &Path{
+		A:       oa.Addr(),
+		B:       ob.Addr(),
+		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
+		Variant: "tc clsact " + m.encap.String() + " over " + p.underlay,
+	}
+	if p.overlayMTU != env.OverlayMTU {
+		path.OverlayMTU = p.overlayMTU
+	}
+	return path, nil
+}
+
+// sides returns ep's overlay prefix and its peer's.
+func sides(env *Env, ep *testbed.Endpoint) (mine, theirs netip.Prefix) {
+	oa, ob := Overlay(env.Family)
+	if ep == env.B {
+		return ob, oa
+	}
+	return oa, ob
+}
+
+// setupSide sets one endpoint up toward its peer.
+func (m EBPF) setupSide(env *Env, ep *testbed.Endpoint, p ebpfParams) error {
+	peer := env.Peer(ep)
+	mine, theirs := sides(env, ep)
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	if err := addAddr(ep, lo, host(mine.Addr())); err != nil {
+		return err
+	}
+	objs, err := ebpf.Load(ebpf.Config{PinDir: ebpfPinDir(env, ep)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	rules := []ebpf.Rule{{
+		ID: 1, Dst: host(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
+		Local: ep.Addr(p.underlay), Remote: peer.Addr(p.underlay),
+		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
+	}}
+	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
+	t := objs.Table()
+	err = errors.Join(
+		t.PutRules(rules),
+		t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}),
+		objs.Attach(ep.NL, ep.Dev),
+		objs.Close(),
+	)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	// The overlay prefix goes to the underlay; its next hop (the peer's
+	// underlay address of the inner family) gives the Ethernet header the
+	// egress program keeps.
+	link, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	return routeAdd(ep, &netlink.Route{
+		LinkIndex: link.Attrs().Index,
+		Dst:       testbed.PrefixNet(theirs.Masked()),
+		Gw:        net.IP(peer.Addr(env.Family).AsSlice()),
+		Src:       net.IP(mine.Addr().AsSlice()),
+		MTU:       p.overlayMTU,
+	})
+}
+
+// fillerRules returns n rules for host prefixes that carry no traffic,
+// shaped like like.
+func fillerRules(family string, n int, like ebpf.Rule) []ebpf.Rule {
+	rules := make([]ebpf.Rule, n)
+	for i := range rules {
+		r := like
+		r.ID = uint32(i + 2)
+		if family == IPv6 {
+			b := fillerBase6.As16()
+			b[12], b[13], b[14], b[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
+			r.Dst = host(netip.AddrFrom16(b))
+		} else {
+			b := fillerBase4.As4()
+			b[2], b[3] = b[2]+byte(i>>8), byte(i)
+			r.Dst = host(netip.AddrFrom4(b))
+		}
+		rules[i] = r
+	}
+	return rules
+}
+
+// Teardown detaches the programs, removes the route, the lo address and
+// the pins on both sides.
+func (m EBPF) Teardown(_ context.Context, env *Env) error {
+	return eachSide(env, func(ep *testbed.Endpoint) error { return m.teardownSide(env, ep) })
+}
+
+func (m EBPF) teardownSide(env *Env, ep *testbed.Endpoint) error {
+	if ep == nil || ep.NL == nil {
+		return nil
+	}
+	mine, theirs := sides(env, ep)
+	var errs []error
+	if err := ebpf.Detach(ep.NL, ep.Dev); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
+	}
+	routes, err := ep.NL.RouteListFiltered(familyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, theirs.Masked(), err))
+	}
+	for _, r := range routes {
+		if err := ep.NL.RouteDel(&r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
+		}
+	}
+	if lo, err := ep.NL.LinkByName("lo"); err == nil {
+		_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(host(mine.Addr()))})
+	}
+	if env.Prefix != "" {
+		errs = append(errs, ebpf.Unpin(ebpfPinDir(env, ep)))
+	}
+	return errors.Join(errs...)
+}
+
+// Counters reads the counters of both sides (before Teardown), one line
+// per rule or decap entry, for the cell's metadata.
+func (m EBPF) Counters(_ context.Context, env *Env) (map[string]string, error) {
+	out := map[string]string{}
+	for _, ep := range env.Endpoints() {
+		p, err := ebpf.OpenPinned(ebpfPinDir(env, ep))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.Side, err)
+		}
+		s, err := p.Stats()
+		p.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.Side, err)
+		}
+		for _, r := range s.Rules {
+			if r.ID == 1 {
+				out["ebpf."+ep.Side+".rule"] = fmt.Sprintf("%s %s vni %d: %s", r.Dst, r.Encap, r.VNI, r.Counters)
+			}
+		}
+		for _, d := range s.Decaps {
+			out["ebpf."+ep.Side+".decap"] = fmt.Sprintf("%s vni %d: %s", d.Encap, d.VNI, d.Counters)
+		}
+		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
+	}
+	return out, nil
+}

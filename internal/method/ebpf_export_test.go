@@ -1,0 +1,16 @@
+package method
+
+import "github.com/tunbench/tunbench/internal/testbed"
+
+// SetupEBPFSide sets m up on ep alone, toward its peer (interop tests put a
+// kernel device on the other side).
+func SetupEBPFSide(m EBPF, env *Env, ep *testbed.Endpoint) error {
+	p, err := m.params(env)
+	if err != nil {
+		return err
+	}
+	return m.setupSide(env, ep, p)
+}
+
+// TeardownEBPFSide removes what SetupEBPFSide made.
+func TeardownEBPFSide(m EBPF, env *Env, ep *testbed.Endpoint) error { return m.teardownSide(env, ep) }

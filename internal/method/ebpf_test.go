@@ -1,0 +1,145 @@
+package method_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/wire"
+)
+
+func ebpfMethods() []method.Method {
+	return []method.Method{method.EBPFGeneve, method.EBPFVXLAN, method.EBPFGRE, method.EBPFIPIP}
+}
+
+// requireEBPF skips t when the kernel cannot run the eBPF data path.
+func requireEBPF(t testing.TB) {
+	t.Helper()
+	if err := ebpf.Probe(); err != nil {
+		t.Skipf("the eBPF data path cannot run here: needs %v", err)
+	}
+}
+
+// requireFamilyChange skips t when m carries family over an underlay of
+// the other family and the kernel cannot decapsulate that.
+func requireFamilyChange(t testing.TB, m method.Method, family string) {
+	t.Helper()
+	if (m == method.EBPFGRE || m == method.EBPFIPIP) && family == method.IPv6 {
+		if err := ebpf.ProbeFamilyChange(); err != nil {
+			t.Skipf("IPv6 over the IPv4 underlay needs %v", err)
+		}
+	}
+}
+
+// ebpfWire is what every frame of m must look like on the underlay.
+func ebpfWire(m method.Method, family string, vni uint32) tunnelWire {
+	return tunnelCheck(m, family, vni, true)
+}
+
+// tunnelCheck is ebpfWire; hashPorts also wants outer UDP source ports from
+// tunbench's flow-hash range (the kernel's devices use another).
+func tunnelCheck(m method.Method, family string, vni uint32, hashPorts bool) tunnelWire {
+	udp := func(port uint16, encap string, firstByte byte) tunnelWire {
+		return tunnelWire{underlay: family, proto: wire.ProtoUDP, check: func(f wire.Frame) string {
+			switch {
+			case f.DstPort != port || f.Encap != encap:
+				return fmt.Sprintf("want %s on UDP port %d", encap, port)
+			case hashPorts && f.SrcPort < 49152:
+				return fmt.Sprintf("source port %d, want one from the flow hash in 49152-65535", f.SrcPort)
+			case f.VNI != vni:
+				return fmt.Sprintf("VNI %d, want %d", f.VNI, vni)
+			case len(f.Payload) < 8 || f.Payload[0] != firstByte:
+				return fmt.Sprintf("first tunnel header byte %#x, want %#x", f.Payload[:min(1, len(f.Payload))], firstByte)
+			case f.Inner == nil || !f.Inner.Ethernet:
+				return "want an inner Ethernet frame"
+			}
+			return ""
+		}}
+	}
+	switch m.Name() {
+	case "ebpf-geneve":
+		return udp(method.GenevePort, wire.EncapGeneve, 0) // version 0, no options
+	case "ebpf-vxlan":
+		return udp(method.VXLANPort, wire.EncapVXLAN, 0x08) // I flag
+	case "ebpf-gre":
+		return tunnelWire{underlay: method.IPv4, proto: wire.ProtoGRE, check: checkGRE(vni, l3Protocols...)}
+	}
+	return tunnelWire{underlay: method.IPv4, proto: wire.ProtoIPIP, check: func(f wire.Frame) string {
+		if f.Encap != wire.EncapIP4 || f.Inner == nil || f.Inner.Family != wire.IPv4 {
+			return "want an IPv4 packet right behind the outer header"
+		}
+		return ""
+	}}
+}
+
+// TestEBPFTunnel carries traffic over each eBPF method on the host (whose
+// kernel lacks geneve, gre and ipip devices but has tc BPF) and checks
+// every frame on the underlay, the overlay MTU and the teardown.
+func TestEBPFTunnel(t *testing.T) {
+	for _, m := range ebpfMethods() {
+		for _, family := range m.Families() {
+			t.Run(m.Name()+"/"+family, func(t *testing.T) {
+				requireEBPF(t)
+				requireFamilyChange(t, m, family)
+				var opts map[string]string
+				vni := uint32(42)
+				if m == method.EBPFGRE {
+					vni = 0
+				}
+				if family == method.IPv6 && m != method.EBPFGRE {
+					opts, vni = map[string]string{"vni": "4242"}, 4242
+				}
+				labTunnel(t, m, family, opts, ebpfWire(m, family, vni))
+			})
+		}
+	}
+}
+
+// TestEBPFOptions checks option validation, which happens before anything
+// is created (so a nil testbed is fine).
+func TestEBPFOptions(t *testing.T) {
+	tests := []struct {
+		m       method.Method
+		family  string
+		opts    map[string]string
+		wantErr string
+	}{
+		{method.EBPFGeneve, method.IPv4, map[string]string{"vni": "0"}, `option vni="0"`},
+		{method.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are rules, srcport, vni`},
+		{method.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key, rules`},
+		{method.EBPFIPIP, method.IPv6, nil, "ebpf-ipip carries only ipv4, not ipv6"},
+		{method.EBPFGeneve, method.IPv4, map[string]string{"rules": "40000"}, "rules=40000: IPv4 filler rules fit 32768 host prefixes"},
+		{method.EBPFGeneve, method.IPv6, map[string]string{"rules": "2000000"}, `option rules="2000000"`},
+		{method.EBPFVXLAN, method.IPv4, map[string]string{"srcport": "65536"}, `option srcport="65536"`},
+	}
+	for _, tt := range tests {
+		env := &method.Env{Family: tt.family, Options: tt.opts, UnderlayMTU: 1500}
+		_, err := tt.m.Setup(context.Background(), env)
+		if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+			t.Errorf("%s %v: Setup error %v, want one containing %q", tt.m.Name(), tt.opts, err, tt.wantErr)
+		}
+	}
+}
+
+// TestEBPFRequirements: a kernel without what the data path needs gets
+// one line naming it, marked ErrNotSupported.
+func TestEBPFRequirements(t *testing.T) {
+	reqs := []method.Requirement{{Feature: "tc BPF programs", Probe: func() error { return errors.New("helper bpf_skb_adjust_room (missing)") }}}
+	err := method.Check(method.KernelFunc(func(string) (bool, error) { return true, nil }), reqs)
+	if !errors.Is(err, method.ErrNotSupported) || !strings.HasSuffix(err.Error(), "needs tc BPF programs: helper bpf_skb_adjust_room (missing)") {
+		t.Errorf("Check: %v", err)
+	}
+	for _, m := range ebpfMethods() {
+		var feature bool
+		for _, r := range m.Requirements() {
+			feature = feature || (r.Feature != "" && r.Probe != nil)
+		}
+		if !feature {
+			t.Errorf("%s: no probed kernel feature among its requirements", m.Name())
+		}
+	}
+}
