@@ -42,6 +42,12 @@ type runFlags struct {
 	export      string
 	json        bool
 	quiet       bool
+	dryRun      bool
+	scale       float64
+	resume      string
+	tests       []string
+	directions  []string
+	mss         []int
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
@@ -94,6 +100,12 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON instead of the table")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line; print only the table (or JSON)")
+	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
+	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
+	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the expanded matrix, its size and estimated duration; create nothing")
+	fl.Float64Var(&f.scale, "scale", 1, "multiply every duration by this factor, e.g. 0.1 (whole seconds kept whole)")
+	fl.StringVar(&f.resume, "resume", "", "continue an interrupted run (id, prefix or latest): measure only the cells it lacks")
 	return cmd
 }
 
@@ -148,6 +160,21 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	if set("reps") {
 		s.Repetitions = f.reps
 	}
+	if set("tests") {
+		s.Tests = f.tests
+	}
+	if set("direction") {
+		s.Directions = f.directions
+	}
+	if set("mss") {
+		s.MSS = f.mss
+	}
+	if set("scale") {
+		if !(f.scale > 0 && f.scale <= 100) {
+			return s, fmt.Errorf("--scale %v: use a factor above 0 and at most 100, e.g. 0.1", f.scale)
+		}
+		s = s.Scale(f.scale)
+	}
 	if set("pin") {
 		s.Pin = f.pin
 	}
@@ -175,12 +202,18 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	reg := method.Builtin()
+	if f.resume != "" {
+		return resumeRun(cmd, f, reg)
+	}
 	s, err := buildScenario(f)
 	if err != nil {
 		return err
 	}
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
+	}
+	if f.dryRun {
+		return dryRun(stdout, s, reg)
 	}
 	if err := preflight(s, reg, hostProbe()); err != nil {
 		return err
@@ -216,6 +249,14 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		cfg.Testbed = "vm"
 		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
 	}
+	return runAndReport(cmd, f, cfg, dbPath)
+}
+
+// runAndReport runs cfg and writes the export, the table or JSON and the
+// closing line.
+func runAndReport(cmd *cobra.Command, f runFlags, cfg runner.Config, dbPath string) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if !f.quiet {
 		cfg.Progress = stderr
 		cfg.Live = isTerminal(stderr)

@@ -38,6 +38,23 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		params result.Params
 	}
 	var cells []cell
+	mss := s.MSS
+	if len(mss) == 0 {
+		mss = []int{0}
+	}
+	dirs := s.Directions
+	if len(dirs) == 0 {
+		dirs = []string{scenario.DirForward}
+	}
+	lineRate := 0.0
+	if s.LineRate != "" {
+		lineRate, _ = scenario.ParseRate(s.LineRate)
+	}
+	spp := 0
+	if s.HasTest(scenario.TestParallel) {
+		spp = s.StreamsPerProcess
+	}
+	tests := slices.Clone(s.Tests)
 	for _, m := range s.Methods {
 		for _, f := range s.Families {
 			if !supports(o.Families(m), f) {
@@ -45,21 +62,30 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			}
 			for _, mtu := range s.MTUs {
 				for _, off := range s.Offloads {
-					for _, streams := range s.Streams {
-						p := result.Params{
-							Family:      f,
-							UnderlayMTU: mtu,
-							OverlayMTU:  mtu - o.Overhead(m, f),
-							Offloads:    off == "on",
-							Streams:     streams,
-							Duration:    t.Duration.Seconds(),
-							Omit:        t.Omit.Seconds(),
-							Latency:     t.Latency.Seconds(),
-							LatencyTool: s.LatencyTool,
-							Pin:         s.Pin,
-							Options:     s.Options[m],
+					for _, dir := range dirs {
+						for _, seg := range mss {
+							for _, streams := range s.Streams {
+								p := result.Params{
+									Family:            f,
+									UnderlayMTU:       mtu,
+									OverlayMTU:        mtu - o.Overhead(m, f),
+									Offloads:          off == "on",
+									Streams:           streams,
+									Duration:          t.Duration.Seconds(),
+									Omit:              t.Omit.Seconds(),
+									Latency:           t.Latency.Seconds(),
+									LatencyTool:       s.LatencyTool,
+									Pin:               s.Pin,
+									Options:           s.Options[m],
+									Tests:             tests,
+									Direction:         dir,
+									MSS:               seg,
+									StreamsPerProcess: spp,
+									LineRate:          lineRate,
+								}
+								cells = append(cells, cell{Key(m, p), m, p})
+							}
 						}
-						cells = append(cells, cell{Key(m, p), m, p})
 					}
 				}
 			}
@@ -98,6 +124,12 @@ func supports(fs []string, f string) bool {
 // that changes what is measured.
 func Key(method string, p result.Params) string {
 	k := fmt.Sprintf("%s/%s/mtu%d/offloads-%s/p%d", method, p.Family, p.UnderlayMTU, onOff(p.Offloads), p.Streams)
+	if p.Direction != "" && p.Direction != scenario.DirForward {
+		k += "/" + p.Direction
+	}
+	if p.MSS > 0 {
+		k += fmt.Sprintf("/mss%d", p.MSS)
+	}
 	if len(p.Options) > 0 {
 		k += "/" + formatOptions(p.Options)
 	}
@@ -124,11 +156,19 @@ func formatOptions(o map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// Line renders a step as one line of text.
+// Line renders a step as one line of text. Direction and MSS appear only
+// when they differ from the default (forward, the kernel's MSS).
 func (s Step) Line(total int) string {
-	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d rep=%d",
+	extra := ""
+	if d := s.Params.Direction; d != "" && d != scenario.DirForward {
+		extra += " direction=" + d
+	}
+	if s.Params.MSS > 0 {
+		extra += fmt.Sprintf(" mss=%d", s.Params.MSS)
+	}
+	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d%s rep=%d",
 		s.Index, total, s.Method, s.Params.Family, s.Params.UnderlayMTU, s.Params.OverlayMTU,
-		onOff(s.Params.Offloads), s.Params.Streams, s.Repetition)
+		onOff(s.Params.Offloads), s.Params.Streams, extra, s.Repetition)
 }
 
 // Lines renders a whole plan.
@@ -140,8 +180,70 @@ func Lines(steps []Step) []string {
 	return out
 }
 
-// Measured is the time the load tools run for one step: the throughput
-// test including its warm-up, plus the latency test.
+// Measured is the time the load tools run for one step: each test's
+// planned duration, warm-up included. Records without a test list ran
+// tcp_stream and tcp_rr.
 func (s Step) Measured() float64 {
-	return s.Params.Duration + s.Params.Omit + s.Params.Latency
+	p := s.Params
+	tests := p.Tests
+	if len(tests) == 0 {
+		tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
+	}
+	var sum float64
+	for _, t := range tests {
+		switch t {
+		case scenario.TestTCPStream, scenario.TestParallel:
+			sum += p.Duration + p.Omit
+		case scenario.TestTCPRR:
+			sum += p.Latency
+		case scenario.TestLatencyUnderLoad:
+			// Idle, then loaded after the load's warm-up.
+			sum += 2*p.Latency + p.Omit + loadedLead
+		}
+	}
+	return sum
+}
+
+// loadedLead is how long the load of latency_under_load runs before the
+// loaded latency measurement starts, on top of its warm-up (seconds).
+const loadedLead = 1
+
+// LoadedLead is loadedLead as a duration for the runner.
+const LoadedLead = loadedLead
+
+// StepOverhead is the estimated time a step spends outside the load
+// tools: building the namespaces, setting the method up, sampling the idle
+// machine, tearing down. Measured on this project's 2-core machine for the
+// kernel methods (docs/performance.md); userspace daemons take longer.
+const StepOverhead = 1.5
+
+// Estimate is the planned duration of a whole plan in seconds: every
+// step's load-tool time plus StepOverhead.
+func Estimate(steps []Step) float64 {
+	var sum float64
+	for _, st := range steps {
+		sum += st.Measured() + StepOverhead
+	}
+	return sum
+}
+
+// Cells returns one step per cell (its first repetition), in plan order.
+func Cells(steps []Step) []Step {
+	seen := map[string]bool{}
+	var out []Step
+	for _, st := range steps {
+		if !seen[st.Key] {
+			seen[st.Key] = true
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// CellLine renders a cell without its position and repetition, as
+// "tunbench run --dry-run" prints it.
+func (s Step) CellLine() string {
+	line := s.Line(0)
+	line = line[strings.IndexByte(line, ' ')+1:]
+	return line[:strings.LastIndex(line, " rep=")]
 }

@@ -74,6 +74,20 @@ type Params struct {
 	LatencyTool string            `json:"latency_tool,omitempty"`
 	Pin         bool              `json:"pin"`
 	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
+
+	// Tests are the scenario's tests run in this cell, in order; empty in
+	// records older than the tests field, which ran tcp_stream and tcp_rr.
+	Tests []string `json:"tests,omitempty"`
+	// Direction of the TCP tests: "forward" (a sends), "reverse" (b
+	// sends) or "bidir"; empty means forward.
+	Direction string `json:"direction,omitempty"`
+	// MSS is the TCP maximum segment size asked of the load tool; 0 is
+	// the kernel's choice.
+	MSS int `json:"mss_bytes,omitempty"`
+	// StreamsPerProcess is the parallel test's layout (0 when it did not run).
+	StreamsPerProcess int `json:"streams_per_process,omitempty"`
+	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
+	LineRate float64 `json:"line_rate_bps,omitempty"`
 }
 
 // Cell is one measurement: one method, one parameter set, one repetition.
@@ -94,20 +108,130 @@ type Cell struct {
 	Throughput *Throughput `json:"throughput,omitempty"`
 	Latency    *Latency    `json:"latency,omitempty"`
 	CPU        *CPU        `json:"cpu,omitempty"`
-	Meta       Meta        `json:"meta"`
+	// Parallel is the parallel test's record: streams spread over
+	// several iperf3 processes.
+	Parallel *Parallel `json:"parallel,omitempty"`
+	// LatencyUnderLoad is the latency_under_load test's record.
+	LatencyUnderLoad *LatencyUnderLoad `json:"latency_under_load,omitempty"`
+	// Derived are figures computed from the measurements of this cell
+	// alone (ceiling, line rate, load-tool saturation, cost per packet).
+	Derived *Derived `json:"derived,omitempty"`
+	Meta    Meta     `json:"meta"`
+}
+
+// Parallel is the aggregate of several iperf3 client/server pairs started
+// together on distinct ports.
+type Parallel struct {
+	Streams           int `json:"streams"`
+	StreamsPerProcess int `json:"streams_per_process"`
+	// BitsPerSecond and SenderBitsPerSecond are the sums over processes of
+	// each process's receiver and sender rate.
+	BitsPerSecond       float64 `json:"bits_per_second_bps"`
+	SenderBitsPerSecond float64 `json:"sender_bits_per_second_bps"`
+	Bytes               int64   `json:"bytes"`
+	Retransmits         int64   `json:"retransmits"`
+	// Intervals is the per-second sum over processes.
+	Intervals []Interval `json:"intervals"`
+	// Processes holds each process's own result, without its intervals.
+	Processes []ProcessThroughput `json:"processes"`
+	CPU       *CPU                `json:"cpu,omitempty"`
+}
+
+// ProcessThroughput is one iperf3 client's result in a parallel test.
+type ProcessThroughput struct {
+	Port                   int     `json:"port"`
+	Streams                int     `json:"streams"`
+	BitsPerSecond          float64 `json:"bits_per_second_bps"`
+	SenderBitsPerSecond    float64 `json:"sender_bits_per_second_bps"`
+	Bytes                  int64   `json:"bytes"`
+	Retransmits            int64   `json:"retransmits"`
+	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
+	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`
+	Error                  string  `json:"error,omitempty"`
+}
+
+// LatencyUnderLoad is request/response latency measured on the idle
+// tunnel and again while a bulk transfer saturates it.
+type LatencyUnderLoad struct {
+	// Load names what saturated the tunnel: "tcp_stream" (one iperf3
+	// process with Params.Streams streams, Params.Direction).
+	Load string `json:"load"`
+	// LoadBitsPerSecond is what the load carried while latency was measured.
+	LoadBitsPerSecond float64  `json:"load_bits_per_second_bps"`
+	Idle              *Latency `json:"idle"`
+	Loaded            *Latency `json:"loaded"`
+	// P50Ratio and P99Ratio are loaded over idle.
+	P50Ratio float64 `json:"p50_ratio"`
+	P99Ratio float64 `json:"p99_ratio"`
+}
+
+// Cost bases: what a cost per packet is counted in.
+const (
+	CostCycles  = "cycles"
+	CostCPUTime = "cpu_time"
+)
+
+// Derived are figures computed for a cell from its own measurements and
+// the method's header arithmetic; docs/results.md defines each.
+type Derived struct {
+	// Ceiling is the fraction of the underlay's wire bytes that can be
+	// TCP payload at this MTU (framing, outer headers, the method's
+	// overhead, inner IP and TCP headers); CeilingBitsPerSecond is that
+	// fraction of the line rate, when the line rate is known.
+	CeilingFraction      float64 `json:"ceiling_fraction"`
+	CeilingBitsPerSecond float64 `json:"ceiling_bits_per_second_bps,omitempty"`
+	PercentOfCeiling     float64 `json:"percent_of_ceiling,omitempty"`
+	// LineRate is the underlay speed (the device's, else the scenario's);
+	// 0 when unknown (veth), and then no percentage is given.
+	LineRate          float64 `json:"line_rate_bps,omitempty"`
+	LineRateSource    string  `json:"line_rate_source,omitempty"` // "device" or "scenario"
+	PercentOfLineRate float64 `json:"percent_of_line_rate,omitempty"`
+	// LoadToolSaturated lists the load-tool processes that used 95% or
+	// more of a core: the tool, not the tunnel, may be the limit.
+	LoadToolSaturated []string `json:"load_tool_saturated,omitempty"`
+	// Cost per packet and per byte of the bulk transfer, from the CPU
+	// samples and the underlay devices' counters over the same interval.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is CPU spent per packet and per byte.
+type Cost struct {
+	// Basis is CostCycles or CostCPUTime; BasisNote says why.
+	Basis     string `json:"basis"`
+	BasisNote string `json:"basis_note,omitempty"`
+	// Device counters over the CPU sampling interval: packets and bytes
+	// the sender's underlay device sent and the receiver's received.
+	// With GSO/GRO on, a "packet" may be a 64 KB super-packet.
+	SenderPackets   uint64  `json:"sender_packets"`
+	SenderBytes     uint64  `json:"sender_bytes"`
+	ReceiverPackets uint64  `json:"receiver_packets"`
+	ReceiverBytes   uint64  `json:"receiver_bytes"`
+	Seconds         float64 `json:"seconds_s"`
+	// Nanoseconds of CPU (sender and receiver side, as attributed in
+	// CPU.Split) per packet and per byte.
+	SenderNsPerPacket   float64 `json:"sender_ns_per_packet"`
+	ReceiverNsPerPacket float64 `json:"receiver_ns_per_packet"`
+	SenderNsPerByte     float64 `json:"sender_ns_per_byte"`
+	ReceiverNsPerByte   float64 `json:"receiver_ns_per_byte"`
+	// TotalNsPerPacket counts the whole machine's busy CPU.
+	TotalNsPerPacket float64 `json:"total_ns_per_packet"`
 }
 
 // Throughput is a bulk-transfer measurement (iperf3).
 type Throughput struct {
 	Tool    string `json:"tool"`
 	Version string `json:"tool_version,omitempty"`
-	// BitsPerSecond is the receiver's rate over the measured (non-omitted) time.
-	BitsPerSecond       float64    `json:"bits_per_second_bps"`
-	SenderBitsPerSecond float64    `json:"sender_bits_per_second_bps"`
-	Bytes               int64      `json:"bytes"`
-	Retransmits         int64      `json:"retransmits"`
-	Seconds             float64    `json:"seconds_s"`
-	Intervals           []Interval `json:"intervals"`
+	// BitsPerSecond is the receiver's rate over the measured (non-omitted)
+	// time; with direction bidir, the sum of both halves.
+	BitsPerSecond float64 `json:"bits_per_second_bps"`
+	// ReverseBitsPerSecond is, with direction bidir only, the rate of the
+	// half that b sent (included in BitsPerSecond).
+	ReverseBitsPerSecond float64    `json:"reverse_bits_per_second_bps,omitempty"`
+	SenderBitsPerSecond  float64    `json:"sender_bits_per_second_bps"`
+	Bytes                int64      `json:"bytes"`
+	Retransmits          int64      `json:"retransmits"`
+	Seconds              float64    `json:"seconds_s"`
+	Intervals            []Interval `json:"intervals"`
 	// CPU figures as reported by the load tool itself for its own process.
 	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
 	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`

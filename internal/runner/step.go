@@ -11,6 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -112,26 +113,59 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	}
 	cell.Meta.Devices = devices
 
-	thr, cpu, err := measureThroughput(ctx, tb, path, st.Params, prog)
-	cell.Throughput, cell.CPU = thr, cpu
-	if err != nil {
-		fail(fmt.Errorf("throughput: %w", err))
-		return cell
+	tests := st.Params.Tests
+	if len(tests) == 0 {
+		tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
 	}
-	if st.Params.Latency > 0 {
-		lat, err := measureLatency(ctx, tb, path, st.Params)
-		switch {
-		case errors.Is(err, errLatencyUnsupported):
-			if cell.Meta.Extra == nil {
-				cell.Meta.Extra = map[string]string{}
+	var sp *span
+	for _, test := range tests {
+		if ctx.Err() != nil {
+			fail(fmt.Errorf("%s: %w", test, context.Cause(ctx)))
+			break
+		}
+		switch test {
+		case scenario.TestTCPStream:
+			thr, cpu, tsp, err := measureThroughput(ctx, tb, path, st.Params, prog)
+			cell.Throughput, cell.CPU, sp = thr, cpu, tsp
+			if err != nil {
+				fail(fmt.Errorf("throughput: %w", err))
 			}
-			cell.Meta.Extra["latency"] = err.Error()
-		case err != nil:
-			fail(fmt.Errorf("latency: %w", err))
+		case scenario.TestParallel:
+			par, psp, err := measureParallel(ctx, tb, path, st.Params, prog)
+			cell.Parallel = par
+			if sp == nil {
+				sp = psp
+			}
+			if err != nil {
+				fail(fmt.Errorf("parallel: %w", err))
+			}
+		case scenario.TestTCPRR:
+			if st.Params.Latency <= 0 {
+				continue
+			}
+			lat, err := measureLatency(ctx, tb, path, st.Params)
+			switch {
+			case errors.Is(err, errLatencyUnsupported):
+				if cell.Meta.Extra == nil {
+					cell.Meta.Extra = map[string]string{}
+				}
+				cell.Meta.Extra["latency"] = err.Error()
+			case err != nil:
+				fail(fmt.Errorf("latency: %w", err))
+			default:
+				cell.Latency = lat
+			}
+		case scenario.TestLatencyUnderLoad:
+			lul, err := measureLatencyUnderLoad(ctx, tb, path, st.Params, cell.Latency)
+			cell.LatencyUnderLoad = lul
+			if err != nil {
+				fail(fmt.Errorf("latency under load: %w", err))
+			}
 		default:
-			cell.Latency = lat
+			fail(fmt.Errorf("unknown test %q", test))
 		}
 	}
+	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp)
 	return cell
 }
 

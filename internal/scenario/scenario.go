@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -49,7 +51,53 @@ type Scenario struct {
 
 	// Options are per-method settings: options: {vxlan: {vni: "7"}}.
 	Options map[string]map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+
+	// Tests are the measurements run in every cell, in this order (see
+	// the Test* constants and docs/measurement.md).
+	Tests []string `yaml:"tests" json:"tests"`
+	// Directions is a matrix dimension of the TCP tests: forward (a sends),
+	// reverse (b sends, iperf3 -R) or bidir (both at once, iperf3 --bidir).
+	Directions []string `yaml:"direction" json:"direction"`
+	// MSS is a matrix dimension: the TCP maximum segment size the load
+	// tool asks for (iperf3 -M); empty leaves the kernel's choice.
+	MSS []int `yaml:"mss,omitempty" json:"mss,omitempty"`
+	// StreamsPerProcess is how the parallel test spreads its streams over
+	// iperf3 processes: 128 (iperf3's limit, seed 000 Fig. 6) or 1 (one
+	// process per stream, Fig. 15).
+	StreamsPerProcess int `yaml:"streams_per_process" json:"streams_per_process"`
+	// LineRate is the link speed of the underlay when the device cannot
+	// tell (veth): "25G", "10G", "100M"; empty means unknown.
+	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
 }
+
+// Names of the tests a scenario can ask for.
+const (
+	TestTCPStream        = "tcp_stream"
+	TestTCPRR            = "tcp_rr"
+	TestParallel         = "parallel"
+	TestLatencyUnderLoad = "latency_under_load"
+)
+
+// Tests lists every test name, in the order they are documented.
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad}
+
+// Directions of the TCP tests.
+const (
+	DirForward = "forward"
+	DirReverse = "reverse"
+	DirBidir   = "bidir"
+)
+
+// MaxStreams is the most streams the parallel test spreads over
+// processes; tcp_stream runs one iperf3 process and takes at most
+// MaxStreamsPerProcess.
+const (
+	MaxStreams           = 4096
+	MaxStreamsPerProcess = 128
+)
+
+// HasTest reports whether the scenario runs test t.
+func (s Scenario) HasTest(t string) bool { return slices.Contains(s.Tests, t) }
 
 // Catalog is what validation needs to know about methods.
 type Catalog interface {
@@ -82,6 +130,10 @@ func Default() Scenario {
 		LatencyTool: "rr",
 		Repetitions: 3,
 		Order:       "interleave",
+
+		Tests:             []string{TestTCPStream, TestTCPRR},
+		Directions:        []string{DirForward},
+		StreamsPerProcess: MaxStreamsPerProcess,
 	}
 }
 
@@ -107,6 +159,10 @@ func Parse(data []byte) (Scenario, error) {
 				s.Offloads = nil
 			case "streams":
 				s.Streams = nil
+			case "tests":
+				s.Tests = nil
+			case "direction":
+				s.Directions = nil
 			}
 		}
 	}
@@ -200,8 +256,51 @@ func (s Scenario) Validate(c Catalog) error {
 		bad("streams", "empty: give at least one stream count, e.g. 1")
 	}
 	for _, n := range s.Streams {
-		if n < 1 || n > 128 {
-			bad("streams", "%d parallel streams: use 1 to 128 (one iperf3 process)", n)
+		switch {
+		case n < 1 || n > MaxStreams:
+			bad("streams", "%d parallel streams: use 1 to %d", n, MaxStreams)
+		case n > MaxStreamsPerProcess && s.HasTest(TestTCPStream):
+			bad("streams", "%d streams: tcp_stream runs one iperf3 process, which takes at most %d; measure more with tests: [parallel]", n, MaxStreamsPerProcess)
+		}
+	}
+	if len(s.Tests) == 0 {
+		bad("tests", "empty: list at least one of %s", strings.Join(Tests, ", "))
+	}
+	for _, t := range s.Tests {
+		if !slices.Contains(Tests, t) {
+			bad("tests", "unknown test %q: valid tests are %s", t, strings.Join(Tests, ", "))
+		}
+	}
+	if dup := duplicate(s.Tests); dup != "" {
+		bad("tests", "%q is listed twice: list each test once", dup)
+	}
+	if len(s.Directions) == 0 {
+		bad("direction", "empty: use forward, reverse, bidir or several")
+	}
+	for _, d := range s.Directions {
+		if d != DirForward && d != DirReverse && d != DirBidir {
+			bad("direction", "unknown direction %q: use forward (a sends), reverse (b sends) or bidir (both)", d)
+		}
+	}
+	if dup := duplicate(s.Directions); dup != "" {
+		bad("direction", "%q is listed twice: list each direction once", dup)
+	}
+	for _, m := range s.MSS {
+		if m < MinMSS || m > 65495 {
+			bad("mss", "MSS %d out of range: use %d (Linux's smallest) to 65495", m, MinMSS)
+		}
+	}
+	if s.StreamsPerProcess < 1 || s.StreamsPerProcess > MaxStreamsPerProcess {
+		bad("streams_per_process", "%d: use 1 (one iperf3 process per stream) to %d (iperf3's limit)", s.StreamsPerProcess, MaxStreamsPerProcess)
+	}
+	if s.LineRate != "" {
+		if _, err := ParseRate(s.LineRate); err != nil {
+			bad("line_rate", "%v", err)
+		}
+	}
+	if (s.HasTest(TestTCPRR) || s.HasTest(TestLatencyUnderLoad)) && s.Latency != "" {
+		if d, err := parseDuration(s.Latency); err == nil && d == 0 && s.HasTest(TestLatencyUnderLoad) {
+			bad("latency", "latency_under_load measures request/response for the latency duration, which is 0s: give latency: 3s or more")
 		}
 	}
 	times := map[string]string{"duration": s.Duration, "omit": s.Omit, "latency": s.Latency}
@@ -277,6 +376,63 @@ func (s Scenario) Validate(c Catalog) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// MinMSS is the smallest TCP MSS Linux accepts (TCP_MIN_MSS).
+const MinMSS = 88
+
+// ParseRate reads a rate such as "25G", "10G", "100M", "1.5G" or
+// "1000000000" (bits per second, decimal prefixes) and returns bits per
+// second.
+func ParseRate(v string) (float64, error) {
+	t := strings.TrimSpace(v)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "bps"), "bit")
+	mult := 1.0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'm', 'M':
+			mult = 1e6
+		case 'g', 'G':
+			mult = 1e9
+		case 't', 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("rate %q: write a positive number of bits per second with an optional K, M, G or T, e.g. 25G", v)
+	}
+	return f * mult, nil
+}
+
+// Scale multiplies every duration of the scenario by f (0 < f), so a
+// long paper scenario can be tried quickly: --scale 0.1 turns 100 s runs
+// into 10 s. Whole-second fields stay whole seconds: the throughput
+// duration is rounded and kept at 1 s or more, the warm-up rounded (it may
+// become 0), the latency test kept at 1 s or more unless it was 0.
+func (s Scenario) Scale(f float64) Scenario {
+	scale := func(v string, min time.Duration, whole bool) string {
+		d, err := parseDuration(v)
+		if err != nil || d == 0 {
+			return v
+		}
+		n := time.Duration(float64(d) * f)
+		if whole {
+			n = n.Round(time.Second)
+		} else {
+			n = n.Round(time.Millisecond)
+		}
+		return max(n, min).String()
+	}
+	s.Duration = scale(s.Duration, time.Second, true)
+	s.Omit = scale(s.Omit, 0, true)
+	s.Latency = scale(s.Latency, time.Second, false)
+	return s
 }
 
 // MinOverlayMTU is the smallest MTU a family allows on the overlay: IPv6

@@ -44,6 +44,8 @@ func fullCell(runID string, rep int) result.Cell {
 			Family: "ipv6", UnderlayMTU: 1500, OverlayMTU: 1430, Offloads: true, Streams: 4,
 			Duration: 10, Omit: 2, Latency: 5, LatencyTool: "rr", Pin: true,
 			Options: map[string]string{"port": "4789"},
+			Tests:   []string{"tcp_stream", "parallel"}, Direction: "bidir", MSS: 1220,
+			StreamsPerProcess: 128, LineRate: 25e9,
 		},
 		Repetition: rep,
 		Status:     result.StatusFailed,
@@ -57,7 +59,38 @@ func fullCell(runID string, rep int) result.Cell {
 				{Start: 0, End: 1, Bytes: 1176250000, BitsPerSecond: 9.41e9, Retransmits: 3, Omitted: true},
 				{Start: 1, End: 2.0001, Bytes: 1176000000, BitsPerSecond: 9.408e9, Retransmits: 1},
 			},
-			SenderToolCPUPercent: 43.5, ReceiverToolCPUPercent: 61.25,
+			SenderToolCPUPercent: 43.5, ReceiverToolCPUPercent: 61.25, ReverseBitsPerSecond: 4.7e9,
+		},
+		Parallel: &result.Parallel{
+			Streams: 130, StreamsPerProcess: 128, BitsPerSecond: 2e10, SenderBitsPerSecond: 2.01e10,
+			Bytes: 25e9, Retransmits: 77,
+			Intervals: []result.Interval{{Start: 1, End: 2, Bytes: 25e8, BitsPerSecond: 2e10, Retransmits: 7, Omitted: true}},
+			Processes: []result.ProcessThroughput{{
+				Port: 5301, Streams: 65, BitsPerSecond: 1e10, SenderBitsPerSecond: 1.01e10, Bytes: 12e9,
+				Retransmits: 40, SenderToolCPUPercent: 97.5, ReceiverToolCPUPercent: 55, Error: "none really",
+			}},
+			CPU: &result.CPU{
+				Interval: 1, Cores: 2, BusyMin: 90, BusyAvg: 95, BusyMax: 99,
+				PerCore:   []result.CoreUsage{{CPU: 1, User: 10, System: 30, Softirq: 25, Irq: 1, Idle: 34}},
+				Samples:   []result.CPUSample{{T: 1, User: 1, System: 2, Softirq: 1.5, Busy: 4.5}},
+				Processes: []result.ProcessCPU{{Role: "iperf3-client-5301", Side: "sender", PID: 77, User: 1, System: 2, Cores: 0.97}},
+				Split:     "approximate", SenderCores: 0.97, ReceiverCores: 0.5, SoftirqCores: 0.3,
+			},
+		},
+		LatencyUnderLoad: &result.LatencyUnderLoad{
+			Load: "tcp_stream", LoadBitsPerSecond: 9e9,
+			Idle:     &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 1, Mean: 2, P50: 2, P90: 3, P99: 4, Max: 5, StdDev: 1, CDF: []result.Quantile{{Fraction: 0.5, RTT: 2}}},
+			Loaded:   &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 10, Mean: 20, P50: 20, P90: 30, P99: 40, Max: 50, StdDev: 10, CDF: []result.Quantile{{Fraction: 0.5, RTT: 20}}},
+			P50Ratio: 10, P99Ratio: 10,
+		},
+		Derived: &result.Derived{
+			CeilingFraction: 0.94, CeilingBitsPerSecond: 23.5e9, PercentOfCeiling: 40, LineRate: 25e9,
+			LineRateSource: "scenario", PercentOfLineRate: 37.6, LoadToolSaturated: []string{"iperf3-client"},
+			Cost: &result.Cost{
+				Basis: "cpu_time", BasisNote: "no cycles", SenderPackets: 1, SenderBytes: 2, ReceiverPackets: 3,
+				ReceiverBytes: 4, Seconds: 5, SenderNsPerPacket: 6, ReceiverNsPerPacket: 7, SenderNsPerByte: 8,
+				ReceiverNsPerByte: 9, TotalNsPerPacket: 10,
+			},
 		},
 		Latency: &result.Latency{
 			Tool: "sockperf", Version: "3.10", Samples: 123456, Min: 11.2, Mean: 19.8, P50: 18.9,
