@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
 )
@@ -67,6 +68,11 @@ var CSVHeader = []string{
 	"throughput_bps", "retransmits", "p50_rtt_us", "p99_rtt_us",
 	"sender_cores", "receiver_cores", "softirq_cores", "cpu_count", "busy_avg_percent",
 	"background_busy_percent", "background_busy", "emulated", "error",
+	// Issue 12: the tests beyond tcp_stream and tcp_rr, and derived figures.
+	"tests", "direction", "mss_bytes", "parallel_bps", "parallel_processes",
+	"idle_p50_rtt_us", "idle_p99_rtt_us", "loaded_p50_rtt_us", "loaded_p99_rtt_us", "loaded_p99_ratio",
+	"ceiling_fraction", "percent_of_ceiling", "percent_of_line_rate", "load_tool_saturated",
+	"cost_basis", "sender_ns_per_packet", "receiver_ns_per_packet", "sender_ns_per_byte", "receiver_ns_per_byte",
 }
 
 // CSV writes one row per cell, in stored order. A figure that was not
@@ -111,12 +117,48 @@ func csvRow(run result.Run, c result.Cell) []string {
 	} else {
 		row = append(row, "", "", "", "", "")
 	}
-	return append(row,
+	row = append(row,
 		flt(c.Meta.BackgroundBusy),
 		strconv.FormatBool(c.Meta.Busy),
 		strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated),
 		c.Error,
 	)
+	return append(row, csvTestColumns(c)...)
+}
+
+// csvTestColumns are the issue-12 columns: empty where not measured.
+func csvTestColumns(c result.Cell) []string {
+	p := c.Params
+	mss := ""
+	if p.MSS > 0 {
+		mss = strconv.Itoa(p.MSS)
+	}
+	row := []string{strings.Join(p.Tests, " "), p.Direction, mss}
+	if par := c.Parallel; par != nil {
+		row = append(row, flt(par.BitsPerSecond), strconv.Itoa(len(par.Processes)))
+	} else {
+		row = append(row, "", "")
+	}
+	if l := c.LatencyUnderLoad; l != nil && l.Idle != nil && l.Loaded != nil {
+		row = append(row, flt(l.Idle.P50), flt(l.Idle.P99), flt(l.Loaded.P50), flt(l.Loaded.P99), flt(l.P99Ratio))
+	} else {
+		row = append(row, "", "", "", "", "")
+	}
+	d := c.Derived
+	if d == nil {
+		return append(row, "", "", "", "", "", "", "", "", "")
+	}
+	opt := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return flt(v)
+	}
+	row = append(row, flt(d.CeilingFraction), opt(d.PercentOfCeiling), opt(d.PercentOfLineRate), strings.Join(d.LoadToolSaturated, " "))
+	if k := d.Cost; k != nil {
+		return append(row, k.Basis, opt(k.SenderNsPerPacket), opt(k.ReceiverNsPerPacket), opt(k.SenderNsPerByte), opt(k.ReceiverNsPerByte))
+	}
+	return append(row, "", "", "", "", "")
 }
 
 // flt writes a float exactly, without exponent.

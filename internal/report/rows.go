@@ -20,10 +20,12 @@ type baselineKey struct {
 	Omit        float64
 	Latency     float64
 	Pin         bool
+	Direction   string
+	MSS         int
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and

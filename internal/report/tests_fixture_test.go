@@ -1,0 +1,59 @@
+package report
+
+import (
+	"time"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// testsRun: native and vxlan with tests [parallel, latency_under_load]
+// and derived figures, 256 streams over two iperf3 processes, a line rate
+// given in the scenario; vxlan's load tool saturated its core.
+func testsRun() (result.Run, []result.Cell) {
+	run := result.Run{
+		Schema: result.SchemaVersion, ID: "20250317T101500-1212", Started: fixtureStart.Add(72 * time.Hour),
+		Finished: fixtureStart.Add(72*time.Hour + 2*time.Minute), Status: result.RunDone,
+		Testbed: "local", Scenario: "methods: [native, vxlan]\ntests: [parallel, latency_under_load]\nstreams: [256]\nline_rate: 25G\n",
+		Host: fixtureHost(false),
+	}
+	var cells []result.Cell
+	at := run.Started.Add(2 * time.Second)
+	for _, m := range []struct {
+		name              string
+		overlay           int
+		gbps, p50, loaded float64
+		ceiling           float64
+		sat               []string
+	}{
+		{"native", 1500, 21.7, 18.5, 410, 1448.0 / 1538, nil},
+		{"vxlan", 1450, 12.2, 23.0, 640, 1398.0 / 1538, []string{"iperf3-client-5301"}},
+	} {
+		for rep := 1; rep <= 2; rep++ {
+			p := params("ipv4", 1500, m.overlay, true, 256)
+			p.Tests, p.Direction, p.StreamsPerProcess, p.LineRate = []string{"parallel", "latency_under_load"}, "forward", 128, 25e9
+			bps := (m.gbps + 0.1*float64(rep)) * 1e9
+			c := result.Cell{
+				Schema: result.SchemaVersion, RunID: run.ID, Key: m.name + "/ipv4/mtu1500/offloads-on/p256", Method: m.name,
+				Implementation: "kernel", Params: p, Repetition: rep, Status: result.StatusOK, Started: at, Finished: at.Add(9 * time.Second),
+				Parallel: &result.Parallel{Streams: 256, StreamsPerProcess: 128, BitsPerSecond: bps, SenderBitsPerSecond: bps,
+					Processes: []result.ProcessThroughput{{Port: 5301, Streams: 128, BitsPerSecond: bps / 2}, {Port: 5302, Streams: 128, BitsPerSecond: bps / 2}},
+					CPU:       &result.CPU{Cores: 8, BusyAvg: 40, SenderCores: 1.9, ReceiverCores: 1.4, Split: "approximate"}},
+				LatencyUnderLoad: &result.LatencyUnderLoad{Load: "tcp_stream", LoadBitsPerSecond: bps * 0.9,
+					Idle:     &result.Latency{P50: m.p50, P99: m.p50 * 1.5},
+					Loaded:   &result.Latency{P50: m.loaded, P99: m.loaded * 2},
+					P50Ratio: m.loaded / m.p50, P99Ratio: m.loaded * 2 / (m.p50 * 1.5)},
+				Derived: &result.Derived{CeilingFraction: m.ceiling, CeilingBitsPerSecond: 25e9 * m.ceiling,
+					PercentOfCeiling: 100 * bps / (25e9 * m.ceiling), LineRate: 25e9, LineRateSource: "scenario",
+					PercentOfLineRate: 100 * bps / 25e9, LoadToolSaturated: m.sat,
+					Cost: &result.Cost{Basis: result.CostCPUTime, SenderNsPerPacket: 1900 + 10*float64(rep), ReceiverNsPerPacket: 1400,
+						SenderNsPerByte: 0.04, ReceiverNsPerByte: 0.03}},
+			}
+			cells = append(cells, c)
+			at = at.Add(10 * time.Second)
+		}
+	}
+	for i := range cells {
+		cells[i].ID = int64(i + 1)
+	}
+	return run, cells
+}
