@@ -1,0 +1,256 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/load"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+// Every shipped example validates, and its header comment names the seed
+// figures it reproduces.
+func TestExamplesValidate(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("examples: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scenario.Parse(data)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := s.Validate(runner.Catalog(method.Builtin())); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		head := string(data[:min(len(data), 400)])
+		if !strings.HasPrefix(head, "# Seed ") || !strings.Contains(head, "Fig") && !strings.Contains(head, "MSS") {
+			t.Errorf("%s: header comment does not name the seed and its figures:\n%s", f, head)
+		}
+	}
+}
+
+// --dry-run prints the matrix, its size and the estimate, and creates
+// nothing: no database, no namespace.
+func TestDryRunCreatesNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	before, _ := os.ReadDir("/run/netns")
+	code, out, stderr := run(t, "run", "--dry-run", "--db", db, "-f", "../../examples/paper-parallel.yaml", "--scale", "0.1")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 61 || !strings.HasPrefix(lines[0], "1 native family=ipv4") {
+		t.Errorf("dry run printed %d lines, want 60 cells and a summary:\n%s", len(lines), out)
+	}
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "60 cells x 3 repetitions = 180 steps") || !strings.Contains(last, "estimated duration") {
+		t.Errorf("summary line %q", last)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("dry run created the database")
+	}
+	after, _ := os.ReadDir("/run/netns")
+	if len(after) > len(before) {
+		t.Errorf("dry run created namespaces: %v -> %v", before, after)
+	}
+}
+
+func exportOf(t *testing.T, path string) report.Document {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// A reduced paper-parallel.yaml: 1, 4, 130 and 256 streams for 3 s on
+// native and vxlan. Each cell stores every iperf3 process and their sum.
+func TestParallelPaperReduced(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", "../../examples/paper-parallel.yaml", "--db", filepath.Join(dir, "r.db"),
+		"--export", export, "--quiet", "--methods", "native,vxlan", "--streams", "1,4,130,256",
+		"--duration", "3s", "--omit", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "parallel: streams spread over iperf3 processes") {
+		t.Errorf("table lacks the parallel section:\n%s", stdout)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 8 {
+		t.Fatalf("%d cells, want 8", len(doc.Cells))
+	}
+	for _, c := range doc.Cells {
+		name := fmt.Sprintf("%s %d streams", c.Method, c.Params.Streams)
+		if c.Status != result.StatusOK || c.Parallel == nil {
+			t.Errorf("%s: %s: %s", name, c.Status, c.Error)
+			continue
+		}
+		want := load.SplitStreams(c.Params.Streams, 128)
+		if len(c.Parallel.Processes) != len(want) {
+			t.Errorf("%s: %d processes, want %d", name, len(c.Parallel.Processes), len(want))
+			continue
+		}
+		var sum float64
+		for i, p := range c.Parallel.Processes {
+			if p.Streams != want[i] || p.BitsPerSecond <= 0 || p.Error != "" {
+				t.Errorf("%s: process %d: %+v, want %d streams and a rate", name, i, p, want[i])
+			}
+			sum += p.BitsPerSecond
+		}
+		if d := c.Parallel.BitsPerSecond - sum; d > 1 || d < -1 {
+			t.Errorf("%s: sum %v, processes add to %v", name, c.Parallel.BitsPerSecond, sum)
+		}
+		if c.Parallel.CPU == nil || c.Derived == nil || c.Derived.CeilingFraction <= 0 {
+			t.Errorf("%s: no CPU or derived figures", name)
+		}
+	}
+}
+
+// latency_under_load on native: idle and loaded distributions side by
+// side, and their ratio.
+func TestLatencyUnderLoadNative(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native", "--tests", "tcp_rr,latency_under_load", "--streams", "2",
+		"--duration", "1s", "--omit", "1s", "--latency", "2s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 1 {
+		t.Fatalf("%d cells", len(doc.Cells))
+	}
+	c := doc.Cells[0]
+	l := c.LatencyUnderLoad
+	if c.Status != result.StatusOK || l == nil || l.Idle == nil || l.Loaded == nil {
+		t.Fatalf("cell %s: %s; record %+v", c.Status, c.Error, l)
+	}
+	if l.Idle != nil && c.Latency != nil && l.Idle.P50 != c.Latency.P50 {
+		t.Errorf("idle distribution is not the cell's tcp_rr: %v vs %v", l.Idle.P50, c.Latency.P50)
+	}
+	if l.Loaded.Samples == 0 || len(l.Loaded.CDF) == 0 || l.LoadBitsPerSecond <= 0 {
+		t.Errorf("loaded: %d samples, %d CDF points, load %v bit/s", l.Loaded.Samples, len(l.Loaded.CDF), l.LoadBitsPerSecond)
+	}
+	if want := l.Loaded.P99 / l.Idle.P99; l.P99Ratio != want {
+		t.Errorf("p99 ratio %v, want %v", l.P99Ratio, want)
+	}
+	if !strings.Contains(stdout, "latency under load") {
+		t.Errorf("table lacks the latency-under-load section:\n%s", stdout)
+	}
+}
+
+// A run killed with SIGKILL and then resumed stores every cell exactly
+// once and ends done.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	bin := filepath.Join(t.TempDir(), "tunbench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--db", db, "--methods", "native,vxlan", "--streams", "1,2", "--tests", "tcp_stream",
+		"--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Kill it while the third of four cells measures.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "[3/4") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "[3/4") {
+		t.Fatalf("the run never reached its third cell:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, cells, err := st.Run(context.Background(), store.Latest)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != result.RunRunning || len(cells) == 0 || len(cells) >= 4 {
+		t.Fatalf("after SIGKILL: run %s with %d cells, want running with 1 to 3", r.Status, len(cells))
+	}
+	code, out, errOut := run(t, "run", "--db", db, "--resume", r.ID[:len(r.ID)-1], "--quiet")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "run", "--db", db, "--resume", r.ID, "--methods", "native"); code == 0 || !strings.Contains(errOut, "drop --methods") {
+		t.Errorf("--resume with --methods: exit %d, %s", code, errOut)
+	}
+	st, err = store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r2, cells2, err := st.Run(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Status != result.RunDone {
+		t.Errorf("resumed run status %q (%s), want done", r2.Status, r2.Error)
+	}
+	seen := map[string]int{}
+	for _, c := range cells2 {
+		seen[fmt.Sprintf("%s#%d", c.Key, c.Repetition)]++
+	}
+	if len(cells2) != 4 || len(seen) != 4 {
+		t.Errorf("after resume: %d cells, %d distinct: %v", len(cells2), len(seen), seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("cell %s stored %d times", k, n)
+		}
+	}
+	if runs, _ := st.Runs(context.Background()); len(runs) != 1 {
+		t.Errorf("resume made a new run: %d runs", len(runs))
+	}
+}
