@@ -60,7 +60,9 @@ func newRunCmd() *cobra.Command {
 		Use:   "run [flags]",
 		Short: "Run a benchmark matrix and print the comparison table",
 		Long: `Run a benchmark: every combination of methods, families, MTUs, offload
-states and stream counts, each repeated. The matrix comes from the default
+states, directions, MSS values and stream counts, each running the
+scenario's tests (tcp_stream and tcp_rr by default; also parallel and
+latency_under_load), each repeated. The matrix comes from the default
 scenario, a YAML file (-f), and flags, in that order of precedence (flags
 win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.
@@ -70,6 +72,9 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 3 repetitions: about two and a half minutes.`,
 		Example: `  tunbench run
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
+  tunbench run -f examples/paper-parallel.yaml --dry-run
+  tunbench run -f examples/paper-singlestream.yaml --scale 0.1
+  tunbench run --resume latest
   tunbench run -f scenario.yaml --db /tmp/results.db --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
