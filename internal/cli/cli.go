@@ -39,6 +39,6 @@ by a veth pair. It must run as root.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRRCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newCleanCmd(), newSelfbenchCmd(), newVersionCmd())
+	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newCleanCmd(), newSelfbenchCmd(), newVersionCmd())
 	return root
 }

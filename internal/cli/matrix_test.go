@@ -254,3 +254,86 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 		t.Errorf("resume made a new run: %d runs", len(runs))
 	}
 }
+
+// A reduced sizes.yaml: three sizes at a fixed 20 Mbit/s on native and
+// vxlan; every size carries the rate with its delay, jitter and loss
+// figures, and the 1514-byte frame is measured fragmented over vxlan.
+func TestUDPSizesReduced(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", "../../examples/sizes.yaml", "--db", filepath.Join(dir, "r.db"),
+		"--export", export, "--quiet", "--methods", "native,vxlan", "--udp-sizes", "64,512,1514", "--udp-rate", "20M",
+		"--duration", "1s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "udp sizes:") {
+		t.Errorf("table lacks the udp sizes section:\n%s", stdout)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 2 {
+		t.Fatalf("%d cells", len(doc.Cells))
+	}
+	for _, c := range doc.Cells {
+		if c.Status != result.StatusOK || len(c.UDPSizes) != 3 {
+			t.Errorf("%s: %s: %s; %d sizes", c.Method, c.Status, c.Error, len(c.UDPSizes))
+			continue
+		}
+		for _, u := range c.UDPSizes {
+			r := u.Result
+			name := fmt.Sprintf("%s frame %d", c.Method, u.FrameBytes)
+			if r == nil || r.OfferedBitsPerSecond != 20e6 || r.Sent == 0 || r.Received == 0 {
+				t.Errorf("%s: %+v", name, r)
+				continue
+			}
+			if sent := r.SentBitsPerSec; sent < 18e6 || sent > 22e6 {
+				t.Errorf("%s: sender paced to %.1f Mbit/s, offered 20", name, sent/1e6)
+			}
+			if r.DelayMin <= 0 || r.DelayP50 < r.DelayMin || r.DelayP99 < r.DelayP50 || r.Jitter < 0 {
+				t.Errorf("%s: delay min/p50/p99 %v/%v/%v jitter %v", name, r.DelayMin, r.DelayP50, r.DelayP99, r.Jitter)
+			}
+			if u.PayloadBytes != u.FrameBytes-42 {
+				t.Errorf("%s: payload %d", name, u.PayloadBytes)
+			}
+			if want := c.Method == "vxlan" && u.FrameBytes == 1514; u.Fragmented != want {
+				t.Errorf("%s: fragmented %v, want %v", name, u.Fragmented, want)
+			}
+		}
+	}
+}
+
+// The NDR/PDR search on native, one size: its trials are stored, the NDR
+// trial lost nothing, and PDR ≥ NDR.
+func TestUDPSearch(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("methods: [native]\ntests: [udp_sizes]\nudp: {sizes: [512], rate: search, trial: 300ms, search_steps: 2}\nduration: 1s\nrepetitions: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := exportOf(t, export)
+	c := doc.Cells[0]
+	if c.Status != result.StatusOK || len(c.UDPSizes) != 1 {
+		t.Fatalf("%s: %s", c.Status, c.Error)
+	}
+	u := c.UDPSizes[0]
+	// One unlimited trial, then 1 to 3 per search (the top rate, then the halvings).
+	if len(u.Trials) < 3 || len(u.Trials) > 7 || u.Trials[0].OfferedBitsPerSecond != 0 {
+		t.Errorf("%d trials: %+v", len(u.Trials), u.Trials)
+	}
+	if u.PDRBitsPerSecond < u.NDRBitsPerSecond {
+		t.Errorf("PDR %v below NDR %v", u.PDRBitsPerSecond, u.NDRBitsPerSecond)
+	}
+	for _, tr := range u.Trials[1:] {
+		if tr.OfferedBitsPerSecond == u.NDRBitsPerSecond && u.NDRBitsPerSecond > 0 && tr.Lost != 0 {
+			t.Errorf("the NDR trial lost %d packets", tr.Lost)
+		}
+	}
+	t.Logf("NDR %.1f Mbit/s, PDR %.1f Mbit/s after %d trials", u.NDRBitsPerSecond/1e6, u.PDRBitsPerSecond/1e6, len(u.Trials))
+}

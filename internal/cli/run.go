@@ -48,6 +48,9 @@ type runFlags struct {
 	tests       []string
 	directions  []string
 	mss         []int
+	udpSizes    []int
+	udpRate     string
+	fragment    bool
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
@@ -108,6 +111,9 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
 	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
 	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
+	fl.IntSliceVar(&f.udpSizes, "udp-sizes", nil, "udp_sizes test: Ethernet frame sizes, e.g. 64,512,1514 (default seed 002's 13 sizes)")
+	fl.StringVar(&f.udpRate, "udp-rate", "", "udp_sizes test: unlimited (default), search (NDR/PDR) or an offered rate such as 1G")
+	fl.BoolVar(&f.fragment, "fragment", false, "udp_sizes test: measure sizes above the overlay MTU fragmented instead of refusing them")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the expanded matrix, its size and estimated duration; create nothing")
 	fl.Float64Var(&f.scale, "scale", 1, "multiply every duration by this factor, e.g. 0.1 (whole seconds kept whole)")
 	fl.StringVar(&f.resume, "resume", "", "continue an interrupted run (id, prefix or latest): measure only the cells it lacks")
@@ -173,6 +179,15 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	}
 	if set("mss") {
 		s.MSS = f.mss
+	}
+	if set("udp-sizes") {
+		s.UDP.Sizes = f.udpSizes
+	}
+	if set("udp-rate") {
+		s.UDP.Rate = f.udpRate
+	}
+	if set("fragment") {
+		s.UDP.Fragment = f.fragment
 	}
 	if set("scale") {
 		if !(f.scale > 0 && f.scale <= 100) {

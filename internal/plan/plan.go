@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -55,6 +56,18 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		spp = s.StreamsPerProcess
 	}
 	tests := slices.Clone(s.Tests)
+	var udp *result.UDPParams
+	if s.HasTest(scenario.TestUDPSizes) {
+		udp = &result.UDPParams{FrameSizes: slices.Clone(s.UDP.Sizes), Rate: s.UDP.Rate, Fragment: s.UDP.Fragment,
+			SearchSteps: s.UDP.SearchSteps}
+		if d, err := time.ParseDuration(s.UDP.Trial); err == nil {
+			udp.Trial = d.Seconds()
+		}
+		if r := s.UDP.Rate; r != scenario.UDPUnlimited && r != scenario.UDPSearch {
+			udp.Rate = "fixed"
+			udp.OfferedBitsPerSecond, _ = scenario.ParseRate(r)
+		}
+	}
 	for _, m := range s.Methods {
 		for _, f := range s.Families {
 			if !supports(o.Families(m), f) {
@@ -82,6 +95,7 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 									MSS:               seg,
 									StreamsPerProcess: spp,
 									LineRate:          lineRate,
+									UDP:               udp,
 								}
 								cells = append(cells, cell{Key(m, p), m, p})
 							}
@@ -199,6 +213,15 @@ func (s Step) Measured() float64 {
 		case scenario.TestLatencyUnderLoad:
 			// Idle, then loaded after the load's warm-up.
 			sum += 2*p.Latency + p.Omit + loadedLead
+		case scenario.TestUDPSizes:
+			if u := p.UDP; u != nil {
+				per := p.Duration
+				if u.Rate == scenario.UDPSearch {
+					// One unlimited trial, then each search's halvings.
+					per = p.Duration + float64(2*u.SearchSteps)*u.Trial
+				}
+				sum += per * float64(len(u.FrameSizes))
+			}
 		}
 	}
 	return sum

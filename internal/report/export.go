@@ -73,6 +73,7 @@ var CSVHeader = []string{
 	"idle_p50_rtt_us", "idle_p99_rtt_us", "loaded_p50_rtt_us", "loaded_p99_rtt_us", "loaded_p99_ratio",
 	"ceiling_fraction", "percent_of_ceiling", "percent_of_line_rate", "load_tool_saturated",
 	"cost_basis", "sender_ns_per_packet", "receiver_ns_per_packet", "sender_ns_per_byte", "receiver_ns_per_byte",
+	"udp_sizes",
 }
 
 // CSV writes one row per cell, in stored order. A figure that was not
@@ -144,6 +145,35 @@ func csvTestColumns(c result.Cell) []string {
 	} else {
 		row = append(row, "", "", "", "", "")
 	}
+	row = append(row, derivedColumns(c)...)
+	return append(row, udpColumn(c)...)
+}
+
+// udpColumn packs the udp_sizes test into one field: per frame size,
+// "FRAME:pps=..,bps=..,loss=..%,p50=..us,p99=..us,jitter=..us[,ndr=..,pdr=..]"
+// joined by spaces (the JSON export has every field).
+func udpColumn(c result.Cell) []string {
+	var parts []string
+	for _, u := range c.UDPSizes {
+		p := strconv.Itoa(u.FrameBytes) + ":"
+		if r := u.Result; r != nil {
+			p += fmt.Sprintf("pps=%s,bps=%s,loss=%s%%,p50=%sus,p99=%sus,jitter=%sus", flt(r.PacketsPerSecond),
+				flt(r.BitsPerSecond), flt(r.LossPercent), flt(r.DelayP50), flt(r.DelayP99), flt(r.Jitter))
+		}
+		if len(u.Trials) > 0 {
+			p += fmt.Sprintf(",ndr=%s,pdr=%s", flt(u.NDRBitsPerSecond), flt(u.PDRBitsPerSecond))
+		}
+		if u.Error != "" {
+			p += ",error"
+		}
+		parts = append(parts, p)
+	}
+	return []string{strings.Join(parts, " ")}
+}
+
+// derivedColumns are the derived figures' CSV fields.
+func derivedColumns(c result.Cell) []string {
+	var row []string
 	d := c.Derived
 	if d == nil {
 		return append(row, "", "", "", "", "", "", "", "", "")

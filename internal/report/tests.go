@@ -37,9 +37,28 @@ type TestSummary struct {
 	SenderNsPerByte     Figure `json:"sender_ns_per_byte,omitzero"`
 	ReceiverNsPerByte   Figure `json:"receiver_ns_per_byte,omitzero"`
 	CostBasis           string `json:"cost_basis,omitempty"`
+	// UDP is the udp_sizes test, one entry per frame size.
+	UDP []UDPSizeSummary `json:"udp_sizes,omitempty"`
 	// Saturated lists the load-tool roles that used 95% or more of a core
 	// in any repetition: the tool, not the tunnel, may be the limit.
 	Saturated []string `json:"load_tool_saturated,omitempty"`
+}
+
+// UDPSizeSummary is one frame size of the udp_sizes test over the ok
+// repetitions that measured it.
+type UDPSizeSummary struct {
+	FrameBytes       int    `json:"frame_bytes"`
+	PayloadBytes     int    `json:"payload_bytes"`
+	Fragmented       bool   `json:"fragmented"`
+	PacketsPerSecond Figure `json:"packets_per_second,omitzero"`
+	Gbps             Figure `json:"gbps,omitzero"`
+	LossPercent      Figure `json:"loss_percent,omitzero"`
+	OutOfOrder       Figure `json:"out_of_order_packets,omitzero"`
+	DelayP50         Figure `json:"delay_p50_us,omitzero"`
+	DelayP99         Figure `json:"delay_p99_us,omitzero"`
+	Jitter           Figure `json:"jitter_us,omitzero"`
+	NDRGbps          Figure `json:"ndr_gbps,omitzero"`
+	PDRGbps          Figure `json:"pdr_gbps,omitzero"`
 }
 
 // Units of the test figures.
@@ -47,7 +66,50 @@ const (
 	UnitPercent = "%"
 	UnitRatio   = "ratio"
 	UnitNs      = "ns"
+	UnitPPS     = "packets/s"
+	UnitPackets = "packets"
 )
+
+func summarizeUDP(reps []result.Cell) []UDPSizeSummary {
+	type acc struct {
+		s                                             UDPSizeSummary
+		pps, gbps, loss, ooo, p50, p99, jit, ndr, pdr []float64
+	}
+	var order []int
+	by := map[int]*acc{}
+	for _, c := range reps {
+		if c.Status != result.StatusOK {
+			continue
+		}
+		for _, u := range c.UDPSizes {
+			a := by[u.FrameBytes]
+			if a == nil {
+				a = &acc{s: UDPSizeSummary{FrameBytes: u.FrameBytes, PayloadBytes: u.PayloadBytes, Fragmented: u.Fragmented}}
+				by[u.FrameBytes] = a
+				order = append(order, u.FrameBytes)
+			}
+			if r := u.Result; r != nil {
+				a.pps = append(a.pps, r.PacketsPerSecond)
+				a.gbps = append(a.gbps, r.BitsPerSecond/1e9)
+				a.loss = append(a.loss, r.LossPercent)
+				a.ooo = append(a.ooo, float64(r.OutOfOrder))
+				a.p50, a.p99, a.jit = append(a.p50, r.DelayP50), append(a.p99, r.DelayP99), append(a.jit, r.Jitter)
+			}
+			if len(u.Trials) > 0 {
+				a.ndr, a.pdr = append(a.ndr, u.NDRBitsPerSecond/1e9), append(a.pdr, u.PDRBitsPerSecond/1e9)
+			}
+		}
+	}
+	out := make([]UDPSizeSummary, 0, len(order))
+	for _, f := range order {
+		a := by[f]
+		a.s.PacketsPerSecond, a.s.Gbps, a.s.LossPercent = figure(UnitPPS, a.pps), figure(UnitGbps, a.gbps), figure(UnitPercent, a.loss)
+		a.s.OutOfOrder, a.s.DelayP50, a.s.DelayP99 = figure(UnitPackets, a.ooo), figure(UnitMicros, a.p50), figure(UnitMicros, a.p99)
+		a.s.Jitter, a.s.NDRGbps, a.s.PDRGbps = figure(UnitMicros, a.jit), figure(UnitGbps, a.ndr), figure(UnitGbps, a.pdr)
+		out = append(out, a.s)
+	}
+	return out
+}
 
 func summarizeTests(s *Summary, reps []result.Cell) {
 	var par, psnd, prcv, ip50, ip99, lp50, lp99, r50, r99, lg, ceil, pceil, pline, snp, rnp, snb, rnb []float64
@@ -102,7 +164,8 @@ func summarizeTests(s *Summary, reps []result.Cell) {
 			}
 		}
 	}
-	if !seen {
+	ts.UDP = summarizeUDP(reps)
+	if !seen && len(ts.UDP) == 0 {
 		return
 	}
 	ts.Parallel = figure(UnitGbps, par)
@@ -193,6 +256,33 @@ func writeTestTables(b *strings.Builder, rows []Summary, v varying) error {
 			grid = append(grid, row{cells: []cell{name(r), num(t.IdleP50, 1, false), num(t.IdleP99, 1, false),
 				num(t.LoadedP50, 1, false), num(t.LoadedP99, 1, false), num(t.P50Ratio, 2, false), num(t.P99Ratio, 2, false),
 				num(t.LoadGbps, 2, false)}})
+		}
+		if err := renderGrid(b, cols, grid); err != nil {
+			return err
+		}
+	}
+	if has(func(t *TestSummary) bool { return len(t.UDP) > 0 }) {
+		b.WriteString("\nudp sizes: tunbench's UDP generator per frame size (one-way delay on one clock)\n")
+		cols := []column{{header: "method", left: true}, {header: "frame"}, {header: "payload"}, {header: "kpps"},
+			{header: "Gbit/s"}, {header: "loss %"}, {header: "ooo"}, {header: "p50 µs"}, {header: "p99 µs"},
+			{header: "jitter µs"}, {header: "NDR Gbit/s"}, {header: "PDR Gbit/s"}}
+		var grid []row
+		for _, r := range rows {
+			if r.Tests == nil {
+				continue
+			}
+			for _, u := range r.Tests.UDP {
+				frame := strconv.Itoa(u.FrameBytes)
+				if u.Fragmented {
+					frame += " frag"
+				}
+				kpps := u.PacketsPerSecond
+				kpps.Mean /= 1000
+				grid = append(grid, row{cells: []cell{name(r), {text: frame}, {text: strconv.Itoa(u.PayloadBytes)},
+					num(kpps, 1, false), num(u.Gbps, 3, false), num(u.LossPercent, 2, false), num(u.OutOfOrder, 0, false),
+					num(u.DelayP50, 0, false), num(u.DelayP99, 0, false), num(u.Jitter, 1, false),
+					num(u.NDRGbps, 3, false), num(u.PDRGbps, 3, false)}})
+			}
 		}
 		if err := renderGrid(b, cols, grid); err != nil {
 			return err

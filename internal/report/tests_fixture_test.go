@@ -48,6 +48,18 @@ func testsRun() (result.Run, []result.Cell) {
 					Cost: &result.Cost{Basis: result.CostCPUTime, SenderNsPerPacket: 1900 + 10*float64(rep), ReceiverNsPerPacket: 1400,
 						SenderNsPerByte: 0.04, ReceiverNsPerByte: 0.03}},
 			}
+			for i, frame := range []int{64, 512, 1514} {
+				pps := (400e3 - 100e3*float64(i)) * (1 + 0.01*float64(rep))
+				u := result.UDPSize{FrameBytes: frame, PayloadBytes: frame - 42, Fragmented: m.name == "vxlan" && frame == 1514,
+					Result: &result.UDPTrial{Seconds: 3, PacketsPerSecond: pps, BitsPerSecond: pps * float64(8*(frame-42)),
+						Sent: uint64(3 * pps * 1.01), Received: uint64(3 * pps), LossPercent: 1, OutOfOrder: uint64(i),
+						DelayMin: 4, DelayP50: 9 + float64(i), DelayP99: 40, DelayMax: 90, Jitter: 1.5}}
+				if frame == 512 {
+					u.NDRBitsPerSecond, u.PDRBitsPerSecond = 0.8e9, 0.9e9
+					u.Trials = []result.UDPTrial{*u.Result}
+				}
+				c.UDPSizes = append(c.UDPSizes, u)
+			}
 			cells = append(cells, c)
 			at = at.Add(10 * time.Second)
 		}

@@ -88,6 +88,19 @@ type Params struct {
 	StreamsPerProcess int `json:"streams_per_process,omitempty"`
 	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
 	LineRate float64 `json:"line_rate_bps,omitempty"`
+	// UDP is the udp_sizes test's configuration (nil when it did not run).
+	UDP *UDPParams `json:"udp,omitempty"`
+}
+
+// UDPParams configure the udp_sizes test of a cell.
+type UDPParams struct {
+	FrameSizes []int `json:"frame_sizes_bytes"`
+	// Rate is "unlimited", "search" or "fixed" (then OfferedBitsPerSecond).
+	Rate                 string  `json:"rate"`
+	OfferedBitsPerSecond float64 `json:"offered_bits_per_second_bps,omitempty"`
+	Fragment             bool    `json:"fragment"`
+	Trial                float64 `json:"trial_s"`
+	SearchSteps          int     `json:"search_steps"`
 }
 
 // Cell is one measurement: one method, one parameter set, one repetition.
@@ -113,6 +126,8 @@ type Cell struct {
 	Parallel *Parallel `json:"parallel,omitempty"`
 	// LatencyUnderLoad is the latency_under_load test's record.
 	LatencyUnderLoad *LatencyUnderLoad `json:"latency_under_load,omitempty"`
+	// UDPSizes is the udp_sizes test's record: one entry per frame size.
+	UDPSizes []UDPSize `json:"udp_sizes,omitempty"`
 	// Derived are figures computed from the measurements of this cell
 	// alone (ceiling, line rate, load-tool saturation, cost per packet).
 	Derived *Derived `json:"derived,omitempty"`
@@ -163,6 +178,48 @@ type LatencyUnderLoad struct {
 	// P50Ratio and P99Ratio are loaded over idle.
 	P50Ratio float64 `json:"p50_ratio"`
 	P99Ratio float64 `json:"p99_ratio"`
+}
+
+// UDPSize is the udp_sizes test at one frame size.
+type UDPSize struct {
+	FrameBytes   int `json:"frame_bytes"`
+	PayloadBytes int `json:"payload_bytes"`
+	// Fragmented is true when the IP packet exceeds the overlay MTU.
+	Fragmented bool `json:"fragmented"`
+	// Result is the measurement at the unlimited or fixed rate, or, with
+	// search, the trial at the no-drop rate.
+	Result *UDPTrial `json:"result,omitempty"`
+	// NDR and PDR are the highest offered payload rates with no loss and
+	// with loss of at most 0.5% (search only); Trials every search trial.
+	NDRBitsPerSecond float64    `json:"ndr_bits_per_second_bps,omitempty"`
+	PDRBitsPerSecond float64    `json:"pdr_bits_per_second_bps,omitempty"`
+	Trials           []UDPTrial `json:"trials,omitempty"`
+	Error            string     `json:"error,omitempty"`
+}
+
+// UDPTrial is one run of tunbench's UDP generator (package udpgen).
+type UDPTrial struct {
+	// OfferedBitsPerSecond is the payload rate asked for; 0 is unlimited.
+	OfferedBitsPerSecond float64 `json:"offered_bits_per_second_bps"`
+	Seconds              float64 `json:"seconds_s"`
+	Sent                 uint64  `json:"sent_packets"`
+	Received             uint64  `json:"received_packets"`
+	Lost                 uint64  `json:"lost_packets"`
+	LossPercent          float64 `json:"loss_percent"`
+	OutOfOrder           uint64  `json:"out_of_order_packets"`
+	// Received rates: packets per second and payload bits per second.
+	PacketsPerSecond float64 `json:"packets_per_second"`
+	BitsPerSecond    float64 `json:"bits_per_second_bps"`
+	SentBitsPerSec   float64 `json:"sender_bits_per_second_bps"`
+	// One-way delay (exact on the local testbed: one clock), µs.
+	DelayMin float64 `json:"delay_min_us"`
+	DelayP50 float64 `json:"delay_p50_us"`
+	DelayP99 float64 `json:"delay_p99_us"`
+	DelayMax float64 `json:"delay_max_us"`
+	// Jitter is RFC 3550's interarrival jitter, µs.
+	Jitter        float64 `json:"jitter_us"`
+	SenderCores   float64 `json:"sender_cores"`
+	ReceiverCores float64 `json:"receiver_cores"`
 }
 
 // Cost bases: what a cost per packet is counted in.

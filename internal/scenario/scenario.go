@@ -68,7 +68,54 @@ type Scenario struct {
 	// LineRate is the link speed of the underlay when the device cannot
 	// tell (veth): "25G", "10G", "100M"; empty means unknown.
 	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
+	// UDP configures the udp_sizes test.
+	UDP UDP `yaml:"udp" json:"udp"`
 }
+
+// UDP configures the udp_sizes test (seed 002's packet-size sweep).
+type UDP struct {
+	// Sizes are Ethernet frame sizes in bytes as seed 002 gives them
+	// (header included, FCS excluded: 1514 is a full 1500-byte packet).
+	// The UDP payload is the frame less 14 (Ethernet), the inner IP header
+	// (20 or 40) and 8 (UDP).
+	Sizes []int `yaml:"sizes" json:"sizes"`
+	// Rate is "unlimited" (send as fast as possible: find the rate), a
+	// fixed offered payload rate such as "1G", or "search" (the no-drop
+	// and partial-drop rates, NDR and PDR, by binary search).
+	Rate string `yaml:"rate" json:"rate"`
+	// Fragment allows sizes above the overlay MTU (measured fragmented);
+	// without it they are refused.
+	Fragment bool `yaml:"fragment" json:"fragment"`
+	// Trial is the length of one search trial; SearchSteps the halvings
+	// after the first trial at the unlimited rate.
+	Trial       string `yaml:"trial" json:"trial"`
+	SearchSteps int    `yaml:"search_steps" json:"search_steps"`
+}
+
+// UDP rate modes.
+const (
+	UDPUnlimited = "unlimited"
+	UDPSearch    = "search"
+)
+
+// PDRLossPercent is the loss the partial-drop rate allows.
+const PDRLossPercent = 0.5
+
+// SeedUDPFrames are seed 002's frame sizes.
+var SeedUDPFrames = []int{64, 128, 256, 384, 512, 640, 768, 896, 1024, 1153, 1280, 1408, 1514}
+
+// UDPPayload is the UDP payload of an Ethernet frame of frame bytes
+// carrying family's IP header.
+func UDPPayload(frame int, family string) int {
+	ip := 20
+	if family == "ipv6" {
+		ip = 40
+	}
+	return frame - 14 - ip - 8
+}
+
+// UDPHeaderBytes is the smallest payload tunbench's UDP generator sends.
+const UDPHeaderBytes = 20
 
 // Names of the tests a scenario can ask for.
 const (
@@ -76,10 +123,11 @@ const (
 	TestTCPRR            = "tcp_rr"
 	TestParallel         = "parallel"
 	TestLatencyUnderLoad = "latency_under_load"
+	TestUDPSizes         = "udp_sizes"
 )
 
 // Tests lists every test name, in the order they are documented.
-var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad}
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes}
 
 // Directions of the TCP tests.
 const (
@@ -134,6 +182,12 @@ func Default() Scenario {
 		Tests:             []string{TestTCPStream, TestTCPRR},
 		Directions:        []string{DirForward},
 		StreamsPerProcess: MaxStreamsPerProcess,
+		UDP: UDP{
+			Sizes:       slices.Clone(SeedUDPFrames),
+			Rate:        UDPUnlimited,
+			Trial:       "1s",
+			SearchSteps: 6,
+		},
 	}
 }
 
@@ -163,6 +217,12 @@ func Parse(data []byte) (Scenario, error) {
 				s.Tests = nil
 			case "direction":
 				s.Directions = nil
+			case "udp":
+				if m, ok := probe[k].(map[string]any); ok {
+					if _, ok := m["sizes"]; ok {
+						s.UDP.Sizes = nil
+					}
+				}
 			}
 		}
 	}
@@ -346,6 +406,9 @@ func (s Scenario) Validate(c Catalog) error {
 			}
 		}
 	}
+	if s.HasTest(TestUDPSizes) {
+		s.validateUDP(c, bad)
+	}
 	// Per method: families and MTU against overhead.
 	for _, m := range s.Methods {
 		if !slices.Contains(c.Names(), m) {
@@ -376,6 +439,61 @@ func (s Scenario) Validate(c Catalog) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateUDP checks the udp_sizes test's settings and each frame size
+// against every method's overlay MTU.
+func (s Scenario) validateUDP(c Catalog, bad func(field, format string, args ...any)) {
+	u := s.UDP
+	if len(u.Sizes) == 0 {
+		bad("udp.sizes", "empty: give frame sizes, e.g. seed 002's %v", SeedUDPFrames)
+	}
+	switch u.Rate {
+	case UDPUnlimited, UDPSearch:
+	default:
+		if _, err := ParseRate(u.Rate); err != nil {
+			bad("udp.rate", "%q: use unlimited, search, or an offered rate such as 1G", u.Rate)
+		}
+	}
+	if d, err := parseDuration(u.Trial); err != nil || d < 100*time.Millisecond {
+		bad("udp.trial", "%q: a search trial of 100ms or more, e.g. 1s", u.Trial)
+	}
+	if u.SearchSteps < 1 || u.SearchSteps > 20 {
+		bad("udp.search_steps", "%d: use 1 to 20 halvings", u.SearchSteps)
+	}
+	for _, f := range s.Families {
+		for _, size := range u.Sizes {
+			if p := UDPPayload(size, f); p < UDPHeaderBytes {
+				bad("udp.sizes", "frame %d over %s leaves a %d-byte UDP payload, below the generator's %d-byte header: use frames of %d bytes or more",
+					size, f, p, UDPHeaderBytes, size-p+UDPHeaderBytes)
+			}
+			if size > 65535 {
+				bad("udp.sizes", "frame %d: at most 65535", size)
+			}
+		}
+	}
+	if u.Fragment {
+		return
+	}
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			for _, mtu := range s.MTUs {
+				overlay := mtu - c.Overhead(m, f)
+				for _, size := range u.Sizes {
+					if size-14 > overlay {
+						bad("udp.sizes", "frame %d carries a %d-byte IP packet, above %s's overlay MTU %d at underlay MTU %d over %s: drop the size, or set udp.fragment: true to measure it fragmented",
+							size, size-14, m, overlay, mtu, f)
+					}
+				}
+			}
+		}
+	}
 }
 
 // MinMSS is the smallest TCP MSS Linux accepts (TCP_MIN_MSS).
