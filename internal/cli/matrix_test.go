@@ -337,3 +337,33 @@ func TestUDPSearch(t *testing.T) {
 	}
 	t.Logf("NDR %.1f Mbit/s, PDR %.1f Mbit/s after %d trials", u.NDRBitsPerSecond/1e6, u.PDRBitsPerSecond/1e6, len(u.Trials))
 }
+
+// mtu_probe on native and vxlan: the path MTU is the configured overlay
+// MTU, no mismatch, and TCP just above it is not stalled (the kernel clamps
+// the MSS to the device MTU).
+func TestMTUProbe(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed: apt-get install -y --no-install-recommends iputils-ping")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native,vxlan", "--tests", "mtu_probe", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "mtu probe:") {
+		t.Errorf("table lacks the mtu probe section:\n%s", stdout)
+	}
+	for _, c := range exportOf(t, export).Cells {
+		m := c.MTUProbe
+		if c.Status != result.StatusOK || m == nil {
+			t.Errorf("%s: %s: %s", c.Method, c.Status, c.Error)
+			continue
+		}
+		if m.PathMTU != c.Params.OverlayMTU || m.ConfiguredMTU != c.Params.OverlayMTU || m.Mismatch || m.Stalled || m.TCPMSS != m.PathMTU-39 {
+			t.Errorf("%s: %+v (overlay MTU %d)", c.Method, m, c.Params.OverlayMTU)
+		}
+	}
+}

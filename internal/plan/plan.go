@@ -213,6 +213,8 @@ func (s Step) Measured() float64 {
 		case scenario.TestLatencyUnderLoad:
 			// Idle, then loaded after the load's warm-up.
 			sum += 2*p.Latency + p.Omit + loadedLead
+		case scenario.TestMTUProbe:
+			sum += mtuProbeSeconds
 		case scenario.TestUDPSizes:
 			if u := p.UDP; u != nil {
 				per := p.Duration
@@ -226,6 +228,10 @@ func (s Step) Measured() float64 {
 	}
 	return sum
 }
+
+// mtuProbeSeconds is the planned time of mtu_probe: a dozen pings and a
+// 2-second TCP transfer.
+const mtuProbeSeconds = 4
 
 // loadedLead is how long the load of latency_under_load runs before the
 // loaded latency measurement starts, on top of its warm-up (seconds).

@@ -73,7 +73,7 @@ var CSVHeader = []string{
 	"idle_p50_rtt_us", "idle_p99_rtt_us", "loaded_p50_rtt_us", "loaded_p99_rtt_us", "loaded_p99_ratio",
 	"ceiling_fraction", "percent_of_ceiling", "percent_of_line_rate", "load_tool_saturated",
 	"cost_basis", "sender_ns_per_packet", "receiver_ns_per_packet", "sender_ns_per_byte", "receiver_ns_per_byte",
-	"udp_sizes",
+	"udp_sizes", "path_mtu_bytes", "mtu_mismatch", "mss_probe_bytes", "mss_probe_bits_per_second", "mss_probe_stalled",
 }
 
 // CSV writes one row per cell, in stored order. A figure that was not
@@ -146,7 +146,12 @@ func csvTestColumns(c result.Cell) []string {
 		row = append(row, "", "", "", "", "")
 	}
 	row = append(row, derivedColumns(c)...)
-	return append(row, udpColumn(c)...)
+	row = append(row, udpColumn(c)...)
+	if m := c.MTUProbe; m != nil {
+		return append(row, strconv.Itoa(m.PathMTU), strconv.FormatBool(m.Mismatch), strconv.Itoa(m.TCPMSS),
+			flt(m.TCPBitsPerSecond), strconv.FormatBool(m.Stalled))
+	}
+	return append(row, "", "", "", "", "")
 }
 
 // udpColumn packs the udp_sizes test into one field: per frame size,

@@ -37,6 +37,14 @@ type TestSummary struct {
 	SenderNsPerByte     Figure `json:"sender_ns_per_byte,omitzero"`
 	ReceiverNsPerByte   Figure `json:"receiver_ns_per_byte,omitzero"`
 	CostBasis           string `json:"cost_basis,omitempty"`
+	// MTU probe: the overlay MTU configured, the smallest path MTU found
+	// over the repetitions, whether any repetition found a mismatch or a
+	// stalled TCP transfer above it.
+	ConfiguredMTU int  `json:"configured_mtu_bytes,omitempty"`
+	PathMTU       int  `json:"path_mtu_bytes,omitempty"`
+	MTUMismatch   bool `json:"mtu_mismatch,omitempty"`
+	MSSProbe      int  `json:"mss_probe_bytes,omitempty"`
+	MSSStalled    bool `json:"mss_probe_stalled,omitempty"`
 	// UDP is the udp_sizes test, one entry per frame size.
 	UDP []UDPSizeSummary `json:"udp_sizes,omitempty"`
 	// Saturated lists the load-tool roles that used 95% or more of a core
@@ -127,6 +135,15 @@ func summarizeTests(s *Summary, reps []result.Cell) {
 				psnd = append(psnd, p.CPU.SenderCores)
 				prcv = append(prcv, p.CPU.ReceiverCores)
 			}
+		}
+		if m := c.MTUProbe; m != nil {
+			seen = true
+			ts.ConfiguredMTU = m.ConfiguredMTU
+			if ts.PathMTU == 0 || m.PathMTU < ts.PathMTU {
+				ts.PathMTU, ts.MSSProbe = m.PathMTU, m.TCPMSS
+			}
+			ts.MTUMismatch = ts.MTUMismatch || m.Mismatch
+			ts.MSSStalled = ts.MSSStalled || m.Stalled
 		}
 		if l := c.LatencyUnderLoad; l != nil && l.Idle != nil && l.Loaded != nil {
 			seen = true
@@ -256,6 +273,29 @@ func writeTestTables(b *strings.Builder, rows []Summary, v varying) error {
 			grid = append(grid, row{cells: []cell{name(r), num(t.IdleP50, 1, false), num(t.IdleP99, 1, false),
 				num(t.LoadedP50, 1, false), num(t.LoadedP99, 1, false), num(t.P50Ratio, 2, false), num(t.P99Ratio, 2, false),
 				num(t.LoadGbps, 2, false)}})
+		}
+		if err := renderGrid(b, cols, grid); err != nil {
+			return err
+		}
+	}
+	if has(func(t *TestSummary) bool { return t.PathMTU > 0 }) {
+		b.WriteString("\nmtu probe: largest packet crossing with DF set, then TCP with an MSS one byte above it\n")
+		cols := []column{{header: "method", left: true}, {header: "configured MTU"}, {header: "path MTU"},
+			{header: "mismatch", left: true}, {header: "MSS probe"}, {header: "stalled", left: true}}
+		var grid []row
+		yes := func(b bool) cell {
+			if b {
+				return cell{text: "YES"}
+			}
+			return cell{text: "no"}
+		}
+		for _, r := range rows {
+			t := r.Tests
+			if t == nil || t.PathMTU == 0 {
+				continue
+			}
+			grid = append(grid, row{cells: []cell{name(r), {text: strconv.Itoa(t.ConfiguredMTU)}, {text: strconv.Itoa(t.PathMTU)},
+				yes(t.MTUMismatch), {text: strconv.Itoa(t.MSSProbe)}, yes(t.MSSStalled)}})
 		}
 		if err := renderGrid(b, cols, grid); err != nil {
 			return err

@@ -60,6 +60,11 @@ func testsRun() (result.Run, []result.Cell) {
 				}
 				c.UDPSizes = append(c.UDPSizes, u)
 			}
+			c.MTUProbe = &result.MTUProbe{ConfiguredMTU: m.overlay, PathMTU: m.overlay, Probes: 1, Tool: "ping -M do",
+				TCPMSS: m.overlay - 39, TCPBitsPerSecond: 9e9, TCPSeconds: 2}
+			if m.name == "vxlan" && rep == 2 {
+				c.MTUProbe.PathMTU, c.MTUProbe.Mismatch, c.MTUProbe.Stalled, c.MTUProbe.TCPBitsPerSecond, c.MTUProbe.TCPMSS = 1404, true, true, 0, 1365
+			}
 			cells = append(cells, c)
 			at = at.Add(10 * time.Second)
 		}

@@ -126,6 +126,8 @@ type Cell struct {
 	Parallel *Parallel `json:"parallel,omitempty"`
 	// LatencyUnderLoad is the latency_under_load test's record.
 	LatencyUnderLoad *LatencyUnderLoad `json:"latency_under_load,omitempty"`
+	// MTUProbe is the mtu_probe test's record.
+	MTUProbe *MTUProbe `json:"mtu_probe,omitempty"`
 	// UDPSizes is the udp_sizes test's record: one entry per frame size.
 	UDPSizes []UDPSize `json:"udp_sizes,omitempty"`
 	// Derived are figures computed from the measurements of this cell
@@ -178,6 +180,31 @@ type LatencyUnderLoad struct {
 	// P50Ratio and P99Ratio are loaded over idle.
 	P50Ratio float64 `json:"p50_ratio"`
 	P99Ratio float64 `json:"p99_ratio"`
+}
+
+// MTUProbe is the largest packet that really crosses the tunnel with DF
+// set, compared with the overlay MTU tunbench configured, and a TCP
+// transfer with an MSS just above it to detect a black hole.
+type MTUProbe struct {
+	// ConfiguredMTU is the overlay device's MTU; PathMTU the largest IP
+	// packet (inner headers included) that crossed with don't-fragment.
+	ConfiguredMTU int `json:"configured_mtu_bytes"`
+	PathMTU       int `json:"path_mtu_bytes"`
+	// Mismatch is true when PathMTU is below ConfiguredMTU: packets in
+	// between are lost silently or by ICMP.
+	Mismatch bool `json:"mismatch"`
+	// Probes is how many sizes were tried; Tool the probe ("ping -M do").
+	Probes int    `json:"probes"`
+	Tool   string `json:"tool"`
+	// TCPMSS is the MSS asked of iperf3 (-M): one byte above what PathMTU
+	// allows. TCPBitsPerSecond is what it carried in TCPSeconds; Stalled is
+	// true when it carried (almost) nothing: a black hole, where clamping
+	// or an ICMP "fragmentation needed" should have let it through.
+	TCPMSS           int     `json:"tcp_mss_bytes"`
+	TCPBitsPerSecond float64 `json:"tcp_bits_per_second_bps"`
+	TCPSeconds       float64 `json:"tcp_seconds_s"`
+	Stalled          bool    `json:"stalled"`
+	TCPError         string  `json:"tcp_error,omitempty"`
 }
 
 // UDPSize is the udp_sizes test at one frame size.

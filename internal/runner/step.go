@@ -161,6 +161,12 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			if err != nil {
 				fail(fmt.Errorf("latency under load: %w", err))
 			}
+		case scenario.TestMTUProbe:
+			probe, err := measureMTUProbe(ctx, tb, path, st.Params, cell.Params.OverlayMTU)
+			cell.MTUProbe = probe
+			if err != nil {
+				fail(fmt.Errorf("mtu_probe: %w", err))
+			}
 		case scenario.TestUDPSizes:
 			sizes, err := measureUDPSizes(ctx, tb, path, st.Params, cell.Params.OverlayMTU)
 			cell.UDPSizes = sizes

@@ -124,10 +124,11 @@ const (
 	TestParallel         = "parallel"
 	TestLatencyUnderLoad = "latency_under_load"
 	TestUDPSizes         = "udp_sizes"
+	TestMTUProbe         = "mtu_probe"
 )
 
 // Tests lists every test name, in the order they are documented.
-var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes}
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe}
 
 // Directions of the TCP tests.
 const (

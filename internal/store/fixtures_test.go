@@ -79,6 +79,8 @@ func fullCell(runID string, rep int) result.Cell {
 				Split:     "approximate", SenderCores: 0.97, ReceiverCores: 0.5, SoftirqCores: 0.3,
 			},
 		},
+		MTUProbe: &result.MTUProbe{ConfiguredMTU: 1450, PathMTU: 1404, Mismatch: true, Probes: 11, Tool: "ping -M do",
+			TCPMSS: 1365, TCPBitsPerSecond: 1e3, TCPSeconds: 2, Stalled: true, TCPError: "timeout"},
 		UDPSizes: []result.UDPSize{{
 			FrameBytes: 64, PayloadBytes: 22, Fragmented: true, NDRBitsPerSecond: 1e8, PDRBitsPerSecond: 2e8, Error: "x",
 			Result: &result.UDPTrial{OfferedBitsPerSecond: 1e9, Seconds: 3, Sent: 100, Received: 90, Lost: 10, LossPercent: 10,
