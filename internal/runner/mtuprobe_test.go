@@ -3,10 +3,10 @@ package runner
 import (
 	"bytes"
 	"context"
-	"strings"
-	"time"
 	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/nic"
