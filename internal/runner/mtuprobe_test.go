@@ -1,17 +1,13 @@
 package runner
 
 import (
-	"bytes"
 	"context"
 	"os/exec"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/sample"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
@@ -82,22 +78,7 @@ func TestMTUProbeFindsBlackHole(t *testing.T) {
 			}
 		}
 	}
-	cap := tb.A.Command(ctx, "timeout", "3", "tshark", "-i", path.Devices["a"][0], "-c", "300", "-T", "fields", "-e", "ip.len", "-e", "tcp.len", "-f", "tcp")
-	var capOut bytes.Buffer
-	cap.Stdout = &capOut
-	_ = tb.A.Start(cap)
-	time.Sleep(500 * time.Millisecond)
-	before, _ := sample.LinkCounters(tb.A.NL, path.Devices["a"][0])
 	bad, err := measureMTUProbe(ctx, tb, path, result.Params{}, 1450)
-	after, _ := sample.LinkCounters(tb.A.NL, path.Devices["a"][0])
-	_ = cap.Wait()
-	tb.A.Forget(cap)
-	hist := map[string]int{}
-	for _, l := range strings.Split(capOut.String(), "\n") {
-		hist[l]++
-	}
-	t.Logf("sizes: %v", hist)
-	t.Logf("vxlan tx: %d packets, %d bytes, avg %d", after.TxPackets-before.TxPackets, after.TxBytes-before.TxBytes, (after.TxBytes-before.TxBytes)/max(1, after.TxPackets-before.TxPackets))
 	if err != nil {
 		t.Fatal(err)
 	}
