@@ -367,3 +367,41 @@ func TestMTUProbe(t *testing.T) {
 		}
 	}
 }
+
+// wan with a rate alone is shaped by tbf on both underlay devices; delay,
+// jitter or loss need netem, and a kernel without it is refused before
+// anything is created, naming the kernel lab.
+func TestWANRate(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{rate: 100M}]\ntests: [tcp_stream]\nduration: 2s\nomit: 1s\nrepetitions: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	c := exportOf(t, export).Cells[0]
+	if c.Status != result.StatusOK || c.Throughput == nil || c.Params.WAN == nil || c.Params.WAN.Qdisc != "tbf" {
+		t.Fatalf("%s: %s; params %+v", c.Status, c.Error, c.Params.WAN)
+	}
+	if bps := c.Throughput.BitsPerSecond; bps > 105e6 || bps < 50e6 {
+		t.Errorf("throughput %.1f Mbit/s through a 100 Mbit/s tbf", bps/1e6)
+	}
+	if !strings.Contains(c.Meta.Extra["wan"], "tbf rate 100000000bit") {
+		t.Errorf("applied qdisc not recorded: %q", c.Meta.Extra["wan"])
+	}
+
+	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{delay: 40ms}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := hostProbe().HasKernel("CONFIG_NET_SCH_NETEM"); has {
+		return
+	}
+	code, _, stderr = run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r2.db"))
+	if code == 0 || !strings.Contains(stderr, "CONFIG_NET_SCH_NETEM missing") || !strings.Contains(stderr, "--testbed vm") {
+		t.Errorf("delay without netem: exit %d: %s", code, stderr)
+	}
+}

@@ -7,6 +7,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,18 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		spp = s.StreamsPerProcess
 	}
 	tests := slices.Clone(s.Tests)
+	wans := []*result.WANParams{nil}
+	if len(s.WAN) > 0 {
+		wans = nil
+		for _, w := range s.WAN {
+			v, _ := w.Parse()
+			q := "tbf"
+			if v.NeedsNetem() {
+				q = "netem"
+			}
+			wans = append(wans, &result.WANParams{DelayMs: v.DelayMs, JitterMs: v.JitterMs, LossPercent: v.LossPercent, RateBps: v.RateBps, Qdisc: q})
+		}
+	}
 	var udp *result.UDPParams
 	if s.HasTest(scenario.TestUDPSizes) {
 		udp = &result.UDPParams{FrameSizes: slices.Clone(s.UDP.Sizes), Rate: s.UDP.Rate, Fragment: s.UDP.Fragment,
@@ -75,29 +88,32 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			}
 			for _, mtu := range s.MTUs {
 				for _, off := range s.Offloads {
-					for _, dir := range dirs {
-						for _, seg := range mss {
-							for _, streams := range s.Streams {
-								p := result.Params{
-									Family:            f,
-									UnderlayMTU:       mtu,
-									OverlayMTU:        mtu - o.Overhead(m, f),
-									Offloads:          off == "on",
-									Streams:           streams,
-									Duration:          t.Duration.Seconds(),
-									Omit:              t.Omit.Seconds(),
-									Latency:           t.Latency.Seconds(),
-									LatencyTool:       s.LatencyTool,
-									Pin:               s.Pin,
-									Options:           s.Options[m],
-									Tests:             tests,
-									Direction:         dir,
-									MSS:               seg,
-									StreamsPerProcess: spp,
-									LineRate:          lineRate,
-									UDP:               udp,
+					for _, wan := range wans {
+						for _, dir := range dirs {
+							for _, seg := range mss {
+								for _, streams := range s.Streams {
+									p := result.Params{
+										Family:            f,
+										UnderlayMTU:       mtu,
+										OverlayMTU:        mtu - o.Overhead(m, f),
+										Offloads:          off == "on",
+										Streams:           streams,
+										Duration:          t.Duration.Seconds(),
+										Omit:              t.Omit.Seconds(),
+										Latency:           t.Latency.Seconds(),
+										LatencyTool:       s.LatencyTool,
+										Pin:               s.Pin,
+										Options:           s.Options[m],
+										Tests:             tests,
+										Direction:         dir,
+										MSS:               seg,
+										StreamsPerProcess: spp,
+										LineRate:          lineRate,
+										UDP:               udp,
+										WAN:               wan,
+									}
+									cells = append(cells, cell{Key(m, p), m, p})
 								}
-								cells = append(cells, cell{Key(m, p), m, p})
 							}
 						}
 					}
@@ -144,6 +160,9 @@ func Key(method string, p result.Params) string {
 	if p.MSS > 0 {
 		k += fmt.Sprintf("/mss%d", p.MSS)
 	}
+	if p.WAN != nil {
+		k += "/wan-" + WANLabel(p.WAN)
+	}
 	if len(p.Options) > 0 {
 		k += "/" + formatOptions(p.Options)
 	}
@@ -179,6 +198,9 @@ func (s Step) Line(total int) string {
 	}
 	if s.Params.MSS > 0 {
 		extra += fmt.Sprintf(" mss=%d", s.Params.MSS)
+	}
+	if s.Params.WAN != nil {
+		extra += " wan=" + WANLabel(s.Params.WAN)
 	}
 	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d%s rep=%d",
 		s.Index, total, s.Method, s.Params.Family, s.Params.UnderlayMTU, s.Params.OverlayMTU,
@@ -275,4 +297,23 @@ func (s Step) CellLine() string {
 	line := s.Line(0)
 	line = line[strings.IndexByte(line, ' ')+1:]
 	return line[:strings.LastIndex(line, " rep=")]
+}
+
+// WANLabel names a WAN condition compactly: "d40ms-j2ms-l0.1%-r1G".
+func WANLabel(w *result.WANParams) string {
+	var parts []string
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	if w.DelayMs > 0 {
+		parts = append(parts, "d"+num(w.DelayMs)+"ms")
+	}
+	if w.JitterMs > 0 {
+		parts = append(parts, "j"+num(w.JitterMs)+"ms")
+	}
+	if w.LossPercent > 0 {
+		parts = append(parts, "l"+num(w.LossPercent)+"%")
+	}
+	if w.RateBps > 0 {
+		parts = append(parts, "r"+num(w.RateBps/1e6)+"M")
+	}
+	return strings.Join(parts, "-")
 }

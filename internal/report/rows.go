@@ -22,10 +22,11 @@ type baselineKey struct {
 	Pin         bool
 	Direction   string
 	MSS         int
+	WAN         string
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN)}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and
@@ -90,4 +91,11 @@ func setPercentNative(rows []Summary) {
 		p := round6(100 * rows[i].Throughput.Mean / base)
 		rows[i].PercentNative = &p
 	}
+}
+
+func wanKey(w *result.WANParams) string {
+	if w == nil {
+		return ""
+	}
+	return wanLabel(w)
 }

@@ -88,8 +88,21 @@ type Params struct {
 	StreamsPerProcess int `json:"streams_per_process,omitempty"`
 	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
 	LineRate float64 `json:"line_rate_bps,omitempty"`
+	// WAN is the emulated wide-area condition on the underlay; nil for none.
+	WAN *WANParams `json:"wan,omitempty"`
 	// UDP is the udp_sizes test's configuration (nil when it did not run).
 	UDP *UDPParams `json:"udp,omitempty"`
+}
+
+// WANParams are an emulated wide-area condition, applied on the egress of
+// both underlay devices: one-way delay and jitter, loss in each direction,
+// and a rate. Qdisc is the tc qdisc that applied it ("netem" or "tbf").
+type WANParams struct {
+	DelayMs     float64 `json:"delay_ms,omitempty"`
+	JitterMs    float64 `json:"jitter_ms,omitempty"`
+	LossPercent float64 `json:"loss_percent,omitempty"`
+	RateBps     float64 `json:"rate_bps,omitempty"`
+	Qdisc       string  `json:"qdisc"`
 }
 
 // UDPParams configure the udp_sizes test of a cell.

@@ -68,6 +68,18 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		}
 	}
 
+	if w := st.Params.WAN; w != nil {
+		applied, err := applyWAN(ctx, tb, w)
+		if err != nil {
+			fail(err)
+			return cell
+		}
+		if cell.Meta.Extra == nil {
+			cell.Meta.Extra = map[string]string{}
+		}
+		cell.Meta.Extra["wan"] = applied
+	}
+
 	busy, err := sample.Background(ctx, &sample.ProcFS{}, cfg.BackgroundWindow)
 	if err != nil {
 		fail(fmt.Errorf("measure background load: %w", err))

@@ -70,7 +70,71 @@ type Scenario struct {
 	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
 	// UDP configures the udp_sizes test.
 	UDP UDP `yaml:"udp" json:"udp"`
+	// WAN is a matrix dimension: emulated wide-area conditions on the
+	// underlay (netem for delay, jitter and loss; tbf for a rate alone).
+	// Empty means none.
+	WAN []WAN `yaml:"wan,omitempty" json:"wan,omitempty"`
 }
+
+// WAN is one emulated wide-area condition, applied on the egress of both
+// underlay devices: delay and jitter are one-way (the RTT grows by twice
+// the delay), loss applies in each direction.
+type WAN struct {
+	Delay  string `yaml:"delay,omitempty" json:"delay,omitempty"`   // e.g. 40ms
+	Jitter string `yaml:"jitter,omitempty" json:"jitter,omitempty"` // e.g. 2ms; needs delay
+	Loss   string `yaml:"loss,omitempty" json:"loss,omitempty"`     // e.g. 0.1%
+	Rate   string `yaml:"rate,omitempty" json:"rate,omitempty"`     // e.g. 1G
+}
+
+// WANValues are a WAN's parsed values: milliseconds, percent, bit/s.
+type WANValues struct {
+	DelayMs, JitterMs, LossPercent, RateBps float64
+}
+
+// Parse reads the fields; Validate has checked them.
+func (w WAN) Parse() (WANValues, error) {
+	var v WANValues
+	ms := func(field, s string) (float64, error) {
+		if s == "" {
+			return 0, nil
+		}
+		d, err := parseDuration(s)
+		if err != nil || d < 0 || d > time.Minute {
+			return 0, fmt.Errorf("%s %q: a duration from 0 to 1m, e.g. 40ms", field, s)
+		}
+		return float64(d) / float64(time.Millisecond), nil
+	}
+	var err error
+	if v.DelayMs, err = ms("delay", w.Delay); err != nil {
+		return v, err
+	}
+	if v.JitterMs, err = ms("jitter", w.Jitter); err != nil {
+		return v, err
+	}
+	if v.JitterMs > 0 && v.DelayMs == 0 {
+		return v, fmt.Errorf("jitter %s without delay: netem varies a delay, give delay too", w.Jitter)
+	}
+	if w.Loss != "" {
+		l, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(w.Loss), "%"), 64)
+		if err != nil || l < 0 || l > 100 {
+			return v, fmt.Errorf("loss %q: a percentage from 0 to 100, e.g. 0.1%%", w.Loss)
+		}
+		v.LossPercent = l
+	}
+	if w.Rate != "" {
+		if v.RateBps, err = ParseRate(w.Rate); err != nil {
+			return v, err
+		}
+	}
+	if v == (WANValues{}) {
+		return v, errors.New("empty: give delay, jitter, loss or rate")
+	}
+	return v, nil
+}
+
+// NeedsNetem reports whether the condition needs netem (delay, jitter or
+// loss); a rate alone is shaped by tbf.
+func (v WANValues) NeedsNetem() bool { return v.DelayMs > 0 || v.JitterMs > 0 || v.LossPercent > 0 }
 
 // UDP configures the udp_sizes test (seed 002's packet-size sweep).
 type UDP struct {
@@ -218,6 +282,8 @@ func Parse(data []byte) (Scenario, error) {
 				s.Tests = nil
 			case "direction":
 				s.Directions = nil
+			case "wan":
+				s.WAN = nil
 			case "udp":
 				if m, ok := probe[k].(map[string]any); ok {
 					if _, ok := m["sizes"]; ok {
@@ -409,6 +475,11 @@ func (s Scenario) Validate(c Catalog) error {
 	}
 	if s.HasTest(TestUDPSizes) {
 		s.validateUDP(c, bad)
+	}
+	for i, w := range s.WAN {
+		if _, err := w.Parse(); err != nil {
+			bad(fmt.Sprintf("wan[%d]", i), "%v", err)
+		}
 	}
 	// Per method: families and MTU against overhead.
 	for _, m := range s.Methods {

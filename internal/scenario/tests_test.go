@@ -86,3 +86,35 @@ func TestScale(t *testing.T) {
 		t.Errorf("a skipped latency test stays skipped, got %s", got.Latency)
 	}
 }
+
+func TestWANValidation(t *testing.T) {
+	s, err := scenario.Parse([]byte("wan: [{delay: 40ms, jitter: 2ms, loss: 0.1%, rate: 1G}, {rate: 200M}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatalf("valid wan refused: %v", err)
+	}
+	v, _ := s.WAN[0].Parse()
+	if v != (scenario.WANValues{DelayMs: 40, JitterMs: 2, LossPercent: 0.1, RateBps: 1e9}) || !v.NeedsNetem() {
+		t.Errorf("parsed %+v", v)
+	}
+	if v, _ := s.WAN[1].Parse(); v.NeedsNetem() {
+		t.Errorf("a rate alone needs only tbf: %+v", v)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"wan: [{}]", "wan[0]: empty"},
+		{"wan: [{jitter: 2ms}]", "wan[0]: jitter 2ms without delay"},
+		{"wan: [{loss: 101%}]", `wan[0]: loss "101%"`},
+		{"wan: [{delay: soon}]", `wan[0]: delay "soon"`},
+		{"wan: [{rate: fast}]", `wan[0]: rate "fast"`},
+	} {
+		s, err := scenario.Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.doc, err, tc.want)
+		}
+	}
+}
