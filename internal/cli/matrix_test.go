@@ -405,3 +405,34 @@ func TestWANRate(t *testing.T) {
 		t.Errorf("delay without netem: exit %d: %s", code, stderr)
 	}
 }
+
+// A named offload set is applied on every device of the path and
+// recorded; a feature a device cannot change is recorded, not hidden.
+func TestOffloadSet(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native,vxlan", "--offloads", "udp-tnl-seg-off,udp-tnl-seg-on", "--tests", "tcp_stream",
+		"--duration", "1s", "--omit", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range exportOf(t, export).Cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s: %s", c.Key, c.Error)
+			continue
+		}
+		want := c.Params.OffloadSet == "udp-tnl-seg-on"
+		for _, d := range c.Meta.Devices {
+			if d.Kind == "veth" && d.Offloads["tx-udp_tnl-segmentation"] != want {
+				t.Errorf("%s: %s tx-udp_tnl-segmentation %v, want %v", c.Key, d.Name, d.Offloads["tx-udp_tnl-segmentation"], want)
+			}
+		}
+		// vxlan devices have the feature fixed off: turning it on is recorded as not applied.
+		notApplied := c.Meta.Extra["offload_set_not_applied"]
+		if got := c.Method == "vxlan" && want; got != strings.Contains(notApplied, "tx-udp_tnl-segmentation is fixed off") {
+			t.Errorf("%s: not applied %q", c.Key, notApplied)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package plan_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -102,3 +103,36 @@ type catalog struct{ overheads }
 
 func (catalog) Names() []string                              { return []string{"native", "vxlan", "ipip"} }
 func (catalog) CheckOptions(string, map[string]string) error { return nil }
+
+// A named offload set is a value of the offloads dimension: it keeps the
+// offloads on and carries its features.
+func TestOffloadSets(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"vxlan"}
+	s.Offloads = []string{"on", "udp-tnl-seg-off", "mine"}
+	s.OffloadSets = map[string]map[string]string{"mine": {"rx-gro": "off"}}
+	s.Repetitions = 1
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatal(err)
+	}
+	steps := plan.Build(s, overheads{})
+	want := []string{
+		"1/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=1",
+		"2/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=udp-tnl-seg-off streams=1 rep=1",
+		"3/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=mine streams=1 rep=1",
+	}
+	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	p := steps[1].Params
+	if !p.Offloads || p.OffloadSet != "udp-tnl-seg-off" || p.OffloadFeatures["tx-udp_tnl-csum-segmentation"] != false || len(p.OffloadFeatures) != 2 {
+		t.Errorf("params %+v", p)
+	}
+	if steps[2].Params.OffloadFeatures["rx-gro"] != false || steps[2].Key != "vxlan/ipv4/mtu1500/offloads-mine/p1" {
+		t.Errorf("custom set: %+v %s", steps[2].Params.OffloadFeatures, steps[2].Key)
+	}
+	s.Offloads = []string{"turbo"}
+	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `unknown value "turbo": use on, off (TSO/GSO/GRO on the path) or a feature set: gro-off, gso-off, mine, tso-off, udp-tnl-seg-off, udp-tnl-seg-on`) {
+		t.Errorf("unknown set: %v", err)
+	}
+}

@@ -96,7 +96,7 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 										Family:            f,
 										UnderlayMTU:       mtu,
 										OverlayMTU:        mtu - o.Overhead(m, f),
-										Offloads:          off == "on",
+										Offloads:          off != "off",
 										Streams:           streams,
 										Duration:          t.Duration.Seconds(),
 										Omit:              t.Omit.Seconds(),
@@ -111,6 +111,9 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 										LineRate:          lineRate,
 										UDP:               udp,
 										WAN:               wan,
+									}
+									if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
+										p.OffloadSet, p.OffloadFeatures = off, set
 									}
 									cells = append(cells, cell{Key(m, p), m, p})
 								}
@@ -153,7 +156,7 @@ func supports(fs []string, f string) bool {
 // Key identifies a cell across repetitions: method and every parameter
 // that changes what is measured.
 func Key(method string, p result.Params) string {
-	k := fmt.Sprintf("%s/%s/mtu%d/offloads-%s/p%d", method, p.Family, p.UnderlayMTU, onOff(p.Offloads), p.Streams)
+	k := fmt.Sprintf("%s/%s/mtu%d/offloads-%s/p%d", method, p.Family, p.UnderlayMTU, offloadsName(p), p.Streams)
 	if p.Direction != "" && p.Direction != scenario.DirForward {
 		k += "/" + p.Direction
 	}
@@ -204,7 +207,7 @@ func (s Step) Line(total int) string {
 	}
 	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d%s rep=%d",
 		s.Index, total, s.Method, s.Params.Family, s.Params.UnderlayMTU, s.Params.OverlayMTU,
-		onOff(s.Params.Offloads), s.Params.Streams, extra, s.Repetition)
+		offloadsName(s.Params), s.Params.Streams, extra, s.Repetition)
 }
 
 // Lines renders a whole plan.
@@ -316,4 +319,12 @@ func WANLabel(w *result.WANParams) string {
 		parts = append(parts, "r"+num(w.RateBps/1e6)+"M")
 	}
 	return strings.Join(parts, "-")
+}
+
+// offloadsName is "on", "off" or the feature set's name.
+func offloadsName(p result.Params) string {
+	if p.OffloadSet != "" {
+		return p.OffloadSet
+	}
+	return onOff(p.Offloads)
 }

@@ -23,10 +23,11 @@ type baselineKey struct {
 	Direction   string
 	MSS         int
 	WAN         string
+	OffloadSet  string
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN)}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and

@@ -234,6 +234,9 @@ func extraParams(p result.Params) []string {
 	if p.WAN != nil {
 		ps = append(ps, "wan "+wanLabel(p.WAN))
 	}
+	if p.OffloadSet != "" {
+		ps = append(ps, "offload set "+p.OffloadSet)
+	}
 	return ps
 }
 

@@ -63,17 +63,22 @@ type Host struct {
 
 // Params are the parameters of one cell of the matrix.
 type Params struct {
-	Family      string            `json:"family"` // "ipv4" or "ipv6" (underlay and overlay)
-	UnderlayMTU int               `json:"underlay_mtu_bytes"`
-	OverlayMTU  int               `json:"overlay_mtu_bytes"`
-	Offloads    bool              `json:"offloads"` // TSO/GSO/GRO on the underlay
-	Streams     int               `json:"streams"`
-	Duration    float64           `json:"duration_s"`
-	Omit        float64           `json:"omit_s"`
-	Latency     float64           `json:"latency_duration_s"`
-	LatencyTool string            `json:"latency_tool,omitempty"`
-	Pin         bool              `json:"pin"`
-	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
+	Family      string `json:"family"` // "ipv4" or "ipv6" (underlay and overlay)
+	UnderlayMTU int    `json:"underlay_mtu_bytes"`
+	OverlayMTU  int    `json:"overlay_mtu_bytes"`
+	Offloads    bool   `json:"offloads"` // TSO/GSO/GRO on the underlay
+	// OffloadSet names the feature set applied on every device of the
+	// path (offloads then stays on for the rest); OffloadFeatures are its
+	// features (ethtool -K names) and values.
+	OffloadSet      string            `json:"offload_set,omitempty"`
+	OffloadFeatures map[string]bool   `json:"offload_features,omitempty"`
+	Streams         int               `json:"streams"`
+	Duration        float64           `json:"duration_s"`
+	Omit            float64           `json:"omit_s"`
+	Latency         float64           `json:"latency_duration_s"`
+	LatencyTool     string            `json:"latency_tool,omitempty"`
+	Pin             bool              `json:"pin"`
+	Options         map[string]string `json:"options,omitempty"` // method-specific, never secrets
 
 	// Tests are the scenario's tests run in this cell, in order; empty in
 	// records older than the tests field, which ran tcp_stream and tcp_rr.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -116,6 +117,19 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		fail(offloadsOff(tb, path))
 		if cell.Status == result.StatusFailed {
 			return cell
+		}
+	}
+	if set := st.Params.OffloadFeatures; len(set) > 0 {
+		notApplied, err := applyOffloadSet(tb, path, set)
+		if err != nil {
+			fail(err)
+			return cell
+		}
+		if len(notApplied) > 0 {
+			if cell.Meta.Extra == nil {
+				cell.Meta.Extra = map[string]string{}
+			}
+			cell.Meta.Extra["offload_set_not_applied"] = strings.Join(notApplied, "; ")
 		}
 	}
 	devices, err := describe(tb, path)

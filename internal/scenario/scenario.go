@@ -34,8 +34,12 @@ type Scenario struct {
 	Methods  []string `yaml:"methods" json:"methods"`
 	Families []string `yaml:"families" json:"families"`
 	MTUs     []int    `yaml:"mtus" json:"mtus"`
-	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off"
-	Streams  []int    `yaml:"streams" json:"streams"`
+	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off" or a named feature set
+	// OffloadSets are named device feature sets (feature -> on/off, as
+	// ethtool -K names them) that offloads may list, beside the built-in
+	// BuiltinOffloadSets.
+	OffloadSets map[string]map[string]string `yaml:"offload_sets,omitempty" json:"offload_sets,omitempty"`
+	Streams     []int                        `yaml:"streams" json:"streams"`
 
 	Duration string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
 	Omit     string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
@@ -375,8 +379,21 @@ func (s Scenario) Validate(c Catalog) error {
 		bad("offloads", "empty: use on, off or both")
 	}
 	for _, o := range s.Offloads {
-		if o != "on" && o != "off" {
-			bad("offloads", "unknown value %q: use on or off (TSO/GSO/GRO on the underlay)", o)
+		if _, ok := s.OffloadSet(o); !ok && o != "on" && o != "off" {
+			bad("offloads", "unknown value %q: use on, off (TSO/GSO/GRO on the path) or a feature set: %s", o, strings.Join(s.offloadSetNames(), ", "))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.OffloadSets)) {
+		if name == "on" || name == "off" {
+			bad("offload_sets", "%q is reserved: name the set otherwise", name)
+		}
+		if len(s.OffloadSets[name]) == 0 {
+			bad("offload_sets."+name, "empty: give features, e.g. {tx-udp_tnl-segmentation: off}")
+		}
+		for f, v := range s.OffloadSets[name] {
+			if v != "on" && v != "off" {
+				bad("offload_sets."+name, "%s: %q: use on or off", f, v)
+			}
 		}
 	}
 	if len(s.Streams) == 0 {
@@ -566,6 +583,43 @@ func (s Scenario) validateUDP(c Catalog, bad func(field, format string, args ...
 			}
 		}
 	}
+}
+
+// BuiltinOffloadSets are the named feature sets every scenario may list
+// in offloads. Each starts from the devices' defaults (offloads on) and
+// sets only the features it names.
+var BuiltinOffloadSets = map[string]map[string]bool{
+	// The UDP-tunnel segmentation offloads (GSO of VXLAN/Geneve packets).
+	"udp-tnl-seg-off": {"tx-udp_tnl-segmentation": false, "tx-udp_tnl-csum-segmentation": false},
+	"udp-tnl-seg-on":  {"tx-udp_tnl-segmentation": true, "tx-udp_tnl-csum-segmentation": true},
+	"gro-off":         {"generic-receive-offload": false},
+	"tso-off":         {"tcp-segmentation-offload": false},
+	"gso-off":         {"generic-segmentation-offload": false},
+}
+
+// OffloadSet returns the features of a named set (the scenario's own
+// first, then the built-in ones).
+func (s Scenario) OffloadSet(name string) (map[string]bool, bool) {
+	if set, ok := s.OffloadSets[name]; ok {
+		out := make(map[string]bool, len(set))
+		for f, v := range set {
+			out[f] = v == "on"
+		}
+		return out, true
+	}
+	set, ok := BuiltinOffloadSets[name]
+	return set, ok
+}
+
+func (s Scenario) offloadSetNames() []string {
+	names := slices.Collect(maps.Keys(BuiltinOffloadSets))
+	for n := range s.OffloadSets {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // MinMSS is the smallest TCP MSS Linux accepts (TCP_MIN_MSS).

@@ -46,6 +46,7 @@ func fullCell(runID string, rep int) result.Cell {
 			Options: map[string]string{"port": "4789"},
 			Tests:   []string{"tcp_stream", "parallel"}, Direction: "bidir", MSS: 1220,
 			StreamsPerProcess: 128, LineRate: 25e9,
+			OffloadSet: "udp-tnl-seg-off", OffloadFeatures: map[string]bool{"tx-udp_tnl-segmentation": false},
 			WAN: &result.WANParams{DelayMs: 40, JitterMs: 2, LossPercent: 0.1, RateBps: 1e9, Qdisc: "netem"},
 			UDP: &result.UDPParams{FrameSizes: []int{64, 1514}, Rate: "fixed", OfferedBitsPerSecond: 1e9,
 				Fragment: true, Trial: 1, SearchSteps: 6},
