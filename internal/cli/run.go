@@ -51,6 +51,7 @@ type runFlags struct {
 	udpSizes    []int
 	udpRate     string
 	fragment    bool
+	spp         int
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
@@ -111,6 +112,7 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
 	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
 	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
+	fl.IntVar(&f.spp, "streams-per-process", 0, "parallel test: streams per iperf3 process, 1 to 128 (default 128)")
 	fl.IntSliceVar(&f.udpSizes, "udp-sizes", nil, "udp_sizes test: Ethernet frame sizes, e.g. 64,512,1514 (default seed 002's 13 sizes)")
 	fl.StringVar(&f.udpRate, "udp-rate", "", "udp_sizes test: unlimited (default), search (NDR/PDR) or an offered rate such as 1G")
 	fl.BoolVar(&f.fragment, "fragment", false, "udp_sizes test: measure sizes above the overlay MTU fragmented instead of refusing them")
@@ -179,6 +181,9 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	}
 	if set("mss") {
 		s.MSS = f.mss
+	}
+	if set("streams-per-process") {
+		s.StreamsPerProcess = f.spp
 	}
 	if set("udp-sizes") {
 		s.UDP.Sizes = f.udpSizes

@@ -39,7 +39,7 @@ func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry) error {
 // matrixFlags are the flags that change the matrix; --resume takes the
 // stored scenario and refuses them.
 var matrixFlags = []string{"scenario", "methods", "family", "mtu", "offloads", "streams", "duration", "omit", "latency",
-	"latency-tool", "reps", "order", "pin", "testbed", "kernel", "modules", "option", "tests", "direction", "mss", "scale", "udp-sizes", "udp-rate", "fragment"}
+	"latency-tool", "reps", "order", "pin", "testbed", "kernel", "modules", "option", "tests", "direction", "mss", "scale", "udp-sizes", "udp-rate", "fragment", "streams-per-process"}
 
 // resumeRun continues a stored run: the same scenario, the same run id,
 // only the cells the database lacks; the run is marked done at the end.

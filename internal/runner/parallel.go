@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"os/exec"
 	"sync"
 	"time"
@@ -91,7 +93,9 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	split := load.SplitStreams(p.Streams, p.StreamsPerProcess)
-	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second)
+	// Starting processes in a namespace costs tens of milliseconds each on
+	// a busy 2-core machine: the budget grows with their number.
+	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second+time.Duration(len(split))*300*time.Millisecond)
 	defer cancel()
 	aSide, bSide := sides(p.Direction)
 	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
@@ -107,10 +111,10 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 		cmd := tb.B.Command(ctx, argv...)
 		srvOut[i] = &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = srvOut[i], srvOut[i]
-		if err := tb.B.Start(cmd); err != nil {
-			return nil, nil, fmt.Errorf("iperf3 server %d of %d: %w", i+1, len(split), err)
-		}
 		servers[i] = cmd
+	}
+	if err := startAll(tb.B, servers); err != nil {
+		return nil, nil, fmt.Errorf("iperf3 servers: %w", err)
 	}
 	for i, cmd := range servers {
 		if err := testbed.WaitListening(ctx, cmd.Process.Pid, parallelBasePort+i, 10*time.Second); err != nil {
@@ -126,33 +130,56 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 
 	// Clients: started together.
 	type client struct {
-		cmd      *exec.Cmd
-		out, err bytes.Buffer
-		waitErr  error
+		cmd *exec.Cmd
+		// out is a file, not a pipe: with hundreds of processes on a busy
+		// machine, a pipe's copying goroutine can lag past exec's
+		// WaitDelay and cut the JSON report short.
+		out     *os.File
+		err     bytes.Buffer
+		waitErr error
 	}
 	clients := make([]*client, len(split))
+	cmds := make([]*exec.Cmd, len(split))
+	gates := make([]io.WriteCloser, len(split))
 	for i, n := range split {
 		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
 			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
 		if err := c.Validate(); err != nil {
 			return nil, nil, err
 		}
-		cl := &client{cmd: tb.A.Command(ctx, c.Args()...)}
-		cl.cmd.Stdout, cl.cmd.Stderr = &cl.out, &cl.err
-		clients[i] = cl
+		// Each client waits on its stdin, then execs iperf3 (same pid):
+		// closing every stdin at once starts them together however long
+		// starting them took.
+		cl := &client{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, c.Args()...)...)}
+		out, err := os.CreateTemp(tb.Dir, fmt.Sprintf("iperf3-client-%d-*.json", parallelBasePort+i))
+		if err != nil {
+			return nil, nil, fmt.Errorf("iperf3 client %d: output file: %w", i+1, err)
+		}
+		defer func() { out.Close(); os.Remove(out.Name()) }()
+		cl.out = out
+		cl.cmd.Stdout, cl.cmd.Stderr = out, &cl.err
+		cl.cmd.WaitDelay = 30 * time.Second // stderr is a pipe; see out
+		gate, err := cl.cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("iperf3 client %d: %w", i+1, err)
+		}
+		clients[i], cmds[i], gates[i] = cl, cl.cmd, gate
 	}
 	var started []*client
-	var startErr error
+	startErr := startAll(tb.A, cmds)
 	for i, cl := range clients {
-		if err := tb.A.Start(cl.cmd); err != nil {
-			startErr = fmt.Errorf("iperf3 client %d of %d: %w", i+1, len(split), err)
-			break
+		if cl.cmd.Process == nil {
+			continue
 		}
 		started = append(started, cl)
-		if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Process.Pid); err != nil {
-			startErr = fmt.Errorf("account cpu of iperf3 client %d: %w", i+1, err)
-			break
+		if startErr == nil {
+			if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Process.Pid); err != nil {
+				startErr = fmt.Errorf("account cpu of iperf3 client %d: %w", i+1, err)
+			}
 		}
+	}
+	for _, g := range gates {
+		_ = g.Close()
 	}
 	stopLive := make(chan struct{})
 	var liveWG sync.WaitGroup
@@ -213,7 +240,11 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 	var errs []error
 	for i, cl := range clients {
 		pt := result.ProcessThroughput{Port: parallelBasePort + i, Streams: split[i]}
-		thr, err := load.ParseIperf3(cl.out.Bytes())
+		report, rerr := os.ReadFile(cl.out.Name())
+		if rerr != nil {
+			report = nil
+		}
+		thr, err := load.ParseIperf3(report)
 		switch {
 		case err != nil:
 			pt.Error = fmt.Sprintf("%v (stderr: %s; server: %s)", err, trim(cl.err.String()), trim(srvOut[i].String()))
@@ -239,6 +270,27 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 		return par, sp, errors.Join(errs...)
 	}
 	return par, sp, cpuErr
+}
+
+// startAll starts cmds in ep, eight at a time; on failure the ones that
+// started keep running for the caller to stop.
+func startAll(ep *testbed.Endpoint, cmds []*exec.Cmd) error {
+	sem := make(chan struct{}, 8)
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := ep.Start(c); err != nil {
+				errs[i] = fmt.Errorf("process %d of %d: %w", i+1, len(cmds), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // sumProcesses adds the processes' rates, bytes and retransmits.
