@@ -9,10 +9,10 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
-// wanArgs is the tc command that applies w on the egress of dev: netem
+// WANArgs is the tc command that applies w on the egress of dev: netem
 // for delay, jitter or loss (with its own rate), else tbf for a rate
 // alone. The queue holds 100000 packets under netem, 50 ms under tbf.
-func wanArgs(dev string, w *result.WANParams) []string {
+func WANArgs(dev string, w *result.WANParams) []string {
 	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 	if w.Qdisc == "netem" {
 		args := []string{"tc", "qdisc", "replace", "dev", dev, "root", "netem", "limit", "100000"}
@@ -41,7 +41,7 @@ func wanArgs(dev string, w *result.WANParams) []string {
 func applyWAN(ctx context.Context, tb *testbed.Local, w *result.WANParams) (string, error) {
 	var applied string
 	for _, ep := range tb.Endpoints() {
-		argv := wanArgs(ep.Dev, w)
+		argv := WANArgs(ep.Dev, w)
 		if out, err := ep.Run(ctx, argv...); err != nil {
 			return applied, fmt.Errorf("apply wan on %s: %q: %w: %s", ep.Side, joinArgs(argv), err, trim(string(out)))
 		}

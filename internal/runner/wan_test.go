@@ -18,8 +18,8 @@ func TestWANArgs(t *testing.T) {
 		{result.WANParams{RateBps: 200e6, Qdisc: "tbf"}, "tc qdisc replace dev v root tbf rate 200000000bit burst 125000 latency 50ms"},
 		{result.WANParams{RateBps: 10e6, Qdisc: "tbf"}, "tc qdisc replace dev v root tbf rate 10000000bit burst 65536 latency 50ms"},
 	} {
-		if got := strings.Join(wanArgs("v", &tc.w), " "); got != tc.want {
-			t.Errorf("wanArgs(%+v) =\n%s\nwant\n%s", tc.w, got, tc.want)
+		if got := strings.Join(WANArgs("v", &tc.w), " "); got != tc.want {
+			t.Errorf("WANArgs(%+v) =\n%s\nwant\n%s", tc.w, got, tc.want)
 		}
 	}
 }
