@@ -219,7 +219,11 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if r.Status != result.RunRunning || len(cells) == 0 || len(cells) >= 4 {
 		t.Fatalf("after SIGKILL: run %s with %d cells, want running with 1 to 3", r.Status, len(cells))
 	}
-	code, out, errOut := run(t, "run", "--db", db, "--resume", r.ID[:len(r.ID)-1], "--quiet")
+	code, out, errOut := run(t, "run", "--db", db, "--resume", r.ID, "--dry-run")
+	if want := fmt.Sprintf("resume: %d of 4 steps stored, %d to measure", len(cells), 4-len(cells)); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("resume --dry-run: exit %d, want %q in:\n%s%s", code, want, out, errOut)
+	}
+	code, out, errOut = run(t, "run", "--db", db, "--resume", r.ID[:len(r.ID)-1], "--quiet")
 	if code != 0 {
 		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
 	}

@@ -238,7 +238,7 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
 	if f.dryRun {
-		return dryRun(stdout, s, reg)
+		return dryRun(stdout, s, reg, nil)
 	}
 	if err := preflight(s, reg, hostProbe()); err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
@@ -19,8 +20,13 @@ import (
 
 // dryRun prints the expanded matrix, one line a cell, its size and the
 // estimated duration. It creates nothing.
-func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry) error {
+func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry, stored []result.Cell) error {
 	steps := plan.Build(s, runner.Catalog(reg))
+	if stored != nil {
+		all := len(steps)
+		steps = runner.Remaining(steps, stored)
+		fmt.Fprintf(w, "resume: %d of %d steps stored, %d to measure\n", all-len(steps), all, len(steps))
+	}
 	cells := plan.Cells(steps)
 	for i, c := range cells {
 		fmt.Fprintf(w, "%d %s\n", i+1, c.CellLine())
@@ -59,7 +65,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return fmt.Errorf("open results database: %w", err)
 	}
 	defer st.Close()
-	run, _, err := st.Run(ctx, f.resume)
+	run, stored, err := st.Run(ctx, f.resume)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
@@ -74,7 +80,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return fmt.Errorf("resume run %s: runs on the vm testbed cannot be resumed yet; start a new run", run.ID)
 	}
 	if f.dryRun {
-		return dryRun(cmd.OutOrStdout(), s, reg)
+		return dryRun(cmd.OutOrStdout(), s, reg, stored)
 	}
 	if err := preflight(s, reg, hostProbe()); err != nil {
 		return err
@@ -84,7 +90,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 	} else if len(removed) > 0 && !f.quiet {
 		fmt.Fprintf(cmd.ErrOrStderr(), "removed leftovers of a killed run: %v\n", removed)
 	}
-	run, stored, err := st.ReopenRun(ctx, run.ID)
+	run, stored, err = st.ReopenRun(ctx, run.ID)
 	if err != nil {
 		return fmt.Errorf("resume: %w", err)
 	}
