@@ -176,6 +176,28 @@ func TestLatencyUnderLoadNative(t *testing.T) {
 	}
 }
 
+// latency_under_load with more streams than one iperf3 process takes: the
+// parallel test's processes carry the load.
+func TestLatencyUnderParallelLoad(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native", "--tests", "latency_under_load", "--streams", "256",
+		"--duration", "1s", "--omit", "1s", "--latency", "1s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	c := exportOf(t, export).Cells[0]
+	l := c.LatencyUnderLoad
+	if c.Status != result.StatusOK || l == nil || l.Load != "parallel" || l.Idle == nil || l.Loaded == nil || l.LoadBitsPerSecond <= 0 {
+		t.Fatalf("cell %s: %s; record %+v", c.Status, c.Error, l)
+	}
+}
+
 // A run killed with SIGKILL and then resumed stores every cell exactly
 // once and ends done.
 func TestResumeAfterSIGKILL(t *testing.T) {

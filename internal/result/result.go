@@ -189,7 +189,8 @@ type ProcessThroughput struct {
 // tunnel and again while a bulk transfer saturates it.
 type LatencyUnderLoad struct {
 	// Load names what saturated the tunnel: "tcp_stream" (one iperf3
-	// process with Params.Streams streams, Params.Direction).
+	// process with Params.Streams streams, Params.Direction), or
+	// "parallel" when the streams exceed what one process takes.
 	Load string `json:"load"`
 	// LoadBitsPerSecond is what the load carried while latency was measured.
 	LoadBitsPerSecond float64  `json:"load_bits_per_second_bps"`

@@ -90,6 +90,12 @@ func trackDaemons(s *sample.Sampler, path *method.Path, direction string) error 
 // started together. Each process's result is stored and summed; a process
 // that fails makes the test fail with its own message.
 func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Parallel, *span, error) {
+	return measureParallelNotify(ctx, tb, path, p, prog, nil)
+}
+
+// measureParallelNotify is measureParallel calling released (if not nil)
+// the moment the clients are let go.
+func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress, released func()) (*result.Parallel, *span, error) {
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	split := load.SplitStreams(p.Streams, p.StreamsPerProcess)
@@ -180,6 +186,9 @@ func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, 
 	}
 	for _, g := range gates {
 		_ = g.Close()
+	}
+	if released != nil {
+		released()
 	}
 	stopLive := make(chan struct{})
 	var liveWG sync.WaitGroup
@@ -351,6 +360,9 @@ func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Local, path *metho
 	latDur := time.Duration(p.Latency * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	lead := time.Duration(plan.LoadedLead) * time.Second
+	if p.Streams > scenario.MaxStreamsPerProcess {
+		return loadedByParallel(ctx, tb, path, p, out)
+	}
 	// The load outlasts the latency test by a second on each side.
 	loadDur := (latDur + lead + time.Second + time.Second - 1).Truncate(time.Second)
 	ctx, cancel := context.WithTimeout(ctx, loadDur+omit+60*time.Second)
@@ -403,4 +415,54 @@ func ratios(idle, loaded *result.Latency) (p50, p99 float64) {
 		p99 = loaded.P99 / idle.P99
 	}
 	return p50, p99
+}
+
+// loadedByParallel is latency_under_load with more streams than one iperf3
+// process takes: the parallel test's machinery carries the load, and the
+// request/response test starts its warm-up plus a second after the clients
+// are released.
+func loadedByParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, out *result.LatencyUnderLoad) (*result.LatencyUnderLoad, error) {
+	out.Load = scenario.TestParallel
+	latDur := time.Duration(p.Latency * float64(time.Second))
+	lead := time.Duration(plan.LoadedLead) * time.Second
+	lp := p
+	lp.Duration = (latDur + lead + 2*time.Second - 1).Truncate(time.Second).Seconds()
+	if lp.StreamsPerProcess == 0 {
+		lp.StreamsPerProcess = scenario.MaxStreamsPerProcess
+	}
+	released := make(chan struct{})
+	type res struct {
+		par *result.Parallel
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		par, _, err := measureParallelNotify(ctx, tb, path, lp, nil, func() { close(released) })
+		done <- res{par, err}
+	}()
+	var latErr error
+	select {
+	case <-released:
+		select {
+		case <-time.After(time.Duration(p.Omit*float64(time.Second)) + lead):
+			out.Loaded, latErr = measureLatency(ctx, tb, path, p)
+		case <-ctx.Done():
+			latErr = context.Cause(ctx)
+		}
+	case r := <-done:
+		done <- r
+		latErr = errors.New("the parallel load ended before it was released")
+	}
+	r := <-done
+	if r.par != nil {
+		out.LoadBitsPerSecond = r.par.BitsPerSecond
+	}
+	if latErr != nil {
+		return out, fmt.Errorf("loaded latency: %w", errors.Join(latErr, r.err))
+	}
+	if r.err != nil {
+		return out, fmt.Errorf("parallel load: %w", r.err)
+	}
+	out.P50Ratio, out.P99Ratio = ratios(out.Idle, out.Loaded)
+	return out, nil
 }
