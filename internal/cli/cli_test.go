@@ -21,6 +21,7 @@ import (
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
 // TestMain lets this test binary stand in for tunbench when the runner
@@ -28,6 +29,9 @@ import (
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "rr" {
 		os.Exit(rr.Main(os.Args[2:], os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "udpgen" {
+		os.Exit(udpgen.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(m.Run())
 }

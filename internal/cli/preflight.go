@@ -70,6 +70,9 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 	if err := method.Check(p, tools); err != nil {
 		errs = append(errs, fmt.Errorf("load tools: %w", err))
 	}
+	if err := wanRequirements(s, p); err != nil {
+		errs = append(errs, err)
+	}
 	for _, name := range s.Methods {
 		m, err := reg.Get(name)
 		if err != nil {
@@ -107,4 +110,31 @@ func processHasCaps() bool {
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
 	return has(unix.CAP_SYS_ADMIN) && has(unix.CAP_NET_ADMIN)
+}
+
+// wanRequirements checks what the scenario's wan conditions need: tc, and
+// netem (delay, jitter, loss) or tbf (a rate alone) in the kernel. On the
+// vm testbed the guest kernel is not this one, so only tc is checked.
+func wanRequirements(s scenario.Scenario, p method.Probe) error {
+	if len(s.WAN) == 0 {
+		return nil
+	}
+	reqs := []method.Requirement{{Program: "tc", Package: "iproute2"}}
+	for _, w := range s.WAN {
+		v, err := w.Parse()
+		if err != nil || s.Testbed == "vm" {
+			continue
+		}
+		k := "CONFIG_NET_SCH_TBF"
+		if v.NeedsNetem() {
+			k = "CONFIG_NET_SCH_NETEM"
+		}
+		if !slices.ContainsFunc(reqs, func(r method.Requirement) bool { return r.Kernel == k }) {
+			reqs = append(reqs, method.Requirement{Kernel: k})
+		}
+	}
+	if err := method.Check(p, reqs); err != nil {
+		return fmt.Errorf("wan (delay, jitter and loss need netem; a rate alone needs tbf): %w", err)
+	}
+	return nil
 }

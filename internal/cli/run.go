@@ -42,6 +42,16 @@ type runFlags struct {
 	export      string
 	json        bool
 	quiet       bool
+	dryRun      bool
+	scale       float64
+	resume      string
+	tests       []string
+	directions  []string
+	mss         []int
+	udpSizes    []int
+	udpRate     string
+	fragment    bool
+	spp         int
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
@@ -54,7 +64,9 @@ func newRunCmd() *cobra.Command {
 		Use:   "run [flags]",
 		Short: "Run a benchmark matrix and print the comparison table",
 		Long: `Run a benchmark: every combination of methods, families, MTUs, offload
-states and stream counts, each repeated. The matrix comes from the default
+states, directions, MSS values and stream counts, each running the
+scenario's tests (tcp_stream and tcp_rr by default; also parallel and
+latency_under_load), each repeated. The matrix comes from the default
 scenario, a YAML file (-f), and flags, in that order of precedence (flags
 win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.
@@ -64,6 +76,9 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 3 repetitions: about two and a half minutes.`,
 		Example: `  tunbench run
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
+  tunbench run -f examples/paper-parallel.yaml --dry-run
+  tunbench run -f examples/paper-singlestream.yaml --scale 0.1
+  tunbench run --resume latest
   tunbench run -f scenario.yaml --db /tmp/results.db --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +109,16 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON instead of the table")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line; print only the table (or JSON)")
+	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
+	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
+	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
+	fl.IntVar(&f.spp, "streams-per-process", 0, "parallel test: streams per iperf3 process, 1 to 128 (default 128)")
+	fl.IntSliceVar(&f.udpSizes, "udp-sizes", nil, "udp_sizes test: Ethernet frame sizes, e.g. 64,512,1514 (default seed 002's 13 sizes)")
+	fl.StringVar(&f.udpRate, "udp-rate", "", "udp_sizes test: unlimited (default), search (NDR/PDR) or an offered rate such as 1G")
+	fl.BoolVar(&f.fragment, "fragment", false, "udp_sizes test: measure sizes above the overlay MTU fragmented instead of refusing them")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print the expanded matrix, its size and estimated duration; create nothing")
+	fl.Float64Var(&f.scale, "scale", 1, "multiply every duration by this factor, e.g. 0.1 (whole seconds kept whole)")
+	fl.StringVar(&f.resume, "resume", "", "continue an interrupted run (id, prefix or latest): measure only the cells it lacks")
 	return cmd
 }
 
@@ -148,6 +173,33 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	if set("reps") {
 		s.Repetitions = f.reps
 	}
+	if set("tests") {
+		s.Tests = f.tests
+	}
+	if set("direction") {
+		s.Directions = f.directions
+	}
+	if set("mss") {
+		s.MSS = f.mss
+	}
+	if set("streams-per-process") {
+		s.StreamsPerProcess = f.spp
+	}
+	if set("udp-sizes") {
+		s.UDP.Sizes = f.udpSizes
+	}
+	if set("udp-rate") {
+		s.UDP.Rate = f.udpRate
+	}
+	if set("fragment") {
+		s.UDP.Fragment = f.fragment
+	}
+	if set("scale") {
+		if !(f.scale > 0 && f.scale <= 100) {
+			return s, fmt.Errorf("--scale %v: use a factor above 0 and at most 100, e.g. 0.1", f.scale)
+		}
+		s = s.Scale(f.scale)
+	}
 	if set("pin") {
 		s.Pin = f.pin
 	}
@@ -175,12 +227,18 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	reg := method.Builtin()
+	if f.resume != "" {
+		return resumeRun(cmd, f, reg)
+	}
 	s, err := buildScenario(f)
 	if err != nil {
 		return err
 	}
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
+	}
+	if f.dryRun {
+		return dryRun(stdout, s, reg, nil)
 	}
 	if err := preflight(s, reg, hostProbe()); err != nil {
 		return err
@@ -219,6 +277,14 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		cfg.Testbed = "vm"
 		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
 	}
+	return runAndReport(cmd, f, cfg, dbPath)
+}
+
+// runAndReport runs cfg and writes the export, the table or JSON and the
+// closing line.
+func runAndReport(cmd *cobra.Command, f runFlags, cfg runner.Config, dbPath string) error {
+	ctx := cmd.Context()
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if !f.quiet {
 		cfg.Progress = stderr
 		cfg.Live = isTerminal(stderr)

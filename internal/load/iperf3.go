@@ -1,6 +1,7 @@
 package load
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -29,6 +30,8 @@ type Iperf3Client struct {
 	Omit     time.Duration // -O, warm-up excluded from the totals, whole seconds
 	Streams  int           // -P, parallel streams
 	Reverse  bool          // -R, the server sends
+	Bidir    bool          // --bidir, both send at once
+	MSS      int           // -M, TCP maximum segment size; 0 is the kernel's
 	UDP      bool          // -u
 	Bitrate  string        // -b, iperf3 syntax: "200M", "1G", "10M/100" (rate/burst)
 	Bind     netip.Addr    // -B, local address (optional)
@@ -54,6 +57,12 @@ func (c Iperf3Client) Validate() error {
 	}
 	if c.Streams < 0 || c.Streams > iperf3MaxStreams {
 		return fmt.Errorf("iperf3 client: streams %d outside 0..%d", c.Streams, iperf3MaxStreams)
+	}
+	if c.Reverse && c.Bidir {
+		return errors.New("iperf3 client: reverse and bidir exclude each other")
+	}
+	if c.MSS < 0 || c.MSS > 65495 || (c.MSS > 0 && c.MSS < 88) {
+		return fmt.Errorf("iperf3 client: mss %d outside 88..65495", c.MSS)
 	}
 	if c.Bitrate != "" && !bitrateRe.MatchString(c.Bitrate) {
 		return fmt.Errorf("iperf3 client: bitrate %q is not iperf3 syntax (e.g. 200M, 1G, 10M/100)", c.Bitrate)
@@ -85,6 +94,12 @@ func (c Iperf3Client) Args() []string {
 	args = append(args, "-i", "1", "-J", familyFlag(server))
 	if c.Reverse {
 		args = append(args, "-R")
+	}
+	if c.Bidir {
+		args = append(args, "--bidir")
+	}
+	if c.MSS > 0 {
+		args = append(args, "-M", strconv.Itoa(c.MSS))
 	}
 	if c.UDP {
 		args = append(args, "-u")
@@ -158,4 +173,25 @@ func familyFlag(a netip.Addr) string {
 		return "-4"
 	}
 	return "-6"
+}
+
+// SplitStreams spreads streams over as few iperf3 processes as the layout
+// allows (at most perProcess streams each, perProcess capped at iperf3's
+// 128) and balances them: 130 streams at 128 per process give 65 and 65,
+// not 128 and 2, so no single-threaded process carries more than it must.
+// The counts are in descending order and sum to streams.
+func SplitStreams(streams, perProcess int) []int {
+	if streams <= 0 {
+		return nil
+	}
+	perProcess = min(max(perProcess, 1), iperf3MaxStreams)
+	n := (streams + perProcess - 1) / perProcess
+	out := make([]int, n)
+	for i := range out {
+		out[i] = streams / n
+		if i < streams%n {
+			out[i]++
+		}
+	}
+	return out
 }

@@ -27,13 +27,17 @@ type iperf3Report struct {
 		} `json:"test_start"`
 	} `json:"start"`
 	Intervals []struct {
-		Sum iperf3Sum `json:"sum"`
+		Sum        iperf3Sum  `json:"sum"`
+		SumReverse *iperf3Sum `json:"sum_bidir_reverse"` // --bidir only
 	} `json:"intervals"`
 	End struct {
 		SumSent     *iperf3Sum `json:"sum_sent"`
 		SumReceived *iperf3Sum `json:"sum_received"`
-		Sum         *iperf3Sum `json:"sum"` // UDP only
-		CPU         *struct {
+		// --bidir only: the server-to-client half.
+		SumSentReverse     *iperf3Sum `json:"sum_sent_bidir_reverse"`
+		SumReceivedReverse *iperf3Sum `json:"sum_received_bidir_reverse"`
+		Sum                *iperf3Sum `json:"sum"` // UDP only
+		CPU                *struct {
 			HostTotal   float64 `json:"host_total"`
 			RemoteTotal float64 `json:"remote_total"`
 		} `json:"cpu_utilization_percent"`
@@ -116,16 +120,31 @@ func ParseIperf3(data []byte) (*result.Throughput, error) {
 		Seconds:             recv.Seconds,
 		Intervals:           make([]result.Interval, 0, len(r.Intervals)),
 	}
+	if rs, rr := r.End.SumSentReverse, r.End.SumReceivedReverse; rs != nil && rr != nil {
+		// --bidir: both halves ran at once; the totals are their sums and
+		// the reverse half is kept on its own.
+		t.ReverseBitsPerSecond = rr.BitsPerSecond
+		t.BitsPerSecond += rr.BitsPerSecond
+		t.SenderBitsPerSecond += rs.BitsPerSecond
+		t.Bytes += toInt(rr.Bytes)
+		t.Retransmits += toInt(rs.Retransmits)
+	}
 	for _, iv := range r.Intervals {
 		s := iv.Sum
-		t.Intervals = append(t.Intervals, result.Interval{
+		i := result.Interval{
 			Start:         s.Start,
 			End:           s.End,
 			Bytes:         toInt(s.Bytes),
 			BitsPerSecond: s.BitsPerSecond,
 			Retransmits:   toInt(s.Retransmits),
 			Omitted:       s.Omitted,
-		})
+		}
+		if rv := iv.SumReverse; rv != nil {
+			i.Bytes += toInt(rv.Bytes)
+			i.BitsPerSecond += rv.BitsPerSecond
+			i.Retransmits += toInt(rv.Retransmits)
+		}
+		t.Intervals = append(t.Intervals, i)
 	}
 	if cpu := r.End.CPU; cpu != nil {
 		// The client is "host"; it sends unless the test is reversed.

@@ -35,6 +35,10 @@ func TestIperf3ClientArgs(t *testing.T) {
 		c:    Iperf3Client{Server: v6Server, Duration: 2 * time.Second, Streams: 1},
 		want: "iperf3 -c 2001:2::2 -p 5201 -t 2 -i 1 -J -6",
 	}, {
+		name: "capture tcp4_bidir_mss1220",
+		c:    Iperf3Client{Server: v4Server, Duration: 2 * time.Second, Bidir: true, MSS: 1220},
+		want: "iperf3 -c 198.18.0.2 -p 5201 -t 2 -i 1 -J -4 --bidir -M 1220",
+	}, {
 		name: "capture tcp4_reverse",
 		c:    Iperf3Client{Server: v4Server, Duration: 2 * time.Second, Reverse: true},
 		want: "iperf3 -c 198.18.0.2 -p 5201 -t 2 -i 1 -J -4 -R",

@@ -7,7 +7,9 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -38,6 +40,47 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		params result.Params
 	}
 	var cells []cell
+	mss := s.MSS
+	if len(mss) == 0 {
+		mss = []int{0}
+	}
+	dirs := s.Directions
+	if len(dirs) == 0 {
+		dirs = []string{scenario.DirForward}
+	}
+	lineRate := 0.0
+	if s.LineRate != "" {
+		lineRate, _ = scenario.ParseRate(s.LineRate)
+	}
+	spp := 0
+	if s.HasTest(scenario.TestParallel) {
+		spp = s.StreamsPerProcess
+	}
+	tests := slices.Clone(s.Tests)
+	wans := []*result.WANParams{nil}
+	if len(s.WAN) > 0 {
+		wans = nil
+		for _, w := range s.WAN {
+			v, _ := w.Parse()
+			q := "tbf"
+			if v.NeedsNetem() {
+				q = "netem"
+			}
+			wans = append(wans, &result.WANParams{DelayMs: v.DelayMs, JitterMs: v.JitterMs, LossPercent: v.LossPercent, RateBps: v.RateBps, Qdisc: q})
+		}
+	}
+	var udp *result.UDPParams
+	if s.HasTest(scenario.TestUDPSizes) {
+		udp = &result.UDPParams{FrameSizes: slices.Clone(s.UDP.Sizes), Rate: s.UDP.Rate, Fragment: s.UDP.Fragment,
+			SearchSteps: s.UDP.SearchSteps}
+		if d, err := time.ParseDuration(s.UDP.Trial); err == nil {
+			udp.Trial = d.Seconds()
+		}
+		if r := s.UDP.Rate; r != scenario.UDPUnlimited && r != scenario.UDPSearch {
+			udp.Rate = "fixed"
+			udp.OfferedBitsPerSecond, _ = scenario.ParseRate(r)
+		}
+	}
 	for _, m := range s.Methods {
 		for _, f := range s.Families {
 			if !supports(o.Families(m), f) {
@@ -45,21 +88,37 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			}
 			for _, mtu := range s.MTUs {
 				for _, off := range s.Offloads {
-					for _, streams := range s.Streams {
-						p := result.Params{
-							Family:      f,
-							UnderlayMTU: mtu,
-							OverlayMTU:  mtu - o.Overhead(m, f),
-							Offloads:    off == "on",
-							Streams:     streams,
-							Duration:    t.Duration.Seconds(),
-							Omit:        t.Omit.Seconds(),
-							Latency:     t.Latency.Seconds(),
-							LatencyTool: s.LatencyTool,
-							Pin:         s.Pin,
-							Options:     s.Options[m],
+					for _, wan := range wans {
+						for _, dir := range dirs {
+							for _, seg := range mss {
+								for _, streams := range s.Streams {
+									p := result.Params{
+										Family:            f,
+										UnderlayMTU:       mtu,
+										OverlayMTU:        mtu - o.Overhead(m, f),
+										Offloads:          off != "off",
+										Streams:           streams,
+										Duration:          t.Duration.Seconds(),
+										Omit:              t.Omit.Seconds(),
+										Latency:           t.Latency.Seconds(),
+										LatencyTool:       s.LatencyTool,
+										Pin:               s.Pin,
+										Options:           s.Options[m],
+										Tests:             tests,
+										Direction:         dir,
+										MSS:               seg,
+										StreamsPerProcess: spp,
+										LineRate:          lineRate,
+										UDP:               udp,
+										WAN:               wan,
+									}
+									if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
+										p.OffloadSet, p.OffloadFeatures = off, set
+									}
+									cells = append(cells, cell{Key(m, p), m, p})
+								}
+							}
 						}
-						cells = append(cells, cell{Key(m, p), m, p})
 					}
 				}
 			}
@@ -97,7 +156,16 @@ func supports(fs []string, f string) bool {
 // Key identifies a cell across repetitions: method and every parameter
 // that changes what is measured.
 func Key(method string, p result.Params) string {
-	k := fmt.Sprintf("%s/%s/mtu%d/offloads-%s/p%d", method, p.Family, p.UnderlayMTU, onOff(p.Offloads), p.Streams)
+	k := fmt.Sprintf("%s/%s/mtu%d/offloads-%s/p%d", method, p.Family, p.UnderlayMTU, offloadsName(p), p.Streams)
+	if p.Direction != "" && p.Direction != scenario.DirForward {
+		k += "/" + p.Direction
+	}
+	if p.MSS > 0 {
+		k += fmt.Sprintf("/mss%d", p.MSS)
+	}
+	if p.WAN != nil {
+		k += "/wan-" + WANLabel(p.WAN)
+	}
 	if len(p.Options) > 0 {
 		k += "/" + formatOptions(p.Options)
 	}
@@ -124,11 +192,22 @@ func formatOptions(o map[string]string) string {
 	return strings.Join(parts, ",")
 }
 
-// Line renders a step as one line of text.
+// Line renders a step as one line of text. Direction and MSS appear only
+// when they differ from the default (forward, the kernel's MSS).
 func (s Step) Line(total int) string {
-	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d rep=%d",
+	extra := ""
+	if d := s.Params.Direction; d != "" && d != scenario.DirForward {
+		extra += " direction=" + d
+	}
+	if s.Params.MSS > 0 {
+		extra += fmt.Sprintf(" mss=%d", s.Params.MSS)
+	}
+	if s.Params.WAN != nil {
+		extra += " wan=" + WANLabel(s.Params.WAN)
+	}
+	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d%s rep=%d",
 		s.Index, total, s.Method, s.Params.Family, s.Params.UnderlayMTU, s.Params.OverlayMTU,
-		onOff(s.Params.Offloads), s.Params.Streams, s.Repetition)
+		offloadsName(s.Params), s.Params.Streams, extra, s.Repetition)
 }
 
 // Lines renders a whole plan.
@@ -140,8 +219,112 @@ func Lines(steps []Step) []string {
 	return out
 }
 
-// Measured is the time the load tools run for one step: the throughput
-// test including its warm-up, plus the latency test.
+// Measured is the time the load tools run for one step: each test's
+// planned duration, warm-up included. Records without a test list ran
+// tcp_stream and tcp_rr.
 func (s Step) Measured() float64 {
-	return s.Params.Duration + s.Params.Omit + s.Params.Latency
+	p := s.Params
+	tests := p.Tests
+	if len(tests) == 0 {
+		tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
+	}
+	var sum float64
+	for _, t := range tests {
+		switch t {
+		case scenario.TestTCPStream, scenario.TestParallel:
+			sum += p.Duration + p.Omit
+		case scenario.TestTCPRR:
+			sum += p.Latency
+		case scenario.TestLatencyUnderLoad:
+			// Idle, then loaded after the load's warm-up.
+			sum += 2*p.Latency + p.Omit + loadedLead
+		case scenario.TestMTUProbe:
+			sum += mtuProbeSeconds
+		case scenario.TestUDPSizes:
+			if u := p.UDP; u != nil {
+				per := p.Duration
+				if u.Rate == scenario.UDPSearch {
+					// One unlimited trial, then each search's halvings.
+					per = p.Duration + float64(2*u.SearchSteps)*u.Trial
+				}
+				sum += per * float64(len(u.FrameSizes))
+			}
+		}
+	}
+	return sum
+}
+
+// mtuProbeSeconds is the planned time of mtu_probe: a dozen pings and a
+// 2-second TCP transfer.
+const mtuProbeSeconds = 4
+
+// loadedLead is how long the load of latency_under_load runs before the
+// loaded latency measurement starts, on top of its warm-up (seconds).
+const loadedLead = 1
+
+// LoadedLead is loadedLead as a duration for the runner.
+const LoadedLead = loadedLead
+
+// StepOverhead is the estimated time a step spends outside the load
+// tools: building the namespaces, setting the method up, sampling the idle
+// machine, tearing down. Measured on this project's 2-core machine for the
+// kernel methods (docs/performance.md); userspace daemons take longer.
+const StepOverhead = 1.5
+
+// Estimate is the planned duration of a whole plan in seconds: every
+// step's load-tool time plus StepOverhead.
+func Estimate(steps []Step) float64 {
+	var sum float64
+	for _, st := range steps {
+		sum += st.Measured() + StepOverhead
+	}
+	return sum
+}
+
+// Cells returns one step per cell (its first repetition), in plan order.
+func Cells(steps []Step) []Step {
+	seen := map[string]bool{}
+	var out []Step
+	for _, st := range steps {
+		if !seen[st.Key] {
+			seen[st.Key] = true
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// CellLine renders a cell without its position and repetition, as
+// "tunbench run --dry-run" prints it.
+func (s Step) CellLine() string {
+	line := s.Line(0)
+	line = line[strings.IndexByte(line, ' ')+1:]
+	return line[:strings.LastIndex(line, " rep=")]
+}
+
+// WANLabel names a WAN condition compactly: "d40ms-j2ms-l0.1%-r1G".
+func WANLabel(w *result.WANParams) string {
+	var parts []string
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	if w.DelayMs > 0 {
+		parts = append(parts, "d"+num(w.DelayMs)+"ms")
+	}
+	if w.JitterMs > 0 {
+		parts = append(parts, "j"+num(w.JitterMs)+"ms")
+	}
+	if w.LossPercent > 0 {
+		parts = append(parts, "l"+num(w.LossPercent)+"%")
+	}
+	if w.RateBps > 0 {
+		parts = append(parts, "r"+num(w.RateBps/1e6)+"M")
+	}
+	return strings.Join(parts, "-")
+}
+
+// offloadsName is "on", "off" or the feature set's name.
+func offloadsName(p result.Params) string {
+	if p.OffloadSet != "" {
+		return p.OffloadSet
+	}
+	return onOff(p.Offloads)
 }

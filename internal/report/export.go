@@ -71,6 +71,12 @@ var WideCSVHeader = []string{
 	"throughput_bps", "retransmits", "p50_rtt_us", "p99_rtt_us",
 	"sender_cores", "receiver_cores", "softirq_cores", "cpu_count", "busy_avg_percent",
 	"background_busy_percent", "background_busy", "emulated", "error",
+	// Issue 12: the tests beyond tcp_stream and tcp_rr, and derived figures.
+	"tests", "direction", "mss_bytes", "parallel_bps", "parallel_processes",
+	"idle_p50_rtt_us", "idle_p99_rtt_us", "loaded_p50_rtt_us", "loaded_p99_rtt_us", "loaded_p99_ratio",
+	"ceiling_fraction", "percent_of_ceiling", "percent_of_line_rate", "load_tool_saturated",
+	"cost_basis", "sender_ns_per_packet", "receiver_ns_per_packet", "sender_ns_per_byte", "receiver_ns_per_byte",
+	"udp_sizes", "path_mtu_bytes", "mtu_mismatch", "mss_probe_bytes", "mss_probe_bits_per_second", "mss_probe_stalled",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -115,12 +121,82 @@ func wideRow(run result.Run, c result.Cell) []string {
 	} else {
 		row = append(row, "", "", "", "", "")
 	}
-	return append(row,
+	row = append(row,
 		flt(c.Meta.BackgroundBusy),
 		strconv.FormatBool(c.Meta.Busy),
 		strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated),
 		c.Error,
 	)
+	return append(row, csvTestColumns(c)...)
+}
+
+// csvTestColumns are the issue-12 columns: empty where not measured.
+func csvTestColumns(c result.Cell) []string {
+	p := c.Params
+	mss := ""
+	if p.MSS > 0 {
+		mss = strconv.Itoa(p.MSS)
+	}
+	row := []string{strings.Join(p.Tests, " "), p.Direction, mss}
+	if par := c.Parallel; par != nil {
+		row = append(row, flt(par.BitsPerSecond), strconv.Itoa(len(par.Processes)))
+	} else {
+		row = append(row, "", "")
+	}
+	if l := c.LatencyUnderLoad; l != nil && l.Idle != nil && l.Loaded != nil {
+		row = append(row, flt(l.Idle.P50), flt(l.Idle.P99), flt(l.Loaded.P50), flt(l.Loaded.P99), flt(l.P99Ratio))
+	} else {
+		row = append(row, "", "", "", "", "")
+	}
+	row = append(row, derivedColumns(c)...)
+	row = append(row, udpColumn(c)...)
+	if m := c.MTUProbe; m != nil {
+		return append(row, strconv.Itoa(m.PathMTU), strconv.FormatBool(m.Mismatch), strconv.Itoa(m.TCPMSS),
+			flt(m.TCPBitsPerSecond), strconv.FormatBool(m.Stalled))
+	}
+	return append(row, "", "", "", "", "")
+}
+
+// udpColumn packs the udp_sizes test into one field: per frame size,
+// "FRAME:pps=..,bps=..,loss=..%,p50=..us,p99=..us,jitter=..us[,ndr=..,pdr=..]"
+// joined by spaces (the JSON export has every field).
+func udpColumn(c result.Cell) []string {
+	var parts []string
+	for _, u := range c.UDPSizes {
+		p := strconv.Itoa(u.FrameBytes) + ":"
+		if r := u.Result; r != nil {
+			p += fmt.Sprintf("pps=%s,bps=%s,loss=%s%%,p50=%sus,p99=%sus,jitter=%sus", flt(r.PacketsPerSecond),
+				flt(r.BitsPerSecond), flt(r.LossPercent), flt(r.DelayP50), flt(r.DelayP99), flt(r.Jitter))
+		}
+		if len(u.Trials) > 0 {
+			p += fmt.Sprintf(",ndr=%s,pdr=%s", flt(u.NDRBitsPerSecond), flt(u.PDRBitsPerSecond))
+		}
+		if u.Error != "" {
+			p += ",error"
+		}
+		parts = append(parts, p)
+	}
+	return []string{strings.Join(parts, " ")}
+}
+
+// derivedColumns are the derived figures' CSV fields.
+func derivedColumns(c result.Cell) []string {
+	var row []string
+	d := c.Derived
+	if d == nil {
+		return append(row, "", "", "", "", "", "", "", "", "")
+	}
+	opt := func(v float64) string {
+		if v == 0 {
+			return ""
+		}
+		return flt(v)
+	}
+	row = append(row, flt(d.CeilingFraction), opt(d.PercentOfCeiling), opt(d.PercentOfLineRate), strings.Join(d.LoadToolSaturated, " "))
+	if k := d.Cost; k != nil {
+		return append(row, k.Basis, opt(k.SenderNsPerPacket), opt(k.ReceiverNsPerPacket), opt(k.SenderNsPerByte), opt(k.ReceiverNsPerByte))
+	}
+	return append(row, "", "", "", "", "")
 }
 
 // flt writes a float exactly, without exponent.
@@ -133,6 +209,8 @@ var CSVHeader = []string{
 	"family", "underlay_mtu_bytes", "overlay_mtu_bytes", "offloads", "streams",
 	"duration_s", "omit_s", "latency_duration_s", "latency_tool", "pin", "options",
 	"background_busy_percent", "background_busy", "emulated", "cpu_split",
+	"tests", "direction", "mss_bytes", "streams_per_process", "offload_set", "wan", "line_rate_bps",
+	"frame_bytes", "process_port",
 	"metric", "value", "unit", "error",
 }
 
@@ -145,12 +223,19 @@ const (
 	unitMicroseconds = "us"
 	unitPercent      = "percent"
 	unitCores        = "cores"
+	unitPPS          = "packets/s"
+	unitNanoseconds  = "ns"
+	unitRatio        = "ratio"
+	unitBool         = "bool"
 )
 
-// measuredValue is one row of the tidy CSV.
+// measuredValue is one row of the tidy CSV. frame and port, when set,
+// say which frame size (udp_sizes) or which iperf3 process (parallel) the
+// value belongs to.
 type measuredValue struct {
 	metric, unit string
 	value        string
+	frame, port  string
 }
 
 // measuredValues lists what one cell measured, in a fixed order. Series
@@ -159,10 +244,10 @@ type measuredValue struct {
 func measuredValues(c result.Cell) []measuredValue {
 	var out []measuredValue
 	f := func(metric, unit string, v float64) {
-		out = append(out, measuredValue{metric, unit, flt(v)})
+		out = append(out, measuredValue{metric: metric, unit: unit, value: flt(v)})
 	}
 	i := func(metric, unit string, v int64) {
-		out = append(out, measuredValue{metric, unit, strconv.FormatInt(v, 10)})
+		out = append(out, measuredValue{metric: metric, unit: unit, value: strconv.FormatInt(v, 10)})
 	}
 	if t := c.Throughput; t != nil {
 		f("throughput", unitBitPerSecond, t.BitsPerSecond)
@@ -192,7 +277,115 @@ func measuredValues(c result.Cell) []measuredValue {
 		f("receiver_cpu", unitCores, u.ReceiverCores)
 		f("softirq_cpu", unitCores, u.SoftirqCores)
 	}
+	b := func(metric string, v bool) {
+		out = append(out, measuredValue{metric: metric, unit: unitBool, value: strconv.FormatBool(v)})
+	}
+	if par := c.Parallel; par != nil {
+		f("parallel_throughput", unitBitPerSecond, par.BitsPerSecond)
+		f("parallel_sender_throughput", unitBitPerSecond, par.SenderBitsPerSecond)
+		i("parallel_bytes_received", unitBytes, par.Bytes)
+		i("parallel_retransmits", unitCount, par.Retransmits)
+		i("parallel_processes", unitCount, int64(len(par.Processes)))
+		for _, p := range par.Processes {
+			port := strconv.Itoa(p.Port)
+			out = append(out,
+				measuredValue{metric: "process_throughput", unit: unitBitPerSecond, value: flt(p.BitsPerSecond), port: port},
+				measuredValue{metric: "process_retransmits", unit: unitCount, value: strconv.FormatInt(p.Retransmits, 10), port: port},
+				measuredValue{metric: "process_sender_tool_cpu", unit: unitPercent, value: flt(p.SenderToolCPUPercent), port: port})
+		}
+		if u := par.CPU; u != nil {
+			f("parallel_sender_cpu", unitCores, u.SenderCores)
+			f("parallel_receiver_cpu", unitCores, u.ReceiverCores)
+			f("parallel_softirq_cpu", unitCores, u.SoftirqCores)
+		}
+	}
+	if l := c.LatencyUnderLoad; l != nil {
+		f("load_throughput", unitBitPerSecond, l.LoadBitsPerSecond)
+		if l.Idle != nil {
+			f("idle_p50_rtt", unitMicroseconds, l.Idle.P50)
+			f("idle_p99_rtt", unitMicroseconds, l.Idle.P99)
+		}
+		if l.Loaded != nil {
+			f("loaded_p50_rtt", unitMicroseconds, l.Loaded.P50)
+			f("loaded_p99_rtt", unitMicroseconds, l.Loaded.P99)
+		}
+		f("loaded_idle_p50_ratio", unitRatio, l.P50Ratio)
+		f("loaded_idle_p99_ratio", unitRatio, l.P99Ratio)
+	}
+	if m := c.MTUProbe; m != nil {
+		i("configured_mtu", unitBytes, int64(m.ConfiguredMTU))
+		i("path_mtu", unitBytes, int64(m.PathMTU))
+		b("path_mtu_mismatch", m.Mismatch)
+		i("mss_probe", unitBytes, int64(m.TCPMSS))
+		f("mss_probe_throughput", unitBitPerSecond, m.TCPBitsPerSecond)
+		b("mss_probe_stalled", m.Stalled)
+	}
+	for _, u := range c.UDPSizes {
+		frame := strconv.Itoa(u.FrameBytes)
+		add := func(metric, unit, v string) {
+			out = append(out, measuredValue{metric: metric, unit: unit, value: v, frame: frame})
+		}
+		add("udp_payload", unitBytes, strconv.Itoa(u.PayloadBytes))
+		if r := u.Result; r != nil {
+			add("udp_packet_rate", unitPPS, flt(r.PacketsPerSecond))
+			add("udp_throughput", unitBitPerSecond, flt(r.BitsPerSecond))
+			add("udp_offered_throughput", unitBitPerSecond, flt(r.OfferedBitsPerSecond))
+			add("udp_lost", unitCount, strconv.FormatUint(r.Lost, 10))
+			add("udp_loss", unitPercent, flt(r.LossPercent))
+			add("udp_out_of_order", unitCount, strconv.FormatUint(r.OutOfOrder, 10))
+			add("udp_delay_min", unitMicroseconds, flt(r.DelayMin))
+			add("udp_delay_p50", unitMicroseconds, flt(r.DelayP50))
+			add("udp_delay_p99", unitMicroseconds, flt(r.DelayP99))
+			add("udp_jitter", unitMicroseconds, flt(r.Jitter))
+			add("udp_sender_cpu", unitCores, flt(r.SenderCores))
+			add("udp_receiver_cpu", unitCores, flt(r.ReceiverCores))
+		}
+		if len(u.Trials) > 0 {
+			add("udp_ndr", unitBitPerSecond, flt(u.NDRBitsPerSecond))
+			add("udp_pdr", unitBitPerSecond, flt(u.PDRBitsPerSecond))
+			add("udp_search_trials", unitCount, strconv.Itoa(len(u.Trials)))
+		}
+	}
+	if d := c.Derived; d != nil {
+		f("ceiling_fraction", unitRatio, d.CeilingFraction)
+		if d.PercentOfCeiling != 0 {
+			f("percent_of_ceiling", unitPercent, d.PercentOfCeiling)
+		}
+		if d.LineRate != 0 {
+			f("line_rate", unitBitPerSecond, d.LineRate)
+			f("percent_of_line_rate", unitPercent, d.PercentOfLineRate)
+		}
+		i("load_tools_saturated", unitCount, int64(len(d.LoadToolSaturated)))
+		if k := d.Cost; k != nil {
+			// The unit says what a nanosecond counts: CPU time or cycles.
+			u := unitNanoseconds + " (" + k.Basis + ")"
+			f("sender_ns_per_packet", u, k.SenderNsPerPacket)
+			f("receiver_ns_per_packet", u, k.ReceiverNsPerPacket)
+			f("sender_ns_per_byte", u, k.SenderNsPerByte)
+			f("receiver_ns_per_byte", u, k.ReceiverNsPerByte)
+			f("total_ns_per_packet", u, k.TotalNsPerPacket)
+		}
+	}
 	return out
+}
+
+// tidyParams are the issue-12 parameters of the tidy CSV.
+func tidyParams(p result.Params) []string {
+	mss, spp, rate := "", "", ""
+	if p.MSS > 0 {
+		mss = strconv.Itoa(p.MSS)
+	}
+	if p.StreamsPerProcess > 0 {
+		spp = strconv.Itoa(p.StreamsPerProcess)
+	}
+	if p.LineRate > 0 {
+		rate = flt(p.LineRate)
+	}
+	wan := ""
+	if w := p.WAN; w != nil {
+		wan = fmt.Sprintf("delay=%sms jitter=%sms loss=%s%% rate=%sbps qdisc=%s", flt(w.DelayMs), flt(w.JitterMs), flt(w.LossPercent), flt(w.RateBps), w.Qdisc)
+	}
+	return []string{strings.Join(p.Tests, " "), p.Direction, mss, spp, p.OffloadSet, wan, rate}
 }
 
 // CSV writes the tidy CSV export: one row per measured value, with its
@@ -215,12 +408,13 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 			flt(c.Meta.BackgroundBusy), strconv.FormatBool(c.Meta.Busy),
 			strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated), cpuSplit(c),
 		}
+		base = append(base, tidyParams(p)...)
 		values := measuredValues(c)
 		if len(values) == 0 {
 			values = []measuredValue{{}}
 		}
 		for _, v := range values {
-			row := append(slices.Clone(base), v.metric, v.value, v.unit, c.Error)
+			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error)
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
 			}

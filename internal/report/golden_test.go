@@ -21,6 +21,7 @@ var fixtures = []struct {
 	{"local", localRun},
 	{"matrix", matrixRun},
 	{"emulated", emulatedRun},
+	{"tests", testsRun},
 }
 
 // golden compares got with testdata/name, or rewrites it under -update.

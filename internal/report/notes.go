@@ -67,6 +67,7 @@ func rowName(r Summary, v varying) string {
 	if v.streams {
 		ps = append(ps, streams(r.Params.Streams))
 	}
+	ps = append(ps, extraParams(r.Params)...)
 	if len(ps) == 0 {
 		return r.Label
 	}

@@ -20,10 +20,14 @@ type baselineKey struct {
 	Omit        float64
 	Latency     float64
 	Pin         bool
+	Direction   string
+	MSS         int
+	WAN         string
+	OffloadSet  string
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and
@@ -88,4 +92,11 @@ func setPercentNative(rows []Summary) {
 		p := round6(100 * rows[i].Throughput.Mean / base)
 		rows[i].PercentNative = &p
 	}
+}
+
+func wanKey(w *result.WANParams) string {
+	if w == nil {
+		return ""
+	}
+	return wanLabel(w)
 }

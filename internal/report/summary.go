@@ -102,6 +102,9 @@ type Summary struct {
 	// Emulated is true when the endpoints ran in a software-emulated VM:
 	// the figures measure function, not performance.
 	Emulated bool `json:"emulated"`
+	// Tests are the figures of the parallel and latency_under_load tests
+	// and the derived figures; nil for cells that have none.
+	Tests *TestSummary `json:"tests,omitempty"`
 }
 
 // Problem is one repetition that did not produce figures.
@@ -134,6 +137,7 @@ func Aggregate(run result.Run, cells []result.Cell) []Summary {
 	sortRows(rows)
 	labelRows(rows)
 	setPercentNative(rows)
+	setParallelPercentNative(rows)
 	return rows
 }
 
@@ -210,6 +214,7 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 	for _, f := range s.figures() {
 		s.Unstable = s.Unstable || f.Unstable()
 	}
+	summarizeTests(&s, reps)
 	switch len(splits) {
 	case 0:
 	case 1:

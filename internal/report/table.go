@@ -51,6 +51,9 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	if err := renderGrid(&b, cols, grid); err != nil {
 		return err
 	}
+	if err := writeTestTables(&b, rows, v); err != nil {
+		return err
+	}
 	writeProblems(&b, rows, v)
 	if ws := warnings(run, rows); len(ws) > 0 {
 		b.WriteString("\nwarnings:\n")
@@ -58,6 +61,7 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	}
 	b.WriteString("\n")
 	writeWrapped(&b, definitions(v), "")
+	writeWrapped(&b, testDefinitions(rows), "")
 	return write(w, b.String())
 }
 
@@ -169,6 +173,7 @@ func paramsHeading(p result.Params, v varying) string {
 	if v.streams {
 		ps = append(ps, streams(p.Streams))
 	}
+	ps = append(ps, extraParams(p)...)
 	if len(ps) == 0 {
 		return ""
 	}

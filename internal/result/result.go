@@ -63,17 +63,62 @@ type Host struct {
 
 // Params are the parameters of one cell of the matrix.
 type Params struct {
-	Family      string            `json:"family"` // "ipv4" or "ipv6" (underlay and overlay)
-	UnderlayMTU int               `json:"underlay_mtu_bytes"`
-	OverlayMTU  int               `json:"overlay_mtu_bytes"`
-	Offloads    bool              `json:"offloads"` // TSO/GSO/GRO on the underlay
-	Streams     int               `json:"streams"`
-	Duration    float64           `json:"duration_s"`
-	Omit        float64           `json:"omit_s"`
-	Latency     float64           `json:"latency_duration_s"`
-	LatencyTool string            `json:"latency_tool,omitempty"`
-	Pin         bool              `json:"pin"`
-	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
+	Family      string `json:"family"` // "ipv4" or "ipv6" (underlay and overlay)
+	UnderlayMTU int    `json:"underlay_mtu_bytes"`
+	OverlayMTU  int    `json:"overlay_mtu_bytes"`
+	Offloads    bool   `json:"offloads"` // TSO/GSO/GRO on the underlay
+	// OffloadSet names the feature set applied on every device of the
+	// path (offloads then stays on for the rest); OffloadFeatures are its
+	// features (ethtool -K names) and values.
+	OffloadSet      string            `json:"offload_set,omitempty"`
+	OffloadFeatures map[string]bool   `json:"offload_features,omitempty"`
+	Streams         int               `json:"streams"`
+	Duration        float64           `json:"duration_s"`
+	Omit            float64           `json:"omit_s"`
+	Latency         float64           `json:"latency_duration_s"`
+	LatencyTool     string            `json:"latency_tool,omitempty"`
+	Pin             bool              `json:"pin"`
+	Options         map[string]string `json:"options,omitempty"` // method-specific, never secrets
+
+	// Tests are the scenario's tests run in this cell, in order; empty in
+	// records older than the tests field, which ran tcp_stream and tcp_rr.
+	Tests []string `json:"tests,omitempty"`
+	// Direction of the TCP tests: "forward" (a sends), "reverse" (b
+	// sends) or "bidir"; empty means forward.
+	Direction string `json:"direction,omitempty"`
+	// MSS is the TCP maximum segment size asked of the load tool; 0 is
+	// the kernel's choice.
+	MSS int `json:"mss_bytes,omitempty"`
+	// StreamsPerProcess is the parallel test's layout (0 when it did not run).
+	StreamsPerProcess int `json:"streams_per_process,omitempty"`
+	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
+	LineRate float64 `json:"line_rate_bps,omitempty"`
+	// WAN is the emulated wide-area condition on the underlay; nil for none.
+	WAN *WANParams `json:"wan,omitempty"`
+	// UDP is the udp_sizes test's configuration (nil when it did not run).
+	UDP *UDPParams `json:"udp,omitempty"`
+}
+
+// WANParams are an emulated wide-area condition, applied on the egress of
+// both underlay devices: one-way delay and jitter, loss in each direction,
+// and a rate. Qdisc is the tc qdisc that applied it ("netem" or "tbf").
+type WANParams struct {
+	DelayMs     float64 `json:"delay_ms,omitempty"`
+	JitterMs    float64 `json:"jitter_ms,omitempty"`
+	LossPercent float64 `json:"loss_percent,omitempty"`
+	RateBps     float64 `json:"rate_bps,omitempty"`
+	Qdisc       string  `json:"qdisc"`
+}
+
+// UDPParams configure the udp_sizes test of a cell.
+type UDPParams struct {
+	FrameSizes []int `json:"frame_sizes_bytes"`
+	// Rate is "unlimited", "search" or "fixed" (then OfferedBitsPerSecond).
+	Rate                 string  `json:"rate"`
+	OfferedBitsPerSecond float64 `json:"offered_bits_per_second_bps,omitempty"`
+	Fragment             bool    `json:"fragment"`
+	Trial                float64 `json:"trial_s"`
+	SearchSteps          int     `json:"search_steps"`
 }
 
 // Cell is one measurement: one method, one parameter set, one repetition.
@@ -94,20 +139,202 @@ type Cell struct {
 	Throughput *Throughput `json:"throughput,omitempty"`
 	Latency    *Latency    `json:"latency,omitempty"`
 	CPU        *CPU        `json:"cpu,omitempty"`
-	Meta       Meta        `json:"meta"`
+	// Parallel is the parallel test's record: streams spread over
+	// several iperf3 processes.
+	Parallel *Parallel `json:"parallel,omitempty"`
+	// LatencyUnderLoad is the latency_under_load test's record.
+	LatencyUnderLoad *LatencyUnderLoad `json:"latency_under_load,omitempty"`
+	// MTUProbe is the mtu_probe test's record.
+	MTUProbe *MTUProbe `json:"mtu_probe,omitempty"`
+	// UDPSizes is the udp_sizes test's record: one entry per frame size.
+	UDPSizes []UDPSize `json:"udp_sizes,omitempty"`
+	// Derived are figures computed from the measurements of this cell
+	// alone (ceiling, line rate, load-tool saturation, cost per packet).
+	Derived *Derived `json:"derived,omitempty"`
+	Meta    Meta     `json:"meta"`
+}
+
+// Parallel is the aggregate of several iperf3 client/server pairs started
+// together on distinct ports.
+type Parallel struct {
+	Streams           int `json:"streams"`
+	StreamsPerProcess int `json:"streams_per_process"`
+	// BitsPerSecond and SenderBitsPerSecond are the sums over processes of
+	// each process's receiver and sender rate.
+	BitsPerSecond       float64 `json:"bits_per_second_bps"`
+	SenderBitsPerSecond float64 `json:"sender_bits_per_second_bps"`
+	Bytes               int64   `json:"bytes"`
+	Retransmits         int64   `json:"retransmits"`
+	// Intervals is the per-second sum over processes.
+	Intervals []Interval `json:"intervals"`
+	// Processes holds each process's own result, without its intervals.
+	Processes []ProcessThroughput `json:"processes"`
+	CPU       *CPU                `json:"cpu,omitempty"`
+}
+
+// ProcessThroughput is one iperf3 client's result in a parallel test.
+type ProcessThroughput struct {
+	Port                   int     `json:"port"`
+	Streams                int     `json:"streams"`
+	BitsPerSecond          float64 `json:"bits_per_second_bps"`
+	SenderBitsPerSecond    float64 `json:"sender_bits_per_second_bps"`
+	Bytes                  int64   `json:"bytes"`
+	Retransmits            int64   `json:"retransmits"`
+	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
+	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`
+	Error                  string  `json:"error,omitempty"`
+}
+
+// LatencyUnderLoad is request/response latency measured on the idle
+// tunnel and again while a bulk transfer saturates it.
+type LatencyUnderLoad struct {
+	// Load names what saturated the tunnel: "tcp_stream" (one iperf3
+	// process with Params.Streams streams, Params.Direction), or
+	// "parallel" when the streams exceed what one process takes.
+	Load string `json:"load"`
+	// LoadBitsPerSecond is what the load carried while latency was measured.
+	LoadBitsPerSecond float64  `json:"load_bits_per_second_bps"`
+	Idle              *Latency `json:"idle"`
+	Loaded            *Latency `json:"loaded"`
+	// P50Ratio and P99Ratio are loaded over idle.
+	P50Ratio float64 `json:"p50_ratio"`
+	P99Ratio float64 `json:"p99_ratio"`
+}
+
+// MTUProbe is the largest packet that really crosses the tunnel with DF
+// set, compared with the overlay MTU tunbench configured, and a TCP
+// transfer with an MSS just above it to detect a black hole.
+type MTUProbe struct {
+	// ConfiguredMTU is the overlay device's MTU; PathMTU the largest IP
+	// packet (inner headers included) that crossed with don't-fragment.
+	ConfiguredMTU int `json:"configured_mtu_bytes"`
+	PathMTU       int `json:"path_mtu_bytes"`
+	// Mismatch is true when PathMTU is below ConfiguredMTU: packets in
+	// between are lost silently or by ICMP.
+	Mismatch bool `json:"mismatch"`
+	// Probes is how many sizes were tried; Tool the probe ("ping -M do").
+	Probes int    `json:"probes"`
+	Tool   string `json:"tool"`
+	// TCPMSS is the MSS asked of iperf3 (-M): one byte above what PathMTU
+	// allows. TCPBitsPerSecond is what it carried in TCPSeconds; Stalled is
+	// true when it carried (almost) nothing: a black hole, where clamping
+	// or an ICMP "fragmentation needed" should have let it through.
+	TCPMSS           int     `json:"tcp_mss_bytes"`
+	TCPBitsPerSecond float64 `json:"tcp_bits_per_second_bps"`
+	TCPSeconds       float64 `json:"tcp_seconds_s"`
+	Stalled          bool    `json:"stalled"`
+	TCPError         string  `json:"tcp_error,omitempty"`
+}
+
+// UDPSize is the udp_sizes test at one frame size.
+type UDPSize struct {
+	FrameBytes   int `json:"frame_bytes"`
+	PayloadBytes int `json:"payload_bytes"`
+	// Fragmented is true when the IP packet exceeds the overlay MTU.
+	Fragmented bool `json:"fragmented"`
+	// Result is the measurement at the unlimited or fixed rate, or, with
+	// search, the trial at the no-drop rate.
+	Result *UDPTrial `json:"result,omitempty"`
+	// NDR and PDR are the highest offered payload rates with no loss and
+	// with loss of at most 0.5% (search only); Trials every search trial.
+	NDRBitsPerSecond float64    `json:"ndr_bits_per_second_bps,omitempty"`
+	PDRBitsPerSecond float64    `json:"pdr_bits_per_second_bps,omitempty"`
+	Trials           []UDPTrial `json:"trials,omitempty"`
+	Error            string     `json:"error,omitempty"`
+}
+
+// UDPTrial is one run of tunbench's UDP generator (package udpgen).
+type UDPTrial struct {
+	// OfferedBitsPerSecond is the payload rate asked for; 0 is unlimited.
+	OfferedBitsPerSecond float64 `json:"offered_bits_per_second_bps"`
+	Seconds              float64 `json:"seconds_s"`
+	Sent                 uint64  `json:"sent_packets"`
+	Received             uint64  `json:"received_packets"`
+	Lost                 uint64  `json:"lost_packets"`
+	LossPercent          float64 `json:"loss_percent"`
+	OutOfOrder           uint64  `json:"out_of_order_packets"`
+	// Received rates: packets per second and payload bits per second.
+	PacketsPerSecond float64 `json:"packets_per_second"`
+	BitsPerSecond    float64 `json:"bits_per_second_bps"`
+	SentBitsPerSec   float64 `json:"sender_bits_per_second_bps"`
+	// One-way delay (exact on the local testbed: one clock), µs.
+	DelayMin float64 `json:"delay_min_us"`
+	DelayP50 float64 `json:"delay_p50_us"`
+	DelayP99 float64 `json:"delay_p99_us"`
+	DelayMax float64 `json:"delay_max_us"`
+	// Jitter is RFC 3550's interarrival jitter, µs.
+	Jitter        float64 `json:"jitter_us"`
+	SenderCores   float64 `json:"sender_cores"`
+	ReceiverCores float64 `json:"receiver_cores"`
+}
+
+// Cost bases: what a cost per packet is counted in.
+const (
+	CostCycles  = "cycles"
+	CostCPUTime = "cpu_time"
+)
+
+// Derived are figures computed for a cell from its own measurements and
+// the method's header arithmetic; docs/results.md defines each.
+type Derived struct {
+	// Ceiling is the fraction of the underlay's wire bytes that can be
+	// TCP payload at this MTU (framing, outer headers, the method's
+	// overhead, inner IP and TCP headers); CeilingBitsPerSecond is that
+	// fraction of the line rate, when the line rate is known.
+	CeilingFraction      float64 `json:"ceiling_fraction"`
+	CeilingBitsPerSecond float64 `json:"ceiling_bits_per_second_bps,omitempty"`
+	PercentOfCeiling     float64 `json:"percent_of_ceiling,omitempty"`
+	// LineRate is the underlay speed (the device's, else the scenario's);
+	// 0 when unknown (veth), and then no percentage is given.
+	LineRate          float64 `json:"line_rate_bps,omitempty"`
+	LineRateSource    string  `json:"line_rate_source,omitempty"` // "device" or "scenario"
+	PercentOfLineRate float64 `json:"percent_of_line_rate,omitempty"`
+	// LoadToolSaturated lists the load-tool processes that used 95% or
+	// more of a core: the tool, not the tunnel, may be the limit.
+	LoadToolSaturated []string `json:"load_tool_saturated,omitempty"`
+	// Cost per packet and per byte of the bulk transfer, from the CPU
+	// samples and the underlay devices' counters over the same interval.
+	Cost *Cost `json:"cost,omitempty"`
+}
+
+// Cost is CPU spent per packet and per byte.
+type Cost struct {
+	// Basis is CostCycles or CostCPUTime; BasisNote says why.
+	Basis     string `json:"basis"`
+	BasisNote string `json:"basis_note,omitempty"`
+	// Device counters over the CPU sampling interval: packets and bytes
+	// the sender's underlay device sent and the receiver's received.
+	// With GSO/GRO on, a "packet" may be a 64 KB super-packet.
+	SenderPackets   uint64  `json:"sender_packets"`
+	SenderBytes     uint64  `json:"sender_bytes"`
+	ReceiverPackets uint64  `json:"receiver_packets"`
+	ReceiverBytes   uint64  `json:"receiver_bytes"`
+	Seconds         float64 `json:"seconds_s"`
+	// Nanoseconds of CPU (sender and receiver side, as attributed in
+	// CPU.Split) per packet and per byte.
+	SenderNsPerPacket   float64 `json:"sender_ns_per_packet"`
+	ReceiverNsPerPacket float64 `json:"receiver_ns_per_packet"`
+	SenderNsPerByte     float64 `json:"sender_ns_per_byte"`
+	ReceiverNsPerByte   float64 `json:"receiver_ns_per_byte"`
+	// TotalNsPerPacket counts the whole machine's busy CPU.
+	TotalNsPerPacket float64 `json:"total_ns_per_packet"`
 }
 
 // Throughput is a bulk-transfer measurement (iperf3).
 type Throughput struct {
 	Tool    string `json:"tool"`
 	Version string `json:"tool_version,omitempty"`
-	// BitsPerSecond is the receiver's rate over the measured (non-omitted) time.
-	BitsPerSecond       float64    `json:"bits_per_second_bps"`
-	SenderBitsPerSecond float64    `json:"sender_bits_per_second_bps"`
-	Bytes               int64      `json:"bytes"`
-	Retransmits         int64      `json:"retransmits"`
-	Seconds             float64    `json:"seconds_s"`
-	Intervals           []Interval `json:"intervals"`
+	// BitsPerSecond is the receiver's rate over the measured (non-omitted)
+	// time; with direction bidir, the sum of both halves.
+	BitsPerSecond float64 `json:"bits_per_second_bps"`
+	// ReverseBitsPerSecond is, with direction bidir only, the rate of the
+	// half that b sent (included in BitsPerSecond).
+	ReverseBitsPerSecond float64    `json:"reverse_bits_per_second_bps,omitempty"`
+	SenderBitsPerSecond  float64    `json:"sender_bits_per_second_bps"`
+	Bytes                int64      `json:"bytes"`
+	Retransmits          int64      `json:"retransmits"`
+	Seconds              float64    `json:"seconds_s"`
+	Intervals            []Interval `json:"intervals"`
 	// CPU figures as reported by the load tool itself for its own process.
 	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
 	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`

@@ -16,6 +16,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -30,7 +31,13 @@ var errLatencyUnsupported = errors.New("latency not measured")
 // measureThroughput runs one iperf3 test from path.A to path.B while the
 // CPU sampler runs, and reports live throughput from the sender's device
 // counters.
-func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Throughput, *result.CPU, error) {
+func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Throughput, *result.CPU, *span, error) {
+	var sp span
+	thr, cpu, err := measureThroughputSpan(ctx, tb, path, p, prog, &sp)
+	return thr, cpu, &sp, err
+}
+
+func measureThroughputSpan(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress, sp *span) (*result.Throughput, *result.CPU, error) {
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	// Bound the whole test: a hung tool must not hang the run.
@@ -50,27 +57,23 @@ func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path
 		}
 		return nil
 	}
-	if err := track("iperf3-server", sample.SideReceiver, srv.Process.Pid); err != nil {
+	aSide, bSide := sides(p.Direction)
+	if err := track("iperf3-server", bSide, srv.Process.Pid); err != nil {
 		return nil, nil, err
 	}
-	for _, d := range path.Daemons {
-		side := sample.SideSender
-		if d.Side == "b" {
-			side = sample.SideReceiver
-		}
-		if err := track(d.Role+"-"+d.Side, side, d.PID); err != nil {
-			return nil, nil, err
-		}
+	if err := trackDaemons(sampler, path, p.Direction); err != nil {
+		return nil, nil, err
 	}
 
-	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams}
+	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams,
+		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
 	cmd := tb.A.Command(ctx, client.Args()...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := tb.A.Start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
 	}
-	if err := track("iperf3-client", sample.SideSender, cmd.Process.Pid); err != nil {
+	if err := track("iperf3-client", aSide, cmd.Process.Pid); err != nil {
 		return nil, nil, err
 	}
 
@@ -88,6 +91,7 @@ func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path
 	sampling := false
 	select {
 	case <-time.After(omit):
+		sp.begin(tb)
 		if err := sampler.Start(ctx); err != nil {
 			cpuErr = fmt.Errorf("start cpu sampler: %w", err)
 		} else {
@@ -100,6 +104,7 @@ func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path
 	close(stopLive)
 	wg.Wait()
 	if sampling {
+		sp.end(tb)
 		cpu, cpuErr = sampler.Stop()
 		if cpuErr != nil {
 			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)

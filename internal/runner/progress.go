@@ -22,10 +22,11 @@ type progress struct {
 	cur     plan.Step
 	elapsed float64 // measured seconds of finished steps
 	total   float64 // measured seconds of the whole plan
+	of      int     // steps in the whole plan (a resumed run skips some)
 }
 
-func newProgress(w io.Writer, tty bool, steps []plan.Step) *progress {
-	p := &progress{w: w, tty: tty, steps: steps, start: time.Now()}
+func newProgress(w io.Writer, tty bool, steps []plan.Step, of int) *progress {
+	p := &progress{w: w, tty: tty, steps: steps, of: of, start: time.Now()}
 	for _, s := range steps {
 		p.total += s.Measured()
 	}
@@ -44,7 +45,7 @@ func (p *progress) eta() time.Duration {
 
 func (p *progress) prefix(s plan.Step) string {
 	return fmt.Sprintf("[%d/%d ETA %s] %s %s mtu %d offloads %s rep %d",
-		s.Index, len(p.steps), p.eta(), s.Method, s.Params.Family, s.Params.UnderlayMTU, onOff(s.Params.Offloads), s.Repetition)
+		s.Index, p.of, p.eta(), s.Method, s.Params.Family, s.Params.UnderlayMTU, onOff(s.Params.Offloads), s.Repetition)
 }
 
 func (p *progress) begin(s plan.Step) {

@@ -50,6 +50,11 @@ type Config struct {
 	// BackgroundWindow is how long the idle machine is sampled before each
 	// step; 500 ms when zero.
 	BackgroundWindow time.Duration
+	// Resume, when set, continues this stored run (reopened by the
+	// caller): steps whose cell and repetition are in Stored are skipped,
+	// and no new run is begun. ID and Scenario must be the run's.
+	Resume *result.Run
+	Stored []result.Cell
 }
 
 // Outcome is what a run produced.
@@ -81,15 +86,20 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Scenario: cfg.Scenario.YAML(),
 		Host:     cfg.Host,
 	}
-	if err := cfg.Store.BeginRun(ctx, &run); err != nil {
+	out := &Outcome{}
+	of := len(steps)
+	if cfg.Resume != nil {
+		run = *cfg.Resume
+		steps = Remaining(steps, cfg.Stored)
+		out.Cells = append(out.Cells, cfg.Stored...)
+	} else if err := cfg.Store.BeginRun(ctx, &run); err != nil {
 		return nil, fmt.Errorf("record run: %w", err)
 	}
-	out := &Outcome{}
-	prog := newProgress(cfg.Progress, cfg.Live, steps)
+	prog := newProgress(cfg.Progress, cfg.Live, steps, of)
 	var runErr error
 	for _, st := range steps {
 		if ctx.Err() != nil {
-			runErr = fmt.Errorf("interrupted before step %d/%d: %w", st.Index, len(steps), context.Cause(ctx))
+			runErr = fmt.Errorf("interrupted before step %d/%d: %w", st.Index, of, context.Cause(ctx))
 			break
 		}
 		prog.begin(st)
@@ -104,7 +114,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		out.Measured += time.Duration(st.Measured() * float64(time.Second))
 		prog.end(st, cell)
 		if ctx.Err() != nil {
-			runErr = fmt.Errorf("interrupted during step %d/%d: %w", st.Index, len(steps), context.Cause(ctx))
+			runErr = fmt.Errorf("interrupted during step %d/%d: %w", st.Index, of, context.Cause(ctx))
 			break
 		}
 	}
@@ -124,6 +134,23 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	run.Status, run.Error, run.Finished = status, msg, finished.UTC()
 	out.Run = run
 	return out, runErr
+}
+
+// Remaining drops the steps whose cell (key and repetition) is already
+// stored, whatever its status: a resumed run measures every cell exactly
+// once.
+func Remaining(steps []plan.Step, stored []result.Cell) []plan.Step {
+	done := make(map[string]bool, len(stored))
+	for _, c := range stored {
+		done[fmt.Sprintf("%s#%d", c.Key, c.Repetition)] = true
+	}
+	var out []plan.Step
+	for _, st := range steps {
+		if !done[fmt.Sprintf("%s#%d", st.Key, st.Repetition)] {
+			out = append(out, st)
+		}
+	}
+	return out
 }
 
 // catalog adapts a registry for plan and scenario.

@@ -43,7 +43,7 @@ func Fidelity(ctx context.Context, root string, rounds int, dur time.Duration) (
 		Explanation: "native IPv4 over the veth pair, one TCP stream, no warm-up; tunbench = the runner's measurement with CPU sampling and live counters; hand-run = iperf3 -c ADDR -t N -J run directly in the same namespaces"}
 	p := result.Params{Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500, Streams: 1, Duration: dur.Seconds()}
 	for i := 0; i < rounds; i++ {
-		thr, _, err := measureThroughput(ctx, tb, path, p, nil)
+		thr, _, _, err := measureThroughput(ctx, tb, path, p, nil)
 		if err != nil {
 			return nil, fmt.Errorf("tunbench round %d: %w", i+1, err)
 		}

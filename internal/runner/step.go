@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -11,6 +12,7 @@ import (
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -67,6 +69,18 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		}
 	}
 
+	if w := st.Params.WAN; w != nil {
+		applied, err := applyWAN(ctx, tb, w)
+		if err != nil {
+			fail(err)
+			return cell
+		}
+		if cell.Meta.Extra == nil {
+			cell.Meta.Extra = map[string]string{}
+		}
+		cell.Meta.Extra["wan"] = applied
+	}
+
 	busy, err := sample.Background(ctx, &sample.ProcFS{}, cfg.BackgroundWindow)
 	if err != nil {
 		fail(fmt.Errorf("measure background load: %w", err))
@@ -109,6 +123,19 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			return cell
 		}
 	}
+	if set := st.Params.OffloadFeatures; len(set) > 0 {
+		notApplied, err := applyOffloadSet(tb, path, set)
+		if err != nil {
+			fail(err)
+			return cell
+		}
+		if len(notApplied) > 0 {
+			if cell.Meta.Extra == nil {
+				cell.Meta.Extra = map[string]string{}
+			}
+			cell.Meta.Extra["offload_set_not_applied"] = strings.Join(notApplied, "; ")
+		}
+	}
 	devices, err := describe(tb, path)
 	if err != nil {
 		fail(err)
@@ -130,26 +157,71 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		}
 	}()
 
-	thr, cpu, err := measureThroughput(mctx, tb, path, st.Params, prog)
-	cell.Throughput, cell.CPU = thr, cpu
-	if err != nil {
-		fail(fmt.Errorf("throughput: %w", err))
-		return cell
+	tests := st.Params.Tests
+	if len(tests) == 0 {
+		tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
 	}
-	if st.Params.Latency > 0 {
-		lat, err := measureLatency(mctx, tb, path, st.Params)
-		switch {
-		case errors.Is(err, errLatencyUnsupported):
-			if cell.Meta.Extra == nil {
-				cell.Meta.Extra = map[string]string{}
+	var sp *span
+	for _, test := range tests {
+		if mctx.Err() != nil {
+			fail(fmt.Errorf("%s: %w", test, context.Cause(mctx)))
+			break
+		}
+		switch test {
+		case scenario.TestTCPStream:
+			thr, cpu, tsp, err := measureThroughput(mctx, tb, path, st.Params, prog)
+			cell.Throughput, cell.CPU, sp = thr, cpu, tsp
+			if err != nil {
+				fail(fmt.Errorf("throughput: %w", err))
 			}
-			cell.Meta.Extra["latency"] = err.Error()
-		case err != nil:
-			fail(fmt.Errorf("latency: %w", err))
+		case scenario.TestParallel:
+			par, psp, err := measureParallel(mctx, tb, path, st.Params, prog)
+			cell.Parallel = par
+			if sp == nil {
+				sp = psp
+			}
+			if err != nil {
+				fail(fmt.Errorf("parallel: %w", err))
+			}
+		case scenario.TestTCPRR:
+			if st.Params.Latency <= 0 {
+				continue
+			}
+			lat, err := measureLatency(mctx, tb, path, st.Params)
+			switch {
+			case errors.Is(err, errLatencyUnsupported):
+				if cell.Meta.Extra == nil {
+					cell.Meta.Extra = map[string]string{}
+				}
+				cell.Meta.Extra["latency"] = err.Error()
+			case err != nil:
+				fail(fmt.Errorf("latency: %w", err))
+			default:
+				cell.Latency = lat
+			}
+		case scenario.TestLatencyUnderLoad:
+			lul, err := measureLatencyUnderLoad(mctx, tb, path, st.Params, cell.Latency)
+			cell.LatencyUnderLoad = lul
+			if err != nil {
+				fail(fmt.Errorf("latency under load: %w", err))
+			}
+		case scenario.TestMTUProbe:
+			probe, err := measureMTUProbe(mctx, tb, path, st.Params, cell.Params.OverlayMTU)
+			cell.MTUProbe = probe
+			if err != nil {
+				fail(fmt.Errorf("mtu_probe: %w", err))
+			}
+		case scenario.TestUDPSizes:
+			sizes, err := measureUDPSizes(mctx, tb, path, st.Params, cell.Params.OverlayMTU)
+			cell.UDPSizes = sizes
+			if err != nil {
+				fail(fmt.Errorf("udp_sizes: %w", err))
+			}
 		default:
-			cell.Latency = lat
+			fail(fmt.Errorf("unknown test %q", test))
 		}
 	}
+	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp)
 	return cell
 }
 

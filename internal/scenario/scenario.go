@@ -12,7 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -32,8 +34,12 @@ type Scenario struct {
 	Methods  []string `yaml:"methods" json:"methods"`
 	Families []string `yaml:"families" json:"families"`
 	MTUs     []int    `yaml:"mtus" json:"mtus"`
-	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off"
-	Streams  []int    `yaml:"streams" json:"streams"`
+	Offloads []string `yaml:"offloads" json:"offloads"` // "on", "off" or a named feature set
+	// OffloadSets are named device feature sets (feature -> on/off, as
+	// ethtool -K names them) that offloads may list, beside the built-in
+	// BuiltinOffloadSets.
+	OffloadSets map[string]map[string]string `yaml:"offload_sets,omitempty" json:"offload_sets,omitempty"`
+	Streams     []int                        `yaml:"streams" json:"streams"`
 
 	Duration string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
 	Omit     string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
@@ -49,7 +55,166 @@ type Scenario struct {
 
 	// Options are per-method settings: options: {vxlan: {vni: "7"}}.
 	Options map[string]map[string]string `yaml:"options,omitempty" json:"options,omitempty"`
+
+	// Tests are the measurements run in every cell, in this order (see
+	// the Test* constants and docs/measurement.md).
+	Tests []string `yaml:"tests" json:"tests"`
+	// Directions is a matrix dimension of the TCP tests: forward (a sends),
+	// reverse (b sends, iperf3 -R) or bidir (both at once, iperf3 --bidir).
+	Directions []string `yaml:"direction" json:"direction"`
+	// MSS is a matrix dimension: the TCP maximum segment size the load
+	// tool asks for (iperf3 -M); empty leaves the kernel's choice.
+	MSS []int `yaml:"mss,omitempty" json:"mss,omitempty"`
+	// StreamsPerProcess is how the parallel test spreads its streams over
+	// iperf3 processes: 128 (iperf3's limit, seed 000 Fig. 6) or 1 (one
+	// process per stream, Fig. 15).
+	StreamsPerProcess int `yaml:"streams_per_process" json:"streams_per_process"`
+	// LineRate is the link speed of the underlay when the device cannot
+	// tell (veth): "25G", "10G", "100M"; empty means unknown.
+	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
+	// UDP configures the udp_sizes test.
+	UDP UDP `yaml:"udp" json:"udp"`
+	// WAN is a matrix dimension: emulated wide-area conditions on the
+	// underlay (netem for delay, jitter and loss; tbf for a rate alone).
+	// Empty means none.
+	WAN []WAN `yaml:"wan,omitempty" json:"wan,omitempty"`
 }
+
+// WAN is one emulated wide-area condition, applied on the egress of both
+// underlay devices: delay and jitter are one-way (the RTT grows by twice
+// the delay), loss applies in each direction.
+type WAN struct {
+	Delay  string `yaml:"delay,omitempty" json:"delay,omitempty"`   // e.g. 40ms
+	Jitter string `yaml:"jitter,omitempty" json:"jitter,omitempty"` // e.g. 2ms; needs delay
+	Loss   string `yaml:"loss,omitempty" json:"loss,omitempty"`     // e.g. 0.1%
+	Rate   string `yaml:"rate,omitempty" json:"rate,omitempty"`     // e.g. 1G
+}
+
+// WANValues are a WAN's parsed values: milliseconds, percent, bit/s.
+type WANValues struct {
+	DelayMs, JitterMs, LossPercent, RateBps float64
+}
+
+// Parse reads the fields; Validate has checked them.
+func (w WAN) Parse() (WANValues, error) {
+	var v WANValues
+	ms := func(field, s string) (float64, error) {
+		if s == "" {
+			return 0, nil
+		}
+		d, err := parseDuration(s)
+		if err != nil || d < 0 || d > time.Minute {
+			return 0, fmt.Errorf("%s %q: a duration from 0 to 1m, e.g. 40ms", field, s)
+		}
+		return float64(d) / float64(time.Millisecond), nil
+	}
+	var err error
+	if v.DelayMs, err = ms("delay", w.Delay); err != nil {
+		return v, err
+	}
+	if v.JitterMs, err = ms("jitter", w.Jitter); err != nil {
+		return v, err
+	}
+	if v.JitterMs > 0 && v.DelayMs == 0 {
+		return v, fmt.Errorf("jitter %s without delay: netem varies a delay, give delay too", w.Jitter)
+	}
+	if w.Loss != "" {
+		l, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(w.Loss), "%"), 64)
+		if err != nil || l < 0 || l > 100 {
+			return v, fmt.Errorf("loss %q: a percentage from 0 to 100, e.g. 0.1%%", w.Loss)
+		}
+		v.LossPercent = l
+	}
+	if w.Rate != "" {
+		if v.RateBps, err = ParseRate(w.Rate); err != nil {
+			return v, err
+		}
+	}
+	if v == (WANValues{}) {
+		return v, errors.New("empty: give delay, jitter, loss or rate")
+	}
+	return v, nil
+}
+
+// NeedsNetem reports whether the condition needs netem (delay, jitter or
+// loss); a rate alone is shaped by tbf.
+func (v WANValues) NeedsNetem() bool { return v.DelayMs > 0 || v.JitterMs > 0 || v.LossPercent > 0 }
+
+// UDP configures the udp_sizes test (seed 002's packet-size sweep).
+type UDP struct {
+	// Sizes are Ethernet frame sizes in bytes as seed 002 gives them
+	// (header included, FCS excluded: 1514 is a full 1500-byte packet).
+	// The UDP payload is the frame less 14 (Ethernet), the inner IP header
+	// (20 or 40) and 8 (UDP).
+	Sizes []int `yaml:"sizes" json:"sizes"`
+	// Rate is "unlimited" (send as fast as possible: find the rate), a
+	// fixed offered payload rate such as "1G", or "search" (the no-drop
+	// and partial-drop rates, NDR and PDR, by binary search).
+	Rate string `yaml:"rate" json:"rate"`
+	// Fragment allows sizes above the overlay MTU (measured fragmented);
+	// without it they are refused.
+	Fragment bool `yaml:"fragment" json:"fragment"`
+	// Trial is the length of one search trial; SearchSteps the halvings
+	// after the first trial at the unlimited rate.
+	Trial       string `yaml:"trial" json:"trial"`
+	SearchSteps int    `yaml:"search_steps" json:"search_steps"`
+}
+
+// UDP rate modes.
+const (
+	UDPUnlimited = "unlimited"
+	UDPSearch    = "search"
+)
+
+// PDRLossPercent is the loss the partial-drop rate allows.
+const PDRLossPercent = 0.5
+
+// SeedUDPFrames are seed 002's frame sizes.
+var SeedUDPFrames = []int{64, 128, 256, 384, 512, 640, 768, 896, 1024, 1153, 1280, 1408, 1514}
+
+// UDPPayload is the UDP payload of an Ethernet frame of frame bytes
+// carrying family's IP header.
+func UDPPayload(frame int, family string) int {
+	ip := 20
+	if family == "ipv6" {
+		ip = 40
+	}
+	return frame - 14 - ip - 8
+}
+
+// UDPHeaderBytes is the smallest payload tunbench's UDP generator sends.
+const UDPHeaderBytes = 20
+
+// Names of the tests a scenario can ask for.
+const (
+	TestTCPStream        = "tcp_stream"
+	TestTCPRR            = "tcp_rr"
+	TestParallel         = "parallel"
+	TestLatencyUnderLoad = "latency_under_load"
+	TestUDPSizes         = "udp_sizes"
+	TestMTUProbe         = "mtu_probe"
+)
+
+// Tests lists every test name, in the order they are documented.
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe}
+
+// Directions of the TCP tests.
+const (
+	DirForward = "forward"
+	DirReverse = "reverse"
+	DirBidir   = "bidir"
+)
+
+// MaxStreams is the most streams the parallel test spreads over
+// processes; tcp_stream runs one iperf3 process and takes at most
+// MaxStreamsPerProcess.
+const (
+	MaxStreams           = 4096
+	MaxStreamsPerProcess = 128
+)
+
+// HasTest reports whether the scenario runs test t.
+func (s Scenario) HasTest(t string) bool { return slices.Contains(s.Tests, t) }
 
 // Catalog is what validation needs to know about methods.
 type Catalog interface {
@@ -82,6 +247,16 @@ func Default() Scenario {
 		LatencyTool: "rr",
 		Repetitions: 3,
 		Order:       "interleave",
+
+		Tests:             []string{TestTCPStream, TestTCPRR},
+		Directions:        []string{DirForward},
+		StreamsPerProcess: MaxStreamsPerProcess,
+		UDP: UDP{
+			Sizes:       slices.Clone(SeedUDPFrames),
+			Rate:        UDPUnlimited,
+			Trial:       "1s",
+			SearchSteps: 6,
+		},
 	}
 }
 
@@ -115,6 +290,18 @@ func Parse(data []byte) (s Scenario, err error) {
 				s.Offloads = nil
 			case "streams":
 				s.Streams = nil
+			case "tests":
+				s.Tests = nil
+			case "direction":
+				s.Directions = nil
+			case "wan":
+				s.WAN = nil
+			case "udp":
+				if m, ok := probe[k].(map[string]any); ok {
+					if _, ok := m["sizes"]; ok {
+						s.UDP.Sizes = nil
+					}
+				}
 			}
 		}
 	}
@@ -200,16 +387,72 @@ func (s Scenario) Validate(c Catalog) error {
 		bad("offloads", "empty: use on, off or both")
 	}
 	for _, o := range s.Offloads {
-		if o != "on" && o != "off" {
-			bad("offloads", "unknown value %q: use on or off (TSO/GSO/GRO on the underlay)", o)
+		if _, ok := s.OffloadSet(o); !ok && o != "on" && o != "off" {
+			bad("offloads", "unknown value %q: use on, off (TSO/GSO/GRO on the path) or a feature set: %s", o, strings.Join(s.offloadSetNames(), ", "))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.OffloadSets)) {
+		if name == "on" || name == "off" {
+			bad("offload_sets", "%q is reserved: name the set otherwise", name)
+		}
+		if len(s.OffloadSets[name]) == 0 {
+			bad("offload_sets."+name, "empty: give features, e.g. {tx-udp_tnl-segmentation: off}")
+		}
+		for f, v := range s.OffloadSets[name] {
+			if v != "on" && v != "off" {
+				bad("offload_sets."+name, "%s: %q: use on or off", f, v)
+			}
 		}
 	}
 	if len(s.Streams) == 0 {
 		bad("streams", "empty: give at least one stream count, e.g. 1")
 	}
 	for _, n := range s.Streams {
-		if n < 1 || n > 128 {
-			bad("streams", "%d parallel streams: use 1 to 128 (one iperf3 process)", n)
+		switch {
+		case n < 1 || n > MaxStreams:
+			bad("streams", "%d parallel streams: use 1 to %d", n, MaxStreams)
+		case n > MaxStreamsPerProcess && s.HasTest(TestTCPStream):
+			bad("streams", "%d streams: tcp_stream runs one iperf3 process, which takes at most %d; measure more with tests: [parallel]", n, MaxStreamsPerProcess)
+		}
+	}
+	if len(s.Tests) == 0 {
+		bad("tests", "empty: list at least one of %s", strings.Join(Tests, ", "))
+	}
+	for _, t := range s.Tests {
+		if !slices.Contains(Tests, t) {
+			bad("tests", "unknown test %q: valid tests are %s", t, strings.Join(Tests, ", "))
+		}
+	}
+	if dup := duplicate(s.Tests); dup != "" {
+		bad("tests", "%q is listed twice: list each test once", dup)
+	}
+	if len(s.Directions) == 0 {
+		bad("direction", "empty: use forward, reverse, bidir or several")
+	}
+	for _, d := range s.Directions {
+		if d != DirForward && d != DirReverse && d != DirBidir {
+			bad("direction", "unknown direction %q: use forward (a sends), reverse (b sends) or bidir (both)", d)
+		}
+	}
+	if dup := duplicate(s.Directions); dup != "" {
+		bad("direction", "%q is listed twice: list each direction once", dup)
+	}
+	for _, m := range s.MSS {
+		if m < MinMSS || m > 65495 {
+			bad("mss", "MSS %d out of range: use %d (Linux's smallest) to 65495", m, MinMSS)
+		}
+	}
+	if s.StreamsPerProcess < 1 || s.StreamsPerProcess > MaxStreamsPerProcess {
+		bad("streams_per_process", "%d: use 1 (one iperf3 process per stream) to %d (iperf3's limit)", s.StreamsPerProcess, MaxStreamsPerProcess)
+	}
+	if s.LineRate != "" {
+		if _, err := ParseRate(s.LineRate); err != nil {
+			bad("line_rate", "%v", err)
+		}
+	}
+	if (s.HasTest(TestTCPRR) || s.HasTest(TestLatencyUnderLoad)) && s.Latency != "" {
+		if d, err := parseDuration(s.Latency); err == nil && d == 0 && s.HasTest(TestLatencyUnderLoad) {
+			bad("latency", "latency_under_load measures request/response for the latency duration, which is 0s: give latency: 3s or more")
 		}
 	}
 	times := map[string]string{"duration": s.Duration, "omit": s.Omit, "latency": s.Latency}
@@ -255,6 +498,14 @@ func (s Scenario) Validate(c Catalog) error {
 			}
 		}
 	}
+	if s.HasTest(TestUDPSizes) {
+		s.validateUDP(c, bad)
+	}
+	for i, w := range s.WAN {
+		if _, err := w.Parse(); err != nil {
+			bad(fmt.Sprintf("wan[%d]", i), "%v", err)
+		}
+	}
 	// Per method: families and MTU against overhead.
 	for _, m := range s.Methods {
 		if !slices.Contains(c.Names(), m) {
@@ -285,6 +536,155 @@ func (s Scenario) Validate(c Catalog) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateUDP checks the udp_sizes test's settings and each frame size
+// against every method's overlay MTU.
+func (s Scenario) validateUDP(c Catalog, bad func(field, format string, args ...any)) {
+	u := s.UDP
+	if len(u.Sizes) == 0 {
+		bad("udp.sizes", "empty: give frame sizes, e.g. seed 002's %v", SeedUDPFrames)
+	}
+	switch u.Rate {
+	case UDPUnlimited, UDPSearch:
+	default:
+		if _, err := ParseRate(u.Rate); err != nil {
+			bad("udp.rate", "%q: use unlimited, search, or an offered rate such as 1G", u.Rate)
+		}
+	}
+	if d, err := parseDuration(u.Trial); err != nil || d < 100*time.Millisecond {
+		bad("udp.trial", "%q: a search trial of 100ms or more, e.g. 1s", u.Trial)
+	}
+	if u.SearchSteps < 1 || u.SearchSteps > 20 {
+		bad("udp.search_steps", "%d: use 1 to 20 halvings", u.SearchSteps)
+	}
+	for _, f := range s.Families {
+		for _, size := range u.Sizes {
+			if p := UDPPayload(size, f); p < UDPHeaderBytes {
+				bad("udp.sizes", "frame %d over %s leaves a %d-byte UDP payload, below the generator's %d-byte header: use frames of %d bytes or more",
+					size, f, p, UDPHeaderBytes, size-p+UDPHeaderBytes)
+			}
+			if size > 65535 {
+				bad("udp.sizes", "frame %d: at most 65535", size)
+			}
+		}
+	}
+	if u.Fragment {
+		return
+	}
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			for _, mtu := range s.MTUs {
+				overlay := mtu - c.Overhead(m, f)
+				for _, size := range u.Sizes {
+					if size-14 > overlay {
+						bad("udp.sizes", "frame %d carries a %d-byte IP packet, above %s's overlay MTU %d at underlay MTU %d over %s: drop the size, or set udp.fragment: true to measure it fragmented",
+							size, size-14, m, overlay, mtu, f)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BuiltinOffloadSets are the named feature sets every scenario may list
+// in offloads. Each starts from the devices' defaults (offloads on) and
+// sets only the features it names.
+var BuiltinOffloadSets = map[string]map[string]bool{
+	// The UDP-tunnel segmentation offloads (GSO of VXLAN/Geneve packets).
+	"udp-tnl-seg-off": {"tx-udp_tnl-segmentation": false, "tx-udp_tnl-csum-segmentation": false},
+	"udp-tnl-seg-on":  {"tx-udp_tnl-segmentation": true, "tx-udp_tnl-csum-segmentation": true},
+	"gro-off":         {"generic-receive-offload": false},
+	"tso-off":         {"tcp-segmentation-offload": false},
+	"gso-off":         {"generic-segmentation-offload": false},
+}
+
+// OffloadSet returns the features of a named set (the scenario's own
+// first, then the built-in ones).
+func (s Scenario) OffloadSet(name string) (map[string]bool, bool) {
+	if set, ok := s.OffloadSets[name]; ok {
+		out := make(map[string]bool, len(set))
+		for f, v := range set {
+			out[f] = v == "on"
+		}
+		return out, true
+	}
+	set, ok := BuiltinOffloadSets[name]
+	return set, ok
+}
+
+func (s Scenario) offloadSetNames() []string {
+	names := slices.Collect(maps.Keys(BuiltinOffloadSets))
+	for n := range s.OffloadSets {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// MinMSS is the smallest TCP MSS Linux accepts (TCP_MIN_MSS).
+const MinMSS = 88
+
+// ParseRate reads a rate such as "25G", "10G", "100M", "1.5G" or
+// "1000000000" (bits per second, decimal prefixes) and returns bits per
+// second.
+func ParseRate(v string) (float64, error) {
+	t := strings.TrimSpace(v)
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "bps"), "bit")
+	mult := 1.0
+	if t != "" {
+		switch t[len(t)-1] {
+		case 'k', 'K':
+			mult = 1e3
+		case 'm', 'M':
+			mult = 1e6
+		case 'g', 'G':
+			mult = 1e9
+		case 't', 'T':
+			mult = 1e12
+		}
+		if mult != 1 {
+			t = t[:len(t)-1]
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f <= 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("rate %q: write a positive number of bits per second with an optional K, M, G or T, e.g. 25G", v)
+	}
+	return f * mult, nil
+}
+
+// Scale multiplies every duration of the scenario by f (0 < f), so a
+// long paper scenario can be tried quickly: --scale 0.1 turns 100 s runs
+// into 10 s. Whole-second fields stay whole seconds: the throughput
+// duration is rounded and kept at 1 s or more, the warm-up rounded (it may
+// become 0), the latency test kept at 1 s or more unless it was 0.
+func (s Scenario) Scale(f float64) Scenario {
+	scale := func(v string, min time.Duration, whole bool) string {
+		d, err := parseDuration(v)
+		if err != nil || d == 0 {
+			return v
+		}
+		n := time.Duration(float64(d) * f)
+		if whole {
+			n = n.Round(time.Second)
+		} else {
+			n = n.Round(time.Millisecond)
+		}
+		return max(n, min).String()
+	}
+	s.Duration = scale(s.Duration, time.Second, true)
+	s.Omit = scale(s.Omit, 0, true)
+	s.Latency = scale(s.Latency, time.Second, false)
+	return s
 }
 
 // MinOverlayMTU is the smallest MTU a family allows on the overlay: IPv6

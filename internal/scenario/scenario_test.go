@@ -94,7 +94,7 @@ func TestValidateErrors(t *testing.T) {
 		{"zero repetitions", "repetitions: 0", []string{"repetitions: 0: use 1 to 1000"}},
 		{"negative repetitions", "repetitions: -2", []string{"repetitions: -2: use 1 to 1000"}},
 		{"zero mtu", "mtus: [0]", []string{"mtus: underlay MTU 0 out of range: use 576 to 65535"}},
-		{"negative stream count", "streams: [-1]", []string{"streams: -1 parallel streams: use 1 to 128"}},
+		{"negative stream count", "streams: [-1]", []string{"streams: -1 parallel streams: use 1 to 4096"}},
 		{"negative latency", "latency: -1s", []string{"latency: negative duration -1s"}},
 		{"zero duration", "duration: 0s", []string{"duration: 0s is too short"}},
 		{"unknown option", "methods: [vxlan]\noptions: {vxlan: {vin: 7}}", []string{`options.vxlan: vxlan: unknown option "vin"`, "tunbench methods --options vxlan"}},

@@ -195,3 +195,19 @@ func scanRun(row scanner) (result.Run, error) {
 	}
 	return r, nil
 }
+
+// ReopenRun marks an interrupted run (any status) as running again, so
+// "tunbench run --resume" can add the cells it lacks, and returns it with
+// the cells already stored. id may be a full id, a prefix or Latest.
+func (s *Store) ReopenRun(ctx context.Context, id string) (result.Run, []result.Cell, error) {
+	r, cells, err := s.Run(ctx, id)
+	if err != nil {
+		return result.Run{}, nil, err
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`UPDATE runs SET status = ?, error = '', finished = NULL WHERE id = ?`, result.RunRunning, r.ID); err != nil {
+		return result.Run{}, nil, fmt.Errorf("reopen run %s: %w", r.ID, err)
+	}
+	r.Status, r.Error, r.Finished = result.RunRunning, "", time.Time{}
+	return r, cells, nil
+}

@@ -73,6 +73,7 @@ iperf3 --version >iperf3_version.txt 2>&1
 sockperf --version >sockperf_version.txt 2>&1
 
 iperf3_run iperf3_tcp4_omit.json 198.18.0.2 -c 198.18.0.2 -p 5201 -t 3 -O 1 -i 1 -J -4
+iperf3_run iperf3_tcp4_bidir_mss1220.json 198.18.0.2 -c 198.18.0.2 -p 5201 -t 2 -i 1 -J -4 --bidir -M 1220
 iperf3_run iperf3_tcp4_p4.json 198.18.0.2 -c 198.18.0.2 -p 5201 -t 2 -O 1 -P 4 -i 1 -J -4
 iperf3_run iperf3_tcp6.json 2001:2::2 -c 2001:2::2 -p 5201 -t 2 -i 1 -J -6
 iperf3_run iperf3_tcp4_reverse.json 198.18.0.2 -c 198.18.0.2 -p 5201 -t 2 -i 1 -J -4 -R

@@ -1,0 +1,465 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/load"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+// Every shipped example validates, and its header comment names the seed
+// figures it reproduces.
+func TestExamplesValidate(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("examples: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := scenario.Parse(data)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if err := s.Validate(runner.Catalog(method.Builtin())); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+		head := string(data[:min(len(data), 400)])
+		if !strings.HasPrefix(head, "# Seed ") || !strings.Contains(head, "Fig") && !strings.Contains(head, "MSS") {
+			t.Errorf("%s: header comment does not name the seed and its figures:\n%s", f, head)
+		}
+	}
+}
+
+// --dry-run prints the matrix, its size and the estimate, and creates
+// nothing: no database, no namespace.
+func TestDryRunCreatesNothing(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "r.db")
+	before, _ := os.ReadDir("/run/netns")
+	code, out, stderr := run(t, "run", "--dry-run", "--db", db, "-f", "../../examples/paper-parallel.yaml", "--scale", "0.1")
+	if code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 61 || !strings.HasPrefix(lines[0], "1 native family=ipv4") {
+		t.Errorf("dry run printed %d lines, want 60 cells and a summary:\n%s", len(lines), out)
+	}
+	last := lines[len(lines)-1]
+	if !strings.Contains(last, "60 cells x 3 repetitions = 180 steps") || !strings.Contains(last, "estimated duration") {
+		t.Errorf("summary line %q", last)
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Error("dry run created the database")
+	}
+	after, _ := os.ReadDir("/run/netns")
+	if len(after) > len(before) {
+		t.Errorf("dry run created namespaces: %v -> %v", before, after)
+	}
+}
+
+func exportOf(t *testing.T, path string) report.Document {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// A reduced paper-parallel.yaml: 1, 4, 130 and 256 streams for 3 s on
+// native and vxlan. Each cell stores every iperf3 process and their sum.
+func TestParallelPaperReduced(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", "../../examples/paper-parallel.yaml", "--db", filepath.Join(dir, "r.db"),
+		"--export", export, "--quiet", "--methods", "native,vxlan", "--streams", "1,4,130,256",
+		"--duration", "3s", "--omit", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "parallel: streams spread over iperf3 processes") {
+		t.Errorf("table lacks the parallel section:\n%s", stdout)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 8 {
+		t.Fatalf("%d cells, want 8", len(doc.Cells))
+	}
+	for _, c := range doc.Cells {
+		name := fmt.Sprintf("%s %d streams", c.Method, c.Params.Streams)
+		if c.Status != result.StatusOK || c.Parallel == nil {
+			t.Errorf("%s: %s: %s", name, c.Status, c.Error)
+			continue
+		}
+		want := load.SplitStreams(c.Params.Streams, 128)
+		if len(c.Parallel.Processes) != len(want) {
+			t.Errorf("%s: %d processes, want %d", name, len(c.Parallel.Processes), len(want))
+			continue
+		}
+		var sum float64
+		for i, p := range c.Parallel.Processes {
+			if p.Streams != want[i] || p.BitsPerSecond <= 0 || p.Error != "" {
+				t.Errorf("%s: process %d: %+v, want %d streams and a rate", name, i, p, want[i])
+			}
+			sum += p.BitsPerSecond
+		}
+		if d := c.Parallel.BitsPerSecond - sum; d > 1 || d < -1 {
+			t.Errorf("%s: sum %v, processes add to %v", name, c.Parallel.BitsPerSecond, sum)
+		}
+		if c.Parallel.CPU == nil || c.Derived == nil || c.Derived.CeilingFraction <= 0 {
+			t.Errorf("%s: no CPU or derived figures", name)
+		}
+	}
+}
+
+// latency_under_load on native: idle and loaded distributions side by
+// side, and their ratio.
+func TestLatencyUnderLoadNative(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native", "--tests", "tcp_rr,latency_under_load", "--streams", "2",
+		"--duration", "1s", "--omit", "1s", "--latency", "2s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 1 {
+		t.Fatalf("%d cells", len(doc.Cells))
+	}
+	c := doc.Cells[0]
+	l := c.LatencyUnderLoad
+	if c.Status != result.StatusOK || l == nil || l.Idle == nil || l.Loaded == nil {
+		t.Fatalf("cell %s: %s; record %+v", c.Status, c.Error, l)
+	}
+	if l.Idle != nil && c.Latency != nil && l.Idle.P50 != c.Latency.P50 {
+		t.Errorf("idle distribution is not the cell's tcp_rr: %v vs %v", l.Idle.P50, c.Latency.P50)
+	}
+	if l.Loaded.Samples == 0 || len(l.Loaded.CDF) == 0 || l.LoadBitsPerSecond <= 0 {
+		t.Errorf("loaded: %d samples, %d CDF points, load %v bit/s", l.Loaded.Samples, len(l.Loaded.CDF), l.LoadBitsPerSecond)
+	}
+	if want := l.Loaded.P99 / l.Idle.P99; l.P99Ratio != want {
+		t.Errorf("p99 ratio %v, want %v", l.P99Ratio, want)
+	}
+	if !strings.Contains(stdout, "latency under load") {
+		t.Errorf("table lacks the latency-under-load section:\n%s", stdout)
+	}
+}
+
+// latency_under_load with more streams than one iperf3 process takes: the
+// parallel test's processes carry the load.
+func TestLatencyUnderParallelLoad(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native", "--tests", "latency_under_load", "--streams", "256",
+		"--duration", "1s", "--omit", "1s", "--latency", "1s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	c := exportOf(t, export).Cells[0]
+	l := c.LatencyUnderLoad
+	if c.Status != result.StatusOK || l == nil || l.Load != "parallel" || l.Idle == nil || l.Loaded == nil || l.LoadBitsPerSecond <= 0 {
+		t.Fatalf("cell %s: %s; record %+v", c.Status, c.Error, l)
+	}
+}
+
+// A run killed with SIGKILL and then resumed stores every cell exactly
+// once and ends done.
+func TestResumeAfterSIGKILL(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	bin := filepath.Join(t.TempDir(), "tunbench")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	db := filepath.Join(t.TempDir(), "r.db")
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "run", "--db", db, "--methods", "native,vxlan", "--streams", "1,2", "--tests", "tcp_stream",
+		"--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	// Kill it while the third of four cells measures.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(stderr.String(), "[3/4") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(stderr.String(), "[3/4") {
+		t.Fatalf("the run never reached its third cell:\n%s", stderr.String())
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, cells, err := st.Run(context.Background(), store.Latest)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != result.RunRunning || len(cells) == 0 || len(cells) >= 4 {
+		t.Fatalf("after SIGKILL: run %s with %d cells, want running with 1 to 3", r.Status, len(cells))
+	}
+	code, out, errOut := run(t, "run", "--db", db, "--resume", r.ID, "--dry-run")
+	if want := fmt.Sprintf("resume: %d of 4 steps stored, %d to measure", len(cells), 4-len(cells)); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("resume --dry-run: exit %d, want %q in:\n%s%s", code, want, out, errOut)
+	}
+	code, out, errOut = run(t, "run", "--db", db, "--resume", r.ID[:len(r.ID)-1], "--quiet")
+	if code != 0 {
+		t.Fatalf("resume: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if code, _, errOut := run(t, "run", "--db", db, "--resume", r.ID, "--methods", "native"); code == 0 || !strings.Contains(errOut, "drop --methods") {
+		t.Errorf("--resume with --methods: exit %d, %s", code, errOut)
+	}
+	st, err = store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r2, cells2, err := st.Run(context.Background(), r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r2.Status != result.RunDone {
+		t.Errorf("resumed run status %q (%s), want done", r2.Status, r2.Error)
+	}
+	seen := map[string]int{}
+	for _, c := range cells2 {
+		seen[fmt.Sprintf("%s#%d", c.Key, c.Repetition)]++
+	}
+	if len(cells2) != 4 || len(seen) != 4 {
+		t.Errorf("after resume: %d cells, %d distinct: %v", len(cells2), len(seen), seen)
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("cell %s stored %d times", k, n)
+		}
+	}
+	if runs, _ := st.Runs(context.Background()); len(runs) != 1 {
+		t.Errorf("resume made a new run: %d runs", len(runs))
+	}
+}
+
+// A reduced sizes.yaml: three sizes at a fixed 2 Mbit/s (11,000 packets/s
+// of 64-byte frames, a rate a loaded 2-core machine still paces) on native
+// and vxlan; every size carries the rate with its delay, jitter and loss
+// figures, and the 1514-byte frame is measured fragmented over vxlan.
+func TestUDPSizesReduced(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", "../../examples/sizes.yaml", "--db", filepath.Join(dir, "r.db"),
+		"--export", export, "--quiet", "--methods", "native,vxlan", "--udp-sizes", "64,512,1514", "--udp-rate", "2M",
+		"--duration", "1s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "udp sizes:") {
+		t.Errorf("table lacks the udp sizes section:\n%s", stdout)
+	}
+	doc := exportOf(t, export)
+	if len(doc.Cells) != 2 {
+		t.Fatalf("%d cells", len(doc.Cells))
+	}
+	for _, c := range doc.Cells {
+		if c.Status != result.StatusOK || len(c.UDPSizes) != 3 {
+			t.Errorf("%s: %s: %s; %d sizes", c.Method, c.Status, c.Error, len(c.UDPSizes))
+			continue
+		}
+		for _, u := range c.UDPSizes {
+			r := u.Result
+			name := fmt.Sprintf("%s frame %d", c.Method, u.FrameBytes)
+			if r == nil || r.OfferedBitsPerSecond != 2e6 || r.Sent == 0 || r.Received == 0 {
+				t.Errorf("%s: %+v", name, r)
+				continue
+			}
+			if sent := r.SentBitsPerSec; sent < 1.7e6 || sent > 2.2e6 {
+				t.Errorf("%s: sender paced to %.2f Mbit/s, offered 2", name, sent/1e6)
+			}
+			if r.DelayMin <= 0 || r.DelayP50 < r.DelayMin || r.DelayP99 < r.DelayP50 || r.Jitter < 0 {
+				t.Errorf("%s: delay min/p50/p99 %v/%v/%v jitter %v", name, r.DelayMin, r.DelayP50, r.DelayP99, r.Jitter)
+			}
+			if u.PayloadBytes != u.FrameBytes-42 {
+				t.Errorf("%s: payload %d", name, u.PayloadBytes)
+			}
+			if want := c.Method == "vxlan" && u.FrameBytes == 1514; u.Fragmented != want {
+				t.Errorf("%s: fragmented %v, want %v", name, u.Fragmented, want)
+			}
+		}
+	}
+}
+
+// The NDR/PDR search on native, one size: its trials are stored, the NDR
+// trial lost nothing, and PDR ≥ NDR.
+func TestUDPSearch(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("methods: [native]\ntests: [udp_sizes]\nudp: {sizes: [512], rate: search, trial: 300ms, search_steps: 2}\nduration: 1s\nrepetitions: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	doc := exportOf(t, export)
+	c := doc.Cells[0]
+	if c.Status != result.StatusOK || len(c.UDPSizes) != 1 {
+		t.Fatalf("%s: %s", c.Status, c.Error)
+	}
+	u := c.UDPSizes[0]
+	// One unlimited trial, then 1 to 3 per search (the top rate, then the halvings).
+	if len(u.Trials) < 3 || len(u.Trials) > 7 || u.Trials[0].OfferedBitsPerSecond != 0 {
+		t.Errorf("%d trials: %+v", len(u.Trials), u.Trials)
+	}
+	if u.PDRBitsPerSecond < u.NDRBitsPerSecond {
+		t.Errorf("PDR %v below NDR %v", u.PDRBitsPerSecond, u.NDRBitsPerSecond)
+	}
+	for _, tr := range u.Trials[1:] {
+		if tr.OfferedBitsPerSecond == u.NDRBitsPerSecond && u.NDRBitsPerSecond > 0 && tr.Lost != 0 {
+			t.Errorf("the NDR trial lost %d packets", tr.Lost)
+		}
+	}
+	t.Logf("NDR %.1f Mbit/s, PDR %.1f Mbit/s after %d trials", u.NDRBitsPerSecond/1e6, u.PDRBitsPerSecond/1e6, len(u.Trials))
+}
+
+// mtu_probe on native and vxlan: the path MTU is the configured overlay
+// MTU, no mismatch, and TCP just above it is not stalled (the kernel clamps
+// the MSS to the device MTU).
+func TestMTUProbe(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("ping"); err != nil {
+		t.Skip("ping not installed: apt-get install -y --no-install-recommends iputils-ping")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native,vxlan", "--tests", "mtu_probe", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "mtu probe:") {
+		t.Errorf("table lacks the mtu probe section:\n%s", stdout)
+	}
+	for _, c := range exportOf(t, export).Cells {
+		m := c.MTUProbe
+		if c.Status != result.StatusOK || m == nil {
+			t.Errorf("%s: %s: %s", c.Method, c.Status, c.Error)
+			continue
+		}
+		if m.PathMTU != c.Params.OverlayMTU || m.ConfiguredMTU != c.Params.OverlayMTU || m.Mismatch || m.Stalled || m.TCPMSS != m.PathMTU-39 {
+			t.Errorf("%s: %+v (overlay MTU %d)", c.Method, m, c.Params.OverlayMTU)
+		}
+	}
+}
+
+// wan with a rate alone is shaped by tbf on both underlay devices; delay,
+// jitter or loss need netem, and a kernel without it is refused before
+// anything is created, naming the kernel lab.
+func TestWANRate(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "s.yaml")
+	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{rate: 100M}]\ntests: [tcp_stream]\nduration: 2s\nomit: 1s\nrepetitions: 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	c := exportOf(t, export).Cells[0]
+	if c.Status != result.StatusOK || c.Throughput == nil || c.Params.WAN == nil || c.Params.WAN.Qdisc != "tbf" {
+		t.Fatalf("%s: %s; params %+v", c.Status, c.Error, c.Params.WAN)
+	}
+	if bps := c.Throughput.BitsPerSecond; bps > 105e6 || bps < 50e6 {
+		t.Errorf("throughput %.1f Mbit/s through a 100 Mbit/s tbf", bps/1e6)
+	}
+	if !strings.Contains(c.Meta.Extra["wan"], "tbf rate 100000000bit") {
+		t.Errorf("applied qdisc not recorded: %q", c.Meta.Extra["wan"])
+	}
+
+	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{delay: 40ms}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if has, _ := hostProbe().HasKernel("CONFIG_NET_SCH_NETEM"); has {
+		return
+	}
+	code, _, stderr = run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r2.db"))
+	if code == 0 || !strings.Contains(stderr, "CONFIG_NET_SCH_NETEM missing") || !strings.Contains(stderr, "--testbed vm") {
+		t.Errorf("delay without netem: exit %d: %s", code, stderr)
+	}
+}
+
+// A named offload set is applied on every device of the path and
+// recorded; a feature a device cannot change is recorded, not hidden.
+func TestOffloadSet(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+		"--methods", "native,vxlan", "--offloads", "udp-tnl-seg-off,udp-tnl-seg-on", "--tests", "tcp_stream",
+		"--duration", "1s", "--omit", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, c := range exportOf(t, export).Cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s: %s", c.Key, c.Error)
+			continue
+		}
+		want := c.Params.OffloadSet == "udp-tnl-seg-on"
+		for _, d := range c.Meta.Devices {
+			if d.Kind == "veth" && d.Offloads["tx-udp_tnl-segmentation"] != want {
+				t.Errorf("%s: %s tx-udp_tnl-segmentation %v, want %v", c.Key, d.Name, d.Offloads["tx-udp_tnl-segmentation"], want)
+			}
+		}
+		// vxlan devices have the feature fixed off: turning it on is recorded as not applied.
+		notApplied := c.Meta.Extra["offload_set_not_applied"]
+		if got := c.Method == "vxlan" && want; got != strings.Contains(notApplied, "tx-udp_tnl-segmentation is fixed off") {
+			t.Errorf("%s: not applied %q", c.Key, notApplied)
+		}
+	}
+}

@@ -1,0 +1,154 @@
+package runner
+
+import (
+	"strings"
+	"sync"
+	"unsafe"
+
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"golang.org/x/sys/unix"
+)
+
+// Per-packet framing on an Ethernet wire that the MTU does not include:
+// header 14, FCS 4, preamble and start delimiter 8, inter-frame gap 12.
+const ethernetFraming = 14 + 4 + 8 + 12
+
+// tcpTimestamps is the TCP option Linux sends on every segment by default.
+const tcpTimestamps = 12
+
+// SaturationCores is the share of one core at which a load-tool process
+// may itself be the limit.
+const SaturationCores = 0.95
+
+// ceilingFraction is the share of the underlay's wire bytes that can be
+// TCP payload: a full-size inner TCP segment (overlay MTU less the inner
+// IP and TCP headers and timestamps, or less when mss caps it) over the
+// bytes it takes on the wire (payload, inner TCP and IP headers, the
+// method's overhead, Ethernet framing).
+func ceilingFraction(family string, overlayMTU, overhead, mss int) float64 {
+	ip := 20
+	if family == "ipv6" {
+		ip = 40
+	}
+	seg := overlayMTU - ip - 20 // the MSS the MTU allows
+	if mss > 0 {
+		seg = min(seg, mss)
+	}
+	payload := seg - tcpTimestamps
+	if payload <= 0 {
+		return 0
+	}
+	wire := payload + tcpTimestamps + 20 + ip + overhead + ethernetFraming
+	return float64(payload) / float64(wire)
+}
+
+// saturated lists the load-tool processes that used SaturationCores or
+// more of a core.
+func saturated(cpu *result.CPU) []string {
+	if cpu == nil {
+		return nil
+	}
+	var out []string
+	for _, p := range cpu.Processes {
+		if (strings.HasPrefix(p.Role, "iperf3") || strings.HasPrefix(p.Role, "udpgen")) && p.Cores >= SaturationCores {
+			out = append(out, p.Role)
+		}
+	}
+	return out
+}
+
+// cost computes CPU per packet and per byte over a span of device
+// counters: the data goes from a to b (forward), b to a (reverse) or both
+// ways (bidir, where sender and receiver sum both devices).
+func cost(cpu *result.CPU, sp *span, direction string) *result.Cost {
+	if cpu == nil || sp == nil || !sp.ok {
+		return nil
+	}
+	secs := sp.stop.Sub(sp.start).Seconds()
+	if secs <= 0 {
+		return nil
+	}
+	d := func(side int) (txp, txb, rxp, rxb uint64) {
+		b, a := sp.before[side], sp.after[side]
+		return a.TxPackets - b.TxPackets, a.TxBytes - b.TxBytes, a.RxPackets - b.RxPackets, a.RxBytes - b.RxBytes
+	}
+	aTxP, aTxB, aRxP, aRxB := d(0)
+	bTxP, bTxB, bRxP, bRxB := d(1)
+	c := &result.Cost{Seconds: secs}
+	c.Basis, c.BasisNote = costBasis()
+	switch direction {
+	case scenario.DirReverse:
+		c.SenderPackets, c.SenderBytes, c.ReceiverPackets, c.ReceiverBytes = bTxP, bTxB, aRxP, aRxB
+	case scenario.DirBidir:
+		c.SenderPackets, c.SenderBytes = aTxP+bTxP, aTxB+bTxB
+		c.ReceiverPackets, c.ReceiverBytes = aRxP+bRxP, aRxB+bRxB
+	default:
+		c.SenderPackets, c.SenderBytes, c.ReceiverPackets, c.ReceiverBytes = aTxP, aTxB, bRxP, bRxB
+	}
+	per := func(cores float64, n uint64) float64 {
+		if n == 0 {
+			return 0
+		}
+		return cores * secs * 1e9 / float64(n)
+	}
+	c.SenderNsPerPacket = per(cpu.SenderCores, c.SenderPackets)
+	c.ReceiverNsPerPacket = per(cpu.ReceiverCores, c.ReceiverPackets)
+	c.SenderNsPerByte = per(cpu.SenderCores, c.SenderBytes)
+	c.ReceiverNsPerByte = per(cpu.ReceiverCores, c.ReceiverBytes)
+	c.TotalNsPerPacket = per(cpu.BusyAvg/100*float64(cpu.Cores), c.SenderPackets)
+	return c
+}
+
+var (
+	basisOnce       sync.Once
+	basis, basisWhy string
+)
+
+// costBasis says what the cost is counted in. tunbench counts CPU time
+// from /proc; it says whether this machine would have offered cycles.
+func costBasis() (string, string) {
+	basisOnce.Do(func() {
+		basis = result.CostCPUTime
+		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES, Bits: unix.PerfBitDisabled}
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			basisWhy = "hardware cycle counters are not exposed here (perf_event_open cycles: " + err.Error() + "); CPU time from /proc"
+			return
+		}
+		unix.Close(fd)
+		basisWhy = "CPU time from /proc (this machine exposes cycle counters, which tunbench does not read yet)"
+	})
+	return basis, basisWhy
+}
+
+// derive computes the cell's derived figures from its own records.
+func derive(c *result.Cell, overhead int, sp *span) *result.Derived {
+	p := c.Params
+	d := &result.Derived{CeilingFraction: ceilingFraction(p.Family, p.OverlayMTU, overhead, p.MSS)}
+	bps := 0.0
+	cpu := c.CPU
+	switch {
+	case c.Throughput != nil:
+		bps = c.Throughput.BitsPerSecond
+	case c.Parallel != nil:
+		bps, cpu = c.Parallel.BitsPerSecond, c.Parallel.CPU
+	}
+	if p.LineRate > 0 {
+		d.LineRate, d.LineRateSource = p.LineRate, "scenario"
+		d.CeilingBitsPerSecond = p.LineRate * d.CeilingFraction
+		if bps > 0 {
+			d.PercentOfLineRate = 100 * bps / p.LineRate
+			if d.CeilingBitsPerSecond > 0 {
+				d.PercentOfCeiling = 100 * bps / d.CeilingBitsPerSecond
+			}
+		}
+	}
+	d.LoadToolSaturated = saturated(c.CPU)
+	if c.Parallel != nil {
+		d.LoadToolSaturated = append(d.LoadToolSaturated, saturated(c.Parallel.CPU)...)
+	}
+	d.Cost = cost(cpu, sp, p.Direction)
+	return d
+}

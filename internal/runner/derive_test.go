@@ -1,0 +1,113 @@
+package runner
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/plan"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/udpgen"
+)
+
+// The ceiling arithmetic, by hand (docs/methods.md shows the same sums).
+func TestCeilingFraction(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		family                string
+		overlay, overhead, mm int
+		payload, wire         int
+	}{
+		// native, IPv4, MTU 1500: 1500-20-20-12 = 1448 payload; wire 1500+38.
+		{"native v4 1500", "ipv4", 1500, 0, 0, 1448, 1538},
+		// vxlan v4: overlay 1450, payload 1398; wire 1398+32+20+50+38 = 1538.
+		{"vxlan v4 1500", "ipv4", 1450, 50, 0, 1398, 1538},
+		// vxlan v6: overlay 1430, inner IPv6 40: payload 1358; wire 1358+32+40+70+38 = 1538.
+		{"vxlan v6 1500", "ipv6", 1430, 70, 0, 1358, 1538},
+		// wireguard v4 (60 bytes): overlay 1440, payload 1388.
+		{"wireguard v4", "ipv4", 1440, 60, 0, 1388, 1538},
+		// MSS 216 caps the segment: payload 204; wire 204+32+20+0+38 = 294.
+		{"native mss 216", "ipv4", 1500, 0, 216, 204, 294},
+		// jumbo: 9000-52 = 8948; wire 9038.
+		{"native 9000", "ipv4", 9000, 0, 0, 8948, 9038},
+	} {
+		got := ceilingFraction(tc.family, tc.overlay, tc.overhead, tc.mm)
+		want := float64(tc.payload) / float64(tc.wire)
+		if math.Abs(got-want) > 1e-12 {
+			t.Errorf("%s: ceiling %v, want %d/%d = %v", tc.name, got, tc.payload, tc.wire, want)
+		}
+	}
+}
+
+// The cost per packet on known counters: 2 s, sender 0.5 core over 1e6
+// packets is 1000 ns a packet.
+func TestCostOnKnownCounters(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	sp := &span{ok: true, start: t0, stop: t0.Add(2 * time.Second)}
+	sp.before[0] = sample.Counters{TxPackets: 100, TxBytes: 1000, RxPackets: 7, RxBytes: 70}
+	sp.after[0] = sample.Counters{TxPackets: 1_000_100, TxBytes: 1_500_001_000, RxPackets: 500_007, RxBytes: 33_000_070}
+	sp.before[1] = sample.Counters{RxPackets: 5, RxBytes: 50}
+	sp.after[1] = sample.Counters{RxPackets: 1_000_005, RxBytes: 1_500_000_050, TxPackets: 500_000, TxBytes: 33_000_000}
+	cpu := &result.CPU{SenderCores: 0.5, ReceiverCores: 0.25, BusyAvg: 50, Cores: 2}
+	c := cost(cpu, sp, "forward")
+	if c.SenderPackets != 1_000_000 || c.ReceiverPackets != 1_000_000 || c.SenderBytes != 1_500_000_000 {
+		t.Fatalf("counters %+v", c)
+	}
+	check := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	check("sender ns/packet", c.SenderNsPerPacket, 1000)
+	check("receiver ns/packet", c.ReceiverNsPerPacket, 500)
+	check("sender ns/byte", c.SenderNsPerByte, 1e9/1.5e9)
+	check("total ns/packet", c.TotalNsPerPacket, 2000) // 1 core of 2 busy
+	if c.Basis != result.CostCPUTime || c.BasisNote == "" {
+		t.Errorf("basis %q (%q), want cpu_time with a reason", c.Basis, c.BasisNote)
+	}
+	r := cost(cpu, sp, "reverse") // b sends the 500k packets a receives
+	if r.SenderPackets != 500_000 || r.ReceiverPackets != 500_000 {
+		t.Errorf("reverse counters %+v", r)
+	}
+	if cost(cpu, &span{}, "forward") != nil {
+		t.Error("cost without counters is not nil")
+	}
+}
+
+func TestSaturated(t *testing.T) {
+	cpu := &result.CPU{Processes: []result.ProcessCPU{
+		{Role: "iperf3-client", Cores: 0.97}, {Role: "iperf3-server", Cores: 0.6}, {Role: "wireguard-go-a", Cores: 1.2},
+	}}
+	got := saturated(cpu)
+	if len(got) != 1 || got[0] != "iperf3-client" {
+		t.Errorf("saturated = %v, want [iperf3-client] (daemons are the tunnel, not the load tool)", got)
+	}
+}
+
+// A resumed run measures only the cells the database lacks.
+func TestRemaining(t *testing.T) {
+	steps := []plan.Step{{Index: 1, Key: "a", Repetition: 1}, {Index: 2, Key: "b", Repetition: 1}, {Index: 3, Key: "a", Repetition: 2}}
+	got := Remaining(steps, []result.Cell{{Key: "a", Repetition: 1, Status: result.StatusFailed}})
+	if len(got) != 2 || got[0].Index != 2 || got[1].Index != 3 {
+		t.Errorf("Remaining = %+v", got)
+	}
+}
+
+// Loss is what the sender sent and the receiver did not see; rates are
+// over the sender's time.
+func TestUDPTrialOf(t *testing.T) {
+	s := udpgen.SenderReport{Sent: 1000, Bytes: 22000, Seconds: 2, OfferedBitsPerSecond: 1e6}
+	r := udpgen.ReceiverReport{Received: 990, Bytes: 21780, OutOfOrder: 3, DelayMinUs: 4, DelayP50Us: 9, DelayP99Us: 30, DelayMaxUs: 70, JitterUs: 1.25}
+	got := udpTrialOf(s, r)
+	want := result.UDPTrial{OfferedBitsPerSecond: 1e6, Seconds: 2, Sent: 1000, Received: 990, Lost: 10, LossPercent: 1,
+		OutOfOrder: 3, PacketsPerSecond: 495, BitsPerSecond: 87120, SentBitsPerSec: 88000,
+		DelayMin: 4, DelayP50: 9, DelayP99: 30, DelayMax: 70, Jitter: 1.25}
+	if got != want {
+		t.Errorf("udpTrialOf = %+v\nwant %+v", got, want)
+	}
+	r.Received = 1001 // a duplicate: never negative loss
+	if got := udpTrialOf(s, r); got.Lost != 0 || got.LossPercent != 0 {
+		t.Errorf("more received than sent: lost %d (%v%%)", got.Lost, got.LossPercent)
+	}
+}

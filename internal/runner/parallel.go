@@ -1,0 +1,468 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/load"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/plan"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// parallelBasePort is the first port of the parallel test's iperf3
+// servers; process i listens on parallelBasePort+i.
+const parallelBasePort = 5301
+
+// loadPort is where latency_under_load's iperf3 server listens.
+const loadPort = 5202
+
+// span is what the underlay devices counted over the CPU sampling
+// interval, for the cost per packet.
+type span struct {
+	ok            bool
+	start, stop   time.Time
+	before, after [2]sample.Counters // a, b
+}
+
+func (s *span) begin(tb *testbed.Local) {
+	var err error
+	s.start = time.Now()
+	if s.before[0], err = sample.LinkCounters(tb.A.NL, tb.A.Dev); err != nil {
+		return
+	}
+	if s.before[1], err = sample.LinkCounters(tb.B.NL, tb.B.Dev); err != nil {
+		return
+	}
+	s.ok = true
+}
+
+func (s *span) end(tb *testbed.Local) {
+	if !s.ok {
+		return
+	}
+	var err error
+	s.stop = time.Now()
+	if s.after[0], err = sample.LinkCounters(tb.A.NL, tb.A.Dev); err != nil {
+		s.ok = false
+		return
+	}
+	if s.after[1], err = sample.LinkCounters(tb.B.NL, tb.B.Dev); err != nil {
+		s.ok = false
+	}
+}
+
+// sides says which CPU side the processes of endpoint a and b count as:
+// with direction reverse, b sends.
+func sides(direction string) (a, b string) {
+	if direction == scenario.DirReverse {
+		return sample.SideReceiver, sample.SideSender
+	}
+	return sample.SideSender, sample.SideReceiver
+}
+
+func trackDaemons(s *sample.Sampler, path *method.Path, direction string) error {
+	aSide, bSide := sides(direction)
+	for _, d := range path.Daemons {
+		side := aSide
+		if d.Side == "b" {
+			side = bSide
+		}
+		if err := s.TrackProcess(d.Role+"-"+d.Side, side, d.PID); err != nil {
+			return fmt.Errorf("account cpu of %s-%s: %w", d.Role, d.Side, err)
+		}
+	}
+	return nil
+}
+
+// measureParallel runs the parallel test: the cell's streams spread over
+// several iperf3 client/server pairs on distinct ports (load.SplitStreams),
+// started together. Each process's result is stored and summed; a process
+// that fails makes the test fail with its own message.
+func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Parallel, *span, error) {
+	return measureParallelNotify(ctx, tb, path, p, prog, nil)
+}
+
+// measureParallelNotify is measureParallel calling released (if not nil)
+// the moment the clients are let go.
+func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress, released func()) (*result.Parallel, *span, error) {
+	dur := time.Duration(p.Duration * float64(time.Second))
+	omit := time.Duration(p.Omit * float64(time.Second))
+	split := load.SplitStreams(p.Streams, p.StreamsPerProcess)
+	// Starting processes in a namespace costs tens of milliseconds each on
+	// a busy 2-core machine: the budget grows with their number.
+	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second+time.Duration(len(split))*300*time.Millisecond)
+	defer cancel()
+	aSide, bSide := sides(p.Direction)
+	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
+
+	// Servers: start all, then wait for each to listen.
+	servers := make([]*exec.Cmd, len(split))
+	srvOut := make([]*bytes.Buffer, len(split))
+	defer func() {
+		stopAll(tb.B, servers)
+	}()
+	for i := range split {
+		argv := load.Iperf3Server{Bind: path.B, Port: parallelBasePort + i}.Args()
+		cmd := tb.B.Command(ctx, argv...)
+		srvOut[i] = &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = srvOut[i], srvOut[i]
+		servers[i] = cmd
+	}
+	if err := startAll(tb.B, servers); err != nil {
+		return nil, nil, fmt.Errorf("iperf3 servers: %w", err)
+	}
+	for i, cmd := range servers {
+		if err := testbed.WaitListening(ctx, cmd.Process.Pid, parallelBasePort+i, 10*time.Second); err != nil {
+			return nil, nil, fmt.Errorf("iperf3 server on port %d: %w: %s", parallelBasePort+i, err, trim(srvOut[i].String()))
+		}
+		if err := sampler.TrackProcess(fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Process.Pid); err != nil {
+			return nil, nil, fmt.Errorf("account cpu of iperf3 server %d: %w", i+1, err)
+		}
+	}
+	if err := trackDaemons(sampler, path, p.Direction); err != nil {
+		return nil, nil, err
+	}
+
+	// Clients: started together.
+	type client struct {
+		cmd *exec.Cmd
+		// out is a file, not a pipe: with hundreds of processes on a busy
+		// machine, a pipe's copying goroutine can lag past exec's
+		// WaitDelay and cut the JSON report short.
+		out     *os.File
+		err     bytes.Buffer
+		waitErr error
+	}
+	clients := make([]*client, len(split))
+	cmds := make([]*exec.Cmd, len(split))
+	gates := make([]io.WriteCloser, len(split))
+	for i, n := range split {
+		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
+			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
+		if err := c.Validate(); err != nil {
+			return nil, nil, err
+		}
+		// Each client waits on its stdin, then execs iperf3 (same pid):
+		// closing every stdin at once starts them together however long
+		// starting them took.
+		cl := &client{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, c.Args()...)...)}
+		out, err := os.CreateTemp(tb.Dir, fmt.Sprintf("iperf3-client-%d-*.json", parallelBasePort+i))
+		if err != nil {
+			return nil, nil, fmt.Errorf("iperf3 client %d: output file: %w", i+1, err)
+		}
+		defer func() { out.Close(); os.Remove(out.Name()) }()
+		cl.out = out
+		cl.cmd.Stdout, cl.cmd.Stderr = out, &cl.err
+		cl.cmd.WaitDelay = 30 * time.Second // stderr is a pipe; see out
+		gate, err := cl.cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, fmt.Errorf("iperf3 client %d: %w", i+1, err)
+		}
+		clients[i], cmds[i], gates[i] = cl, cl.cmd, gate
+	}
+	var started []*client
+	startErr := startAll(tb.A, cmds)
+	for i, cl := range clients {
+		if cl.cmd.Process == nil {
+			continue
+		}
+		started = append(started, cl)
+		if startErr == nil {
+			if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Process.Pid); err != nil {
+				startErr = fmt.Errorf("account cpu of iperf3 client %d: %w", i+1, err)
+			}
+		}
+	}
+	for _, g := range gates {
+		_ = g.Close()
+	}
+	if released != nil {
+		released()
+	}
+	stopLive := make(chan struct{})
+	var liveWG sync.WaitGroup
+	liveWG.Add(1)
+	go func() {
+		defer liveWG.Done()
+		live(tb.A, stopLive, prog)
+	}()
+	sp := &span{}
+	sampling := false
+	var cpuErr error
+	if startErr == nil {
+		select {
+		case <-time.After(omit):
+			sp.begin(tb)
+			if err := sampler.Start(ctx); err != nil {
+				cpuErr = fmt.Errorf("start cpu sampler: %w", err)
+			} else {
+				sampling = true
+			}
+		case <-ctx.Done():
+		}
+	} else {
+		for _, cl := range started {
+			_ = cl.cmd.Process.Kill()
+		}
+	}
+	var wg sync.WaitGroup
+	for _, cl := range started {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cl.waitErr = cl.cmd.Wait()
+		}()
+	}
+	wg.Wait()
+	for _, cl := range started {
+		tb.A.Forget(cl.cmd)
+	}
+	close(stopLive)
+	liveWG.Wait()
+	var cpu *result.CPU
+	if sampling {
+		sp.end(tb)
+		cpu, cpuErr = sampler.Stop()
+		if cpuErr != nil {
+			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
+		}
+		if cpu != nil {
+			cpu.Split = sample.SplitApproximate
+		}
+	}
+	if startErr != nil {
+		return nil, nil, startErr
+	}
+
+	par := &result.Parallel{Streams: p.Streams, StreamsPerProcess: p.StreamsPerProcess, CPU: cpu}
+	var errs []error
+	for i, cl := range clients {
+		pt := result.ProcessThroughput{Port: parallelBasePort + i, Streams: split[i]}
+		report, rerr := os.ReadFile(cl.out.Name())
+		if rerr != nil {
+			report = nil
+		}
+		thr, err := load.ParseIperf3(report)
+		switch {
+		case err != nil:
+			pt.Error = fmt.Sprintf("%v (stderr: %s; server: %s)", err, trim(cl.err.String()), trim(srvOut[i].String()))
+		case cl.waitErr != nil:
+			pt.Error = fmt.Sprintf("%v: %s", cl.waitErr, trim(cl.err.String()))
+		}
+		if pt.Error != "" {
+			errs = append(errs, fmt.Errorf("iperf3 process %d of %d (port %d, %d streams): %s", i+1, len(split), pt.Port, pt.Streams, pt.Error))
+		}
+		if thr != nil {
+			pt.BitsPerSecond, pt.SenderBitsPerSecond = thr.BitsPerSecond, thr.SenderBitsPerSecond
+			pt.Bytes, pt.Retransmits = thr.Bytes, thr.Retransmits
+			pt.SenderToolCPUPercent, pt.ReceiverToolCPUPercent = thr.SenderToolCPUPercent, thr.ReceiverToolCPUPercent
+			par.Intervals = addIntervals(par.Intervals, thr.Intervals)
+		}
+		par.Processes = append(par.Processes, pt)
+	}
+	par.BitsPerSecond, par.SenderBitsPerSecond, par.Bytes, par.Retransmits = sumProcesses(par.Processes)
+	if len(errs) > 0 {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx)))
+		}
+		return par, sp, errors.Join(errs...)
+	}
+	return par, sp, cpuErr
+}
+
+// startAll starts cmds in ep, eight at a time; on failure the ones that
+// started keep running for the caller to stop.
+func startAll(ep *testbed.Endpoint, cmds []*exec.Cmd) error {
+	sem := make(chan struct{}, 8)
+	errs := make([]error, len(cmds))
+	var wg sync.WaitGroup
+	for i, c := range cmds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := ep.Start(c); err != nil {
+				errs[i] = fmt.Errorf("process %d of %d: %w", i+1, len(cmds), err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sumProcesses adds the processes' rates, bytes and retransmits.
+func sumProcesses(ps []result.ProcessThroughput) (bps, senderBps float64, bytes, retr int64) {
+	for _, p := range ps {
+		bps += p.BitsPerSecond
+		senderBps += p.SenderBitsPerSecond
+		bytes += p.Bytes
+		retr += p.Retransmits
+	}
+	return bps, senderBps, bytes, retr
+}
+
+// addIntervals adds b's intervals to sum, index by index (the processes
+// start together, so interval i covers the same second in each).
+func addIntervals(sum, b []result.Interval) []result.Interval {
+	for i, iv := range b {
+		if i >= len(sum) {
+			sum = append(sum, iv)
+			continue
+		}
+		sum[i].Bytes += iv.Bytes
+		sum[i].BitsPerSecond += iv.BitsPerSecond
+		sum[i].Retransmits += iv.Retransmits
+	}
+	return sum
+}
+
+// stopAll stops servers concurrently: one-shot iperf3 servers have exited
+// by now, the rest are killed after a second.
+func stopAll(ep *testbed.Endpoint, cmds []*exec.Cmd) {
+	var wg sync.WaitGroup
+	for _, c := range cmds {
+		if c == nil || c.Process == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stop(ep, c)
+		}()
+	}
+	wg.Wait()
+}
+
+// measureLatencyUnderLoad measures request/response latency on the idle
+// tunnel (or takes the tcp_rr result of this cell), then again while one
+// iperf3 process with the cell's streams (at most 128) saturates it.
+func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, idle *result.Latency) (*result.LatencyUnderLoad, error) {
+	out := &result.LatencyUnderLoad{Load: scenario.TestTCPStream, Idle: idle}
+	if idle == nil {
+		lat, err := measureLatency(ctx, tb, path, p)
+		if err != nil {
+			return out, fmt.Errorf("idle latency: %w", err)
+		}
+		out.Idle = lat
+	}
+	latDur := time.Duration(p.Latency * float64(time.Second))
+	omit := time.Duration(p.Omit * float64(time.Second))
+	lead := time.Duration(plan.LoadedLead) * time.Second
+	if p.Streams > scenario.MaxStreamsPerProcess {
+		return loadedByParallel(ctx, tb, path, p, out)
+	}
+	// The load outlasts the latency test by a second on each side.
+	loadDur := (latDur + lead + time.Second + time.Second - 1).Truncate(time.Second)
+	ctx, cancel := context.WithTimeout(ctx, loadDur+omit+60*time.Second)
+	defer cancel()
+	srv, srvOut, err := startServer(ctx, tb.B, load.Iperf3Server{Bind: path.B, Port: loadPort}.Args(), loadPort)
+	if err != nil {
+		return out, fmt.Errorf("load iperf3 server: %w", err)
+	}
+	defer stop(tb.B, srv)
+	c := load.Iperf3Client{Server: path.B, Port: loadPort, Duration: loadDur, Omit: omit, Streams: min(p.Streams, scenario.MaxStreamsPerProcess),
+		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
+	cmd := tb.A.Command(ctx, c.Args()...)
+	var lo, le bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &lo, &le
+	if err := tb.A.Start(cmd); err != nil {
+		return out, fmt.Errorf("load iperf3 client: %w", err)
+	}
+	var latErr error
+	select {
+	case <-time.After(omit + lead):
+		out.Loaded, latErr = measureLatency(ctx, tb, path, p)
+	case <-ctx.Done():
+		latErr = context.Cause(ctx)
+	}
+	waitErr := cmd.Wait()
+	tb.A.Forget(cmd)
+	thr, perr := load.ParseIperf3(lo.Bytes())
+	if thr != nil {
+		out.LoadBitsPerSecond = thr.BitsPerSecond
+	}
+	if latErr != nil {
+		return out, fmt.Errorf("loaded latency: %w", latErr)
+	}
+	if perr != nil || waitErr != nil {
+		return out, fmt.Errorf("load iperf3 client %q: %w (stderr: %s; server: %s)", joinArgs(cmd.Args), errors.Join(perr, waitErr), trim(le.String()), trim(srvOut.String()))
+	}
+	out.P50Ratio, out.P99Ratio = ratios(out.Idle, out.Loaded)
+	return out, nil
+}
+
+// ratios are loaded over idle p50 and p99; 0 where idle is 0.
+func ratios(idle, loaded *result.Latency) (p50, p99 float64) {
+	if idle == nil || loaded == nil {
+		return 0, 0
+	}
+	if idle.P50 > 0 {
+		p50 = loaded.P50 / idle.P50
+	}
+	if idle.P99 > 0 {
+		p99 = loaded.P99 / idle.P99
+	}
+	return p50, p99
+}
+
+// loadedByParallel is latency_under_load with more streams than one iperf3
+// process takes: the parallel test's machinery carries the load, and the
+// request/response test starts its warm-up plus a second after the clients
+// are released.
+func loadedByParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, out *result.LatencyUnderLoad) (*result.LatencyUnderLoad, error) {
+	out.Load = scenario.TestParallel
+	latDur := time.Duration(p.Latency * float64(time.Second))
+	lead := time.Duration(plan.LoadedLead) * time.Second
+	lp := p
+	lp.Duration = (latDur + lead + 2*time.Second - 1).Truncate(time.Second).Seconds()
+	if lp.StreamsPerProcess == 0 {
+		lp.StreamsPerProcess = scenario.MaxStreamsPerProcess
+	}
+	released := make(chan struct{})
+	type res struct {
+		par *result.Parallel
+		err error
+	}
+	done := make(chan res, 1)
+	go func() {
+		par, _, err := measureParallelNotify(ctx, tb, path, lp, nil, func() { close(released) })
+		done <- res{par, err}
+	}()
+	var latErr error
+	select {
+	case <-released:
+		select {
+		case <-time.After(time.Duration(p.Omit*float64(time.Second)) + lead):
+			out.Loaded, latErr = measureLatency(ctx, tb, path, p)
+		case <-ctx.Done():
+			latErr = context.Cause(ctx)
+		}
+	case r := <-done:
+		done <- r
+		latErr = errors.New("the parallel load ended before it was released")
+	}
+	r := <-done
+	if r.par != nil {
+		out.LoadBitsPerSecond = r.par.BitsPerSecond
+	}
+	if latErr != nil {
+		return out, fmt.Errorf("loaded latency: %w", errors.Join(latErr, r.err))
+	}
+	if r.err != nil {
+		return out, fmt.Errorf("parallel load: %w", r.err)
+	}
+	out.P50Ratio, out.P99Ratio = ratios(out.Idle, out.Loaded)
+	return out, nil
+}
