@@ -4,7 +4,7 @@
 GO ?= go
 BIN := bin/tunbench
 
-.PHONY: run test build lint fresh-check fuzz unit bench clean
+.PHONY: run test build lint fresh-check fuzz chaos unit bench clean
 
 build:
 	$(GO) build -o $(BIN) ./cmd/tunbench
@@ -31,6 +31,11 @@ test:
 	$(MAKE) lint
 	$(GO) test -count=1 -timeout 60m ./...
 	FUZZTIME=30s ./scripts/fuzz.sh
+
+# The chaos suite in full: 100 SIGKILLs at random moments (make test runs
+# 10 of them), each followed by clean, checks and --resume.
+chaos:
+	$(GO) test -count=1 -timeout 120m -run TestChaos -v ./internal/cli -args -chaos.kills=$${KILLS:-100}
 
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m).
 fuzz:
