@@ -453,7 +453,8 @@ var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE
 // collects, while the run lives, each private key, pre-shared key,
 // certificate key and tls-crypt key it wrote into its run directory. Each
 // key file must be 0600 and gone after the run; none of the secrets may
-// appear in the JSON or CSV export, the database, or the run's output;
+// appear in the JSON or CSV export, the HTML report or its figure files,
+// the database, or the run's output;
 // and the run writes nothing to /etc, to /run outside its own directory,
 // or to the home directory.
 func TestNoSecretsInResults(t *testing.T) {
@@ -520,6 +521,22 @@ func TestNoSecretsInResults(t *testing.T) {
 		t.Fatalf("export csv: %s", errOut)
 	}
 	places := map[string]string{"output": stdout + stderr, "csv export": csv}
+	// The HTML report and every figure file beside it.
+	html := filepath.Join(dir, "report.html")
+	if code, _, errOut := run(t, "report", "--db", db, "-o", html); code != 0 {
+		t.Fatalf("report: %s", errOut)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "report-files", "*"))
+	if len(files) == 0 {
+		t.Fatal("the report wrote no figure files")
+	}
+	for _, f := range append(files, html) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		places["report file "+filepath.Base(f)] = string(data)
+	}
 	for name, path := range map[string]string{"export": export, "database": db, "database wal": db + "-wal"} {
 		data, err := os.ReadFile(path)
 		if err != nil && !os.IsNotExist(err) {
