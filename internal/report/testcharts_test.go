@@ -1,0 +1,159 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// figuresRun is testsRun (parallel at 256 streams, latency under load, UDP
+// sizes, derived figures) with the idle and loaded distributions' CDFs,
+// and beside it the rest of seed 000's parallel figures: native and vxlan
+// at 1 and 16 streams with 128 streams per process (Fig. 6), and at 1, 2
+// and 4 iperf3 processes of one stream each against a 25 Gbit/s line rate
+// (Fig. 15).
+func figuresRun() (result.Run, []result.Cell) {
+	run, cells := testsRun()
+	cdf := func(p50, p99 float64) []result.Quantile {
+		return []result.Quantile{{Fraction: 0, RTT: p50 * 0.6}, {Fraction: 0.5, RTT: p50}, {Fraction: 0.9, RTT: (p50 + p99) / 2},
+			{Fraction: 0.99, RTT: p99}, {Fraction: 1, RTT: p99 * 1.4}}
+	}
+	for i := range cells {
+		l := *cells[i].LatencyUnderLoad
+		idle, loaded := *l.Idle, *l.Loaded
+		idle.CDF, loaded.CDF = cdf(idle.P50, idle.P99), cdf(loaded.P50, loaded.P99)
+		l.Idle, l.Loaded = &idle, &loaded
+		cells[i].LatencyUnderLoad = &l
+	}
+	at := cells[len(cells)-1].Finished.Add(time.Second)
+	for _, layout := range []struct {
+		perProcess int
+		streams    []int
+	}{{128, []int{1, 16}}, {1, []int{1, 2, 4}}} {
+		for _, m := range []struct {
+			name    string
+			overlay int
+			gbps    float64 // at one stream; grows with streams up to 1.6x
+		}{{"native", 1500, 14.0}, {"vxlan", 1450, 8.0}} {
+			for _, n := range layout.streams {
+				for rep := 1; rep <= 2; rep++ {
+					p := params("ipv4", 1500, m.overlay, true, n)
+					p.Tests, p.Direction, p.StreamsPerProcess, p.LineRate = []string{"parallel"}, "forward", layout.perProcess, 25e9
+					gain := 1 + 0.6*float64(min(n, 4)-1)/3
+					bps := (m.gbps*gain + 0.1*float64(rep)) * 1e9
+					procs := (n + layout.perProcess - 1) / layout.perProcess
+					c := result.Cell{
+						Schema: result.SchemaVersion, RunID: run.ID,
+						Key: fmt.Sprintf("%s/ipv4/mtu1500/offloads-on/p%d/spp%d", m.name, n, layout.perProcess), Method: m.name,
+						Implementation: "kernel", Params: p, Repetition: rep, Status: result.StatusOK, Started: at, Finished: at.Add(9 * time.Second),
+						Parallel: &result.Parallel{Streams: n, StreamsPerProcess: layout.perProcess, BitsPerSecond: bps, SenderBitsPerSecond: bps,
+							CPU: &result.CPU{Cores: 8, SenderCores: 0.8 * gain, ReceiverCores: 0.6*gain + 0.01*float64(rep), Split: "approximate"}},
+						Derived: &result.Derived{CeilingFraction: 1448.0 / 1538, LineRate: 25e9, LineRateSource: "scenario",
+							PercentOfLineRate: 100 * bps / 25e9, PercentOfCeiling: 100 * bps / (25e9 * 1448.0 / 1538)},
+					}
+					for j := 0; j < procs; j++ {
+						c.Parallel.Processes = append(c.Parallel.Processes, result.ProcessThroughput{Port: 5301 + j,
+							Streams: min(layout.perProcess, n-j*layout.perProcess), BitsPerSecond: bps / float64(procs)})
+					}
+					cells = append(cells, c)
+					at = at.Add(10 * time.Second)
+				}
+			}
+		}
+	}
+	for i := range cells {
+		cells[i].ID = int64(i + 1)
+	}
+	return run, cells
+}
+
+// TestTestCharts: the data series behind the figures of the parallel,
+// line-rate, packet-size and latency-under-load records, against a golden
+// file.
+func TestTestCharts(t *testing.T) {
+	run, cells := figuresRun()
+	var mine []Chart
+	for _, c := range Charts(run, cells) {
+		switch c.Section {
+		case SectionParallel, SectionLineRate, SectionUDPSizes, SectionLatencyLoad:
+			mine = append(mine, c)
+		}
+	}
+	js, err := json.MarshalIndent(mine, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "figures.testcharts.golden", append(js, '\n'))
+
+	count := map[string]int{}
+	for _, c := range mine {
+		count[c.Section]++
+		if _, err := Render(c); err != nil {
+			t.Errorf("render %s: %v", c.ID, err)
+		}
+	}
+	// parallel: 128 per process at 1, 16 and 256 streams (throughput and
+	// CPU); one per process at 1, 2, 4 (throughput and CPU).
+	want := map[string]int{SectionParallel: 4, SectionLineRate: 1, SectionUDPSizes: 5, SectionLatencyLoad: 1}
+	for s, n := range want {
+		if count[s] != n {
+			t.Errorf("%d %s figures, want %d", count[s], s, n)
+		}
+	}
+	for _, c := range mine {
+		if c.Section == SectionLatencyLoad && len(c.Series) != 4 {
+			t.Errorf("%s: %d series, want idle and loaded for native and vxlan", c.ID, len(c.Series))
+		}
+		if c.Section == SectionParallel && strings.Contains(c.ID, "throughput") && strings.HasSuffix(c.ID, "spp128") {
+			if got := c.Series[0].X; !slices.Equal(got, []float64{1, 16, 256}) {
+				t.Errorf("%s: native at streams %v, want 1, 16, 256", c.ID, got)
+			}
+		}
+	}
+}
+
+// TestTestChartsOnlyWithData: without the records, none of these figures;
+// the line-rate figure needs a known line rate and one stream per process.
+func TestTestChartsOnlyWithData(t *testing.T) {
+	run, cells := figuresRun()
+	sections := func(cells []result.Cell) map[string]int {
+		m := map[string]int{}
+		for _, c := range Charts(run, cells) {
+			m[c.Section]++
+		}
+		return m
+	}
+	var bare, noLine []result.Cell
+	for _, c := range cells {
+		d := c
+		if d.Derived != nil {
+			dv := *d.Derived
+			dv.LineRate, dv.PercentOfLineRate = 0, 0
+			d.Derived = &dv
+		}
+		noLine = append(noLine, d)
+		c.Parallel, c.LatencyUnderLoad, c.UDPSizes, c.Derived = nil, nil, nil, nil
+		bare = append(bare, c)
+	}
+	got := sections(bare)
+	for _, s := range []string{SectionParallel, SectionLineRate, SectionUDPSizes, SectionLatencyLoad} {
+		if got[s] != 0 {
+			t.Errorf("without the test records: %d %s figures", got[s], s)
+		}
+	}
+	if n := sections(noLine)[SectionLineRate]; n != 0 {
+		t.Errorf("line rate unknown but %d line-rate figures", n)
+	}
+	// A fixture without CDFs (testsRun) has no latency-under-load figure.
+	r2, c2 := testsRun()
+	for _, c := range Charts(r2, c2) {
+		if c.Section == SectionLatencyLoad {
+			t.Errorf("latency-under-load figure %s drawn without CDFs", c.ID)
+		}
+	}
+}
