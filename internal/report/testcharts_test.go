@@ -157,3 +157,37 @@ func TestTestChartsOnlyWithData(t *testing.T) {
 		}
 	}
 }
+
+// TestHTMLTestColumns: the summary table has the % of ceiling and CPU-ns
+// per packet columns when the run has them, not otherwise, and every test
+// figure is in the page.
+func TestHTMLTestColumns(t *testing.T) {
+	page := func(run result.Run, cells []result.Cell) (string, *Built) {
+		b, err := Build([]RunRecords{{Run: run, Cells: cells}}, "files")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf strings.Builder
+		if err := b.WriteHTML(&buf); err != nil {
+			t.Fatal(err)
+		}
+		return buf.String(), b
+	}
+	html, b := page(figuresRun())
+	for _, want := range []string{"<th>% ceiling</th>", "<th>snd ns/pkt</th>", "<th>rcv ns/pkt</th>", "Packet-size sweep", "Latency under load"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	for _, c := range b.Runs[0].Charts {
+		if !strings.Contains(html, `<figure id="`+c.ID+`">`) {
+			t.Errorf("figure %s missing from the HTML", c.ID)
+		}
+	}
+	html, _ = page(matrixRun())
+	for _, bad := range []string{"% ceiling", "ns/pkt", "Packet-size sweep"} {
+		if strings.Contains(html, bad) {
+			t.Errorf("HTML of a run without test records has %q", bad)
+		}
+	}
+}
