@@ -191,3 +191,65 @@ func TestHTMLTestColumns(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyLoadTakeAways: the loaded/idle p99 sentence links to the
+// figure, says "indistinguishable" when idle and loaded intervals overlap,
+// and is never made from a busy row or an unstable ratio.
+func TestLatencyLoadTakeAways(t *testing.T) {
+	sentences := func(run result.Run, cells []result.Cell) []TakeAway {
+		var out []TakeAway
+		for _, c := range GenerateTakeAways(run, cells, Charts(run, cells)).Claims {
+			if strings.Contains(c.Text, "p99 RTT") {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	run, cells := figuresRun()
+	got := sentences(run, cells)
+	if len(got) != 2 || !strings.HasPrefix(got[0].Text, "Under load, native's p99 RTT is 29.5x its idle p99") ||
+		got[0].Figure != run.ID+"-rtt-load-ipv4-mtu1500-offloads-on-p256" {
+		t.Errorf("latency-under-load sentences: %+v", got)
+	}
+
+	edit := func(f func(*result.Cell)) []result.Cell {
+		var out []result.Cell
+		for _, c := range cells {
+			if c.LatencyUnderLoad != nil {
+				l := *c.LatencyUnderLoad
+				idle, loaded := *l.Idle, *l.Loaded
+				l.Idle, l.Loaded = &idle, &loaded
+				c.LatencyUnderLoad = &l
+				f(&c)
+			}
+			out = append(out, c)
+		}
+		return out
+	}
+	// Loaded within the idle interval: indistinguishable.
+	same := edit(func(c *result.Cell) {
+		l := c.LatencyUnderLoad
+		l.Loaded.P99 = l.Idle.P99 * (1 + 0.01*float64(c.Repetition))
+		l.Idle.P99 *= 1 + 0.015*float64(c.Repetition-1)
+		l.P99Ratio = l.Loaded.P99 / l.Idle.P99
+	})
+	if len(sentences(run, same)) == 0 {
+		t.Error("no sentence when idle and loaded p99 overlap")
+	}
+	for _, c := range sentences(run, same) {
+		if !strings.Contains(c.Text, "indistinguishable from idle") {
+			t.Errorf("overlapping idle and loaded p99 not called indistinguishable: %q", c.Text)
+		}
+	}
+	// vxlan busy, native's ratio unstable: no sentence at all.
+	shaky := edit(func(c *result.Cell) {
+		if c.Method == "vxlan" {
+			c.Meta.Busy = true
+		} else {
+			c.LatencyUnderLoad.P99Ratio *= float64(c.Repetition * c.Repetition)
+		}
+	})
+	if got := sentences(run, shaky); len(got) != 0 {
+		t.Errorf("sentences from a busy row or an unstable ratio: %+v", got)
+	}
+}
