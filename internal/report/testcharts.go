@@ -104,17 +104,17 @@ func parallelCharts(runID string, rows []Summary) []Chart {
 	for _, rs := range streamsGroups(rows, func(r Summary) bool { return r.Tests != nil && r.Tests.Parallel.N > 0 }) {
 		p := rs[0].Params
 		slug := fmt.Sprintf("%s-spp%d", groupSlug(p), p.StreamsPerProcess)
-		desc := fmt.Sprintf("%s, %d streams per iperf3 process", groupDesc(p), p.StreamsPerProcess)
+		desc := fmt.Sprintf("%s, %d per process", groupDesc(p), p.StreamsPerProcess)
 		tp := Chart{
 			ID: fmt.Sprintf("%s-parallel-throughput-%s", runID, slug), Section: SectionParallel, Kind: KindLines,
-			Title: "Aggregate throughput against streams (" + desc + ")",
+			Title: "Parallel throughput (" + desc + ")",
 			Caption: fmt.Sprintf("Receiver throughput summed over every iperf3 process of the parallel test (%d streams per "+
 				"process, started together on distinct ports), mean over repetitions with its 95%% confidence interval.", p.StreamsPerProcess),
 			XLabel: "parallel TCP streams", YLabel: "throughput (Gbit/s)", LogX: true,
 		}
 		cpu := Chart{
 			ID: fmt.Sprintf("%s-parallel-cpu-%s", runID, slug), Section: SectionParallel, Kind: KindLines,
-			Title: "CPU against streams (" + desc + ")",
+			Title: "Parallel CPU (" + desc + ")",
 			Caption: "CPU time per wall second (1.0 = one full core) attributed to the sender (solid) and the receiver " +
 				"(dashed) during the parallel test, mean over repetitions with its 95% confidence interval.",
 			XLabel: "parallel TCP streams", YLabel: "CPU (cores)", LogX: true,
@@ -157,7 +157,7 @@ func lineRateCharts(runID string, rows []Summary) []Chart {
 		p := rs[0].Params
 		c := Chart{
 			ID: fmt.Sprintf("%s-line-rate-%s", runID, groupSlug(p)), Section: SectionLineRate, Kind: KindLines,
-			Title: "% of line rate against iperf3 processes (" + groupDesc(p) + ")",
+			Title: "% of line rate (" + groupDesc(p) + ")",
 			Caption: "Throughput as a percentage of the underlay's line rate (from the device or the scenario) with N iperf3 " +
 				"processes of one stream each, mean over repetitions with its 95% confidence interval.",
 			XLabel: "iperf3 processes (one stream each)", YLabel: "% of line rate", LogX: true,
@@ -193,13 +193,13 @@ func udpSizeCharts(runID string, ps paramSet, byKey map[string][]result.Cell) []
 		}
 	}
 	const each = " One line per method, mean over repetitions with its 95% confidence interval; x is the Ethernet frame size of the inner packet."
-	tp := mk("throughput", "UDP throughput against frame size", "throughput (Gbit/s)",
+	tp := mk("throughput", "UDP throughput", "throughput (Gbit/s)",
 		"Received UDP payload rate of tunbench's generator per frame size."+each)
-	delay := mk("delay", "One-way delay against frame size", "one-way delay (µs)",
+	delay := mk("delay", "UDP one-way delay", "one-way delay (µs)",
 		"One-way delay, median solid and 99th percentile dashed (exact on the local testbed, where both ends share one clock)."+each)
-	jitter := mk("jitter", "Jitter against frame size", "jitter (µs)", "RFC 3550 interarrival jitter."+each)
-	loss := mk("loss", "Loss against frame size", "loss (%)", "Packets lost, in % of those sent."+each)
-	cpu := mk("cpu", "CPU against frame size", "CPU (cores)",
+	jitter := mk("jitter", "UDP jitter", "jitter (µs)", "RFC 3550 interarrival jitter."+each)
+	loss := mk("loss", "UDP loss", "loss (%)", "Packets lost, in % of those sent."+each)
+	cpu := mk("cpu", "UDP CPU", "CPU (cores)",
 		"CPU time per wall second (1.0 = one full core) of the sender (solid) and the receiver (dashed)."+each)
 	for i, r := range ps.rows {
 		var pts []*point
