@@ -16,7 +16,9 @@ import (
 // and beside it the rest of seed 000's parallel figures: native and vxlan
 // at 1 and 16 streams with 128 streams per process (Fig. 6), and at 1, 2
 // and 4 iperf3 processes of one stream each against a 25 Gbit/s line rate
-// (Fig. 15).
+// (Fig. 15). A real run has one streams_per_process (a scenario gives one);
+// this fixture holds both layouts so that each figure is checked, and the
+// layouts' groups must stay apart.
 func figuresRun() (result.Run, []result.Cell) {
 	run, cells := testsRun()
 	cdf := func(p50, p99 float64) []result.Quantile {
