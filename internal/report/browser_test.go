@@ -23,8 +23,9 @@ import (
 // to, for a person to look at.
 const screenshotEnv = "TUNBENCH_REPORT_SCREENSHOT"
 
-// TestReportInBrowser opens the HTML report of the fixture database in a
-// real headless Chromium and checks what a reader would: no console error,
+// TestReportInBrowser opens the HTML report of the fixture database (and
+// of the Go-built run with the tests' records, figuresRun) in a real
+// headless Chromium and checks what a reader would: no console error,
 // no request for anything but the file itself, every figure drawn with a
 // size, and the summary table sorting on a header click. It saves a
 // full-page screenshot in the test's temp dir (and to $TUNBENCH_REPORT_SCREENSHOT
@@ -36,7 +37,13 @@ func TestReportInBrowser(t *testing.T) {
 	}
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "report.html")
-	b, err := Build(fixtureDB(t), "report-files")
+	// The fixture database's runs, and a Go-built run with the records of
+	// the parallel, udp_sizes and latency_under_load tests, so that their
+	// figures and summary columns are drawn too.
+	runs := fixtureDB(t)
+	run, cells := figuresRun()
+	runs = append(runs, RunRecords{Run: run, Cells: cells})
+	b, err := Build(runs, "report-files")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -70,14 +70,15 @@ const (
 )
 
 // Sections lists the figure sections with their headings, in report order.
-// Sections for records tunbench does not measure yet (parallel iperf3
-// processes against line rate, packet-size sweeps, latency under load)
-// are added when those records exist.
 var Sections = []struct{ ID, Heading string }{
 	{SectionThroughputTime, "Throughput over time"},
 	{SectionRTT, "Round-trip time distribution"},
+	{SectionLatencyLoad, "Latency under load"},
 	{SectionCPU, "CPU"},
 	{SectionStreams, "Aggregate throughput and CPU against streams"},
+	{SectionParallel, "Parallel iperf3 processes: throughput and CPU against streams"},
+	{SectionLineRate, "% of line rate against iperf3 processes"},
+	{SectionUDPSizes, "Packet-size sweep"},
 	{SectionMTU, "Underlay MTU"},
 	{SectionOffloads, "Offloads"},
 }
@@ -180,10 +181,7 @@ type chartInput struct {
 }
 
 // figureKinds are the figure generators, in report order. Each returns no
-// chart when the run lacks its data. Figures for records tunbench does not
-// store yet (several iperf3 processes against line rate, packet-size
-// sweeps, latency under load, cost per packet) are added here, with their
-// section in Sections, once those records exist.
+// chart when the run lacks its data.
 var figureKinds = []func(chartInput) []Chart{
 	func(in chartInput) []Chart {
 		var out []Chart
@@ -197,8 +195,18 @@ var figureKinds = []func(chartInput) []Chart{
 		return out
 	},
 	perSet(rttChart),
+	perSet(latencyLoadChart),
 	perSet(cpuChart),
 	func(in chartInput) []Chart { return streamsCharts(in.run, in.rows) },
+	func(in chartInput) []Chart { return parallelCharts(in.run.ID, in.rows) },
+	func(in chartInput) []Chart { return lineRateCharts(in.run.ID, in.rows) },
+	func(in chartInput) []Chart {
+		var out []Chart
+		for _, ps := range in.sets {
+			out = append(out, udpSizeCharts(in.run.ID, ps, in.byKey)...)
+		}
+		return out
+	},
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimMTU) },
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimOffloads) },
 }

@@ -140,7 +140,7 @@ func buildPlot(c Chart, logx bool) (*plot.Plot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if c.Kind == KindLines && c.Section == SectionRTT {
+	if c.Kind == KindLines && (c.Section == SectionRTT || c.Section == SectionLatencyLoad) {
 		p.Y.Max = 1
 		p.Legend.Left = false
 		p.Legend.Top = false

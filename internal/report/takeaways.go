@@ -61,6 +61,12 @@ var claimFigures = []struct {
 	{"throughput", func(s Summary) Figure { return s.Throughput }},
 	{"Gbit/s per core", func(s Summary) Figure { return s.GbpsPerCore }},
 	{"median RTT", func(s Summary) Figure { return s.P50RTT }},
+	{"loaded/idle p99 RTT ratio", func(s Summary) Figure {
+		if s.Tests == nil {
+			return Figure{}
+		}
+		return s.Tests.P99Ratio
+	}},
 }
 
 func overlap(a, b Figure) bool {
@@ -238,6 +244,26 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 					r.Label, ratio(r.P50RTT.Mean/native.P50RTT.Mean), desc,
 					withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
 			}
+		}
+	}
+
+	// Latency under load: how much a saturating transfer raises each
+	// method's p99 round-trip time over the idle tunnel's.
+	for _, ps := range sets {
+		desc := at(describe(ps.rows[0].Params, v))
+		fig := link(fmt.Sprintf("%s-rtt-load-%s", run.ID, ps.key.slug()))
+		for _, r := range ps.rows {
+			ts := r.Tests
+			if ts == nil || ts.P99Ratio.N == 0 || !goodFig(r, ts.P99Ratio) || !stable(ts.IdleP99) || !stable(ts.LoadedP99) {
+				continue
+			}
+			if overlap(ts.IdleP99, ts.LoadedP99) {
+				add(fmt.Sprintf("%s's p99 RTT under load is indistinguishable from idle%s: their 95%% intervals overlap (%s against %s µs).",
+					r.Label, desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
+				continue
+			}
+			add(fmt.Sprintf("Under load, %s's p99 RTT is %s its idle p99%s (%s against %s µs).",
+				r.Label, ratio(ts.P99Ratio.Mean), desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
 		}
 	}
 
