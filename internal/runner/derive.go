@@ -5,6 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"golang.org/x/sys/unix"
@@ -124,7 +125,9 @@ func costBasis() (string, string) {
 }
 
 // derive computes the cell's derived figures from its own records.
-func derive(c *result.Cell, overhead int, sp *span) *result.Derived {
+// link is what the sending side's underlay device says about its link
+// (zero when it could not be read); nic.LineRate decides the line rate.
+func derive(c *result.Cell, overhead int, sp *span, link nic.LinkSpeed) *result.Derived {
 	p := c.Params
 	d := &result.Derived{CeilingFraction: ceilingFraction(p.Family, p.OverlayMTU, overhead, p.MSS)}
 	bps := 0.0
@@ -135,11 +138,11 @@ func derive(c *result.Cell, overhead int, sp *span) *result.Derived {
 	case c.Parallel != nil:
 		bps, cpu = c.Parallel.BitsPerSecond, c.Parallel.CPU
 	}
-	if p.LineRate > 0 {
-		d.LineRate, d.LineRateSource = p.LineRate, "scenario"
-		d.CeilingBitsPerSecond = p.LineRate * d.CeilingFraction
+	if rate, src := nic.LineRate(link, p.LineRate); rate > 0 {
+		d.LineRate, d.LineRateSource = rate, src
+		d.CeilingBitsPerSecond = rate * d.CeilingFraction
 		if bps > 0 {
-			d.PercentOfLineRate = 100 * bps / p.LineRate
+			d.PercentOfLineRate = 100 * bps / rate
 			if d.CeilingBitsPerSecond > 0 {
 				d.PercentOfCeiling = 100 * bps / d.CeilingBitsPerSecond
 			}

@@ -5,9 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
@@ -109,5 +111,44 @@ func TestUDPTrialOf(t *testing.T) {
 	r.Received = 1001 // a duplicate: never negative loss
 	if got := udpTrialOf(s, r); got.Lost != 0 || got.LossPercent != 0 {
 		t.Errorf("more received than sent: lost %d (%v%%)", got.Lost, got.LossPercent)
+	}
+}
+
+// The line rate in the derived figures: a physical device's speed wins
+// over the scenario's, a veth's counts as nothing.
+func TestDeriveLineRate(t *testing.T) {
+	cell := func(lineRate float64) *result.Cell {
+		return &result.Cell{
+			Params:     result.Params{Family: "ipv4", OverlayMTU: 1500, LineRate: lineRate},
+			Throughput: &result.Throughput{BitsPerSecond: 5e9},
+		}
+	}
+	d := derive(cell(0), 0, nil, nic.LinkSpeed{Driver: "ixgbe", SpeedMbps: 10000})
+	if d.LineRate != 10e9 || d.LineRateSource != "device" || math.Abs(d.PercentOfLineRate-50) > 1e-9 {
+		t.Errorf("ixgbe 10G: %+v", d)
+	}
+	d = derive(cell(25e9), 0, nil, nic.LinkSpeed{Driver: "veth", SpeedMbps: 10000})
+	if d.LineRate != 25e9 || d.LineRateSource != "scenario" || math.Abs(d.PercentOfLineRate-20) > 1e-9 {
+		t.Errorf("veth with line_rate 25G: %+v", d)
+	}
+	d = derive(cell(0), 0, nil, nic.LinkSpeed{Driver: "veth", SpeedMbps: 10000})
+	if d.LineRate != 0 || d.LineRateSource != "" || d.PercentOfLineRate != 0 || d.CeilingBitsPerSecond != 0 {
+		t.Errorf("veth without line_rate: %+v", d)
+	}
+}
+
+// On the local testbed the underlay is a veth: its driver is read, and
+// it gives no line rate.
+func TestUnderlaySpeedOnVeth(t *testing.T) {
+	tb := testbedtest.New(t, 1500)
+	var cell result.Cell
+	ls := underlaySpeed(tb, "forward", &cell)
+	if ls.Driver != "veth" {
+		t.Fatalf("underlay driver %q (%v), want veth", ls.Driver, cell.Meta.Extra)
+	}
+	d := derive(&result.Cell{Params: result.Params{Family: "ipv4", OverlayMTU: 1500},
+		Throughput: &result.Throughput{BitsPerSecond: 1e9}}, 0, nil, ls)
+	if d.LineRate != 0 || d.LineRateSource != "" || d.PercentOfLineRate != 0 {
+		t.Errorf("veth gave a line rate: %+v (device says %+v)", d, ls)
 	}
 }
