@@ -53,6 +53,7 @@ func TestSpeedOfVethGivesNoLineRate(t *testing.T) {
 			t.Errorf("speed %d Mb/s; ethtool says:\n%s", ls.SpeedMbps, out)
 		}
 	}
+	t.Logf("va: driver %s, speed %d Mb/s", ls.Driver, ls.SpeedMbps)
 	if bps, src := LineRate(ls, 0); bps != 0 || src != "" {
 		t.Errorf("veth line rate %g from %q, want none", bps, src)
 	}
