@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/mdlayher/netlink"
+	rtnl "github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,9 @@ const speedUnknown = 0xffffffff
 type LinkSpeed struct {
 	Driver    string
 	SpeedMbps int
+	// Kind is the rtnetlink link kind ("veth", "vxlan", "tuntap", ...);
+	// "device" or empty for a device without one (a NIC).
+	Kind string
 }
 
 // Speed reads the driver and link speed of dev in ns: the driver with the
@@ -31,6 +35,16 @@ func Speed(ns netns.NsHandle, dev string) (LinkSpeed, error) {
 	}
 	defer c.close()
 	var ls LinkSpeed
+	h, err := rtnl.NewHandleAt(ns)
+	if err != nil {
+		return ls, fmt.Errorf("open rtnetlink in %s: %w", ns, err)
+	}
+	defer h.Close()
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		return ls, fmt.Errorf("look up link %s: %w", dev, err)
+	}
+	ls.Kind = link.Type()
 	rc, err := c.c.SyscallConn()
 	if err != nil {
 		return ls, fmt.Errorf("driver of %s: %w", dev, err)
@@ -105,12 +119,14 @@ const (
 // LineRate decides the underlay's line rate in bit/s from what the device
 // says and what the scenario gives (0 = not given). A physical device's
 // speed wins: it is measured on the link the cell ran on, while the
-// scenario's value is a statement about it. A virtual driver's speed
-// (veth, tun, bridge, vxlan, virtio_net, ...) or an unknown speed counts
-// as nothing, so the scenario's value is used, and without one the line
+// scenario's value is a statement about it. A virtual device's speed (a
+// link with an rtnetlink kind such as veth or vxlan, or a driver such as
+// veth, tun, bridge, vxlan, virtio_net) or an unknown speed counts as
+// nothing, so the scenario's value is used, and without one the line
 // rate is unknown (0, ""), never guessed.
 func LineRate(ls LinkSpeed, scenarioBps float64) (bps float64, source string) {
-	if ls.SpeedMbps > 0 && ls.Driver != "" && !virtualDrivers[ls.Driver] {
+	physical := ls.Driver != "" && !virtualDrivers[ls.Driver] && (ls.Kind == "" || ls.Kind == "device")
+	if ls.SpeedMbps > 0 && physical {
 		return float64(ls.SpeedMbps) * 1e6, SourceDevice
 	}
 	if scenarioBps > 0 {

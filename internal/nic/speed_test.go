@@ -15,16 +15,19 @@ func TestLineRate(t *testing.T) {
 		bps      float64
 		source   string
 	}{
-		{"veth alone: unknown", LinkSpeed{"veth", 10000}, 0, 0, ""},
-		{"veth with scenario", LinkSpeed{"veth", 10000}, 25e9, 25e9, SourceScenario},
-		{"tun alone: unknown", LinkSpeed{"tun", 10}, 0, 0, ""},
-		{"bridge alone", LinkSpeed{"bridge", 10000}, 0, 0, ""},
-		{"vxlan alone", LinkSpeed{"vxlan", 10000}, 0, 0, ""},
-		{"physical 25G", LinkSpeed{"mlx5_core", 25000}, 0, 25e9, SourceDevice},
-		{"physical wins over scenario", LinkSpeed{"ice", 100000}, 25e9, 100e9, SourceDevice},
-		{"physical, speed unknown (link down)", LinkSpeed{"ixgbe", 0}, 10e9, 10e9, SourceScenario},
-		{"no driver read", LinkSpeed{"", 10000}, 0, 0, ""},
+		{"veth alone: unknown", LinkSpeed{Driver: "veth", SpeedMbps: 10000}, 0, 0, ""},
+		{"veth with scenario", LinkSpeed{Driver: "veth", SpeedMbps: 10000}, 25e9, 25e9, SourceScenario},
+		{"tun alone: unknown", LinkSpeed{Driver: "tun", SpeedMbps: 10}, 0, 0, ""},
+		{"bridge alone", LinkSpeed{Driver: "bridge", SpeedMbps: 10000}, 0, 0, ""},
+		{"vxlan alone", LinkSpeed{Driver: "vxlan", SpeedMbps: 10000}, 0, 0, ""},
+		{"physical 25G", LinkSpeed{Driver: "mlx5_core", SpeedMbps: 25000}, 0, 25e9, SourceDevice},
+		{"physical wins over scenario", LinkSpeed{Driver: "ice", SpeedMbps: 100000}, 25e9, 100e9, SourceDevice},
+		{"physical, speed unknown (link down)", LinkSpeed{Driver: "ixgbe", SpeedMbps: 0}, 10e9, 10e9, SourceScenario},
+		{"no driver read", LinkSpeed{Driver: "", SpeedMbps: 10000}, 0, 0, ""},
 		{"nothing", LinkSpeed{}, 0, 0, ""},
+		{"physical NIC, kind device", LinkSpeed{Driver: "ixgbe", SpeedMbps: 10000, Kind: "device"}, 0, 10e9, SourceDevice},
+		{"unlisted driver on a veth-kind link", LinkSpeed{Driver: "newvirt", SpeedMbps: 10000, Kind: "veth"}, 0, 0, ""},
+		{"unlisted driver on a tuntap link", LinkSpeed{Driver: "newvirt", SpeedMbps: 10, Kind: "tuntap"}, 5e9, 5e9, SourceScenario},
 	} {
 		bps, src := LineRate(tc.ls, tc.scenario)
 		if bps != tc.bps || src != tc.source {
@@ -41,8 +44,8 @@ func TestSpeedOfVethGivesNoLineRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ls.Driver != "veth" {
-		t.Errorf("driver %q, want veth", ls.Driver)
+	if ls.Driver != "veth" || ls.Kind != "veth" {
+		t.Errorf("driver %q, kind %q, want veth", ls.Driver, ls.Kind)
 	}
 	if out, err := exec.Command("ip", "netns", "exec", tb.nameA, "ethtool", "va").Output(); err == nil {
 		want := "Speed: Unknown!"
