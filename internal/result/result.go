@@ -299,7 +299,8 @@ type Derived struct {
 
 // Cost is CPU spent per packet and per byte.
 type Cost struct {
-	// Basis is CostCycles or CostCPUTime; BasisNote says why.
+	// Basis is CostCycles (the Cycles* figures are there) or CostCPUTime
+	// (only the Ns* ones); BasisNote says why.
 	Basis     string `json:"basis"`
 	BasisNote string `json:"basis_note,omitempty"`
 	// Device counters over the CPU sampling interval: packets and bytes
@@ -318,6 +319,16 @@ type Cost struct {
 	ReceiverNsPerByte   float64 `json:"receiver_ns_per_byte"`
 	// TotalNsPerPacket counts the whole machine's busy CPU.
 	TotalNsPerPacket float64 `json:"total_ns_per_packet"`
+	// Cycles counted on all CPUs over the same interval (basis cycles
+	// only). The machine's cycles per packet go in TotalCyclesPerPacket;
+	// the sender's and receiver's are the machine's cycles apportioned by
+	// their share of the busy CPU time (SenderCores over busy cores).
+	Cycles                  uint64  `json:"cycles,omitempty"`
+	SenderCyclesPerPacket   float64 `json:"sender_cycles_per_packet,omitempty"`
+	ReceiverCyclesPerPacket float64 `json:"receiver_cycles_per_packet,omitempty"`
+	SenderCyclesPerByte     float64 `json:"sender_cycles_per_byte,omitempty"`
+	ReceiverCyclesPerByte   float64 `json:"receiver_cycles_per_byte,omitempty"`
+	TotalCyclesPerPacket    float64 `json:"total_cycles_per_packet,omitempty"`
 }
 
 // Throughput is a bulk-transfer measurement (iperf3).

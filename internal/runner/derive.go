@@ -2,12 +2,10 @@ package runner
 
 import (
 	"strings"
-	"sync"
-	"unsafe"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"golang.org/x/sys/unix"
 )
 
 // Per-packet framing on an Ethernet wire that the MTU does not include:
@@ -60,7 +58,10 @@ func saturated(cpu *result.CPU) []string {
 
 // cost computes CPU per packet and per byte over a span of device
 // counters: the data goes from a to b (forward), b to a (reverse) or both
-// ways (bidir, where sender and receiver sum both devices).
+// ways (bidir, where sender and receiver sum both devices). The ns
+// figures are CPU time from the samples; when the span counted cycles the
+// basis is cycles and the cycle figures are added, else the basis is CPU
+// time and the note says why there are no cycles.
 func cost(cpu *result.CPU, sp *span, direction string) *result.Cost {
 	if cpu == nil || sp == nil || !sp.ok {
 		return nil
@@ -76,7 +77,6 @@ func cost(cpu *result.CPU, sp *span, direction string) *result.Cost {
 	aTxP, aTxB, aRxP, aRxB := d(0)
 	bTxP, bTxB, bRxP, bRxB := d(1)
 	c := &result.Cost{Seconds: secs}
-	c.Basis, c.BasisNote = costBasis()
 	switch direction {
 	case scenario.DirReverse:
 		c.SenderPackets, c.SenderBytes, c.ReceiverPackets, c.ReceiverBytes = bTxP, bTxB, aRxP, aRxB
@@ -92,39 +92,44 @@ func cost(cpu *result.CPU, sp *span, direction string) *result.Cost {
 		}
 		return cores * secs * 1e9 / float64(n)
 	}
+	busy := cpu.BusyAvg / 100 * float64(cpu.Cores)
 	c.SenderNsPerPacket = per(cpu.SenderCores, c.SenderPackets)
 	c.ReceiverNsPerPacket = per(cpu.ReceiverCores, c.ReceiverPackets)
 	c.SenderNsPerByte = per(cpu.SenderCores, c.SenderBytes)
 	c.ReceiverNsPerByte = per(cpu.ReceiverCores, c.ReceiverBytes)
-	c.TotalNsPerPacket = per(cpu.BusyAvg/100*float64(cpu.Cores), c.SenderPackets)
+	c.TotalNsPerPacket = per(busy, c.SenderPackets)
+
+	if sp.cyclesErr != nil || sp.cycles == 0 {
+		c.Basis = result.CostCPUTime
+		why := "no cycles counted"
+		if sp.cyclesErr != nil {
+			why = sp.cyclesErr.Error()
+		}
+		c.BasisNote = "CPU time from /proc: hardware cycle counters are not available here (" + why + ")"
+		return c
+	}
+	c.Basis, c.BasisNote = result.CostCycles, "cycles counted on every CPU by perf_event (PERF_COUNT_HW_CPU_CYCLES, system wide); sender and receiver shares by their CPU time"
+	c.Cycles = sp.cycles
+	cyc := func(share float64, n uint64) float64 {
+		if n == 0 || busy <= 0 {
+			return 0
+		}
+		return float64(sp.cycles) * share / busy / float64(n)
+	}
+	c.SenderCyclesPerPacket = cyc(cpu.SenderCores, c.SenderPackets)
+	c.ReceiverCyclesPerPacket = cyc(cpu.ReceiverCores, c.ReceiverPackets)
+	c.SenderCyclesPerByte = cyc(cpu.SenderCores, c.SenderBytes)
+	c.ReceiverCyclesPerByte = cyc(cpu.ReceiverCores, c.ReceiverBytes)
+	if c.SenderPackets > 0 {
+		c.TotalCyclesPerPacket = float64(sp.cycles) / float64(c.SenderPackets)
+	}
 	return c
 }
 
-var (
-	basisOnce       sync.Once
-	basis, basisWhy string
-)
-
-// costBasis says what the cost is counted in. tunbench counts CPU time
-// from /proc; it says whether this machine would have offered cycles.
-func costBasis() (string, string) {
-	basisOnce.Do(func() {
-		basis = result.CostCPUTime
-		attr := unix.PerfEventAttr{Type: unix.PERF_TYPE_HARDWARE, Config: unix.PERF_COUNT_HW_CPU_CYCLES, Bits: unix.PerfBitDisabled}
-		attr.Size = uint32(unsafe.Sizeof(attr))
-		fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			basisWhy = "hardware cycle counters are not exposed here (perf_event_open cycles: " + err.Error() + "); CPU time from /proc"
-			return
-		}
-		unix.Close(fd)
-		basisWhy = "CPU time from /proc (this machine exposes cycle counters, which tunbench does not read yet)"
-	})
-	return basis, basisWhy
-}
-
 // derive computes the cell's derived figures from its own records.
-func derive(c *result.Cell, overhead int, sp *span) *result.Derived {
+// link is what the sending side's underlay device says about its link
+// (zero when it could not be read); nic.LineRate decides the line rate.
+func derive(c *result.Cell, overhead int, sp *span, link nic.LinkSpeed) *result.Derived {
 	p := c.Params
 	d := &result.Derived{CeilingFraction: ceilingFraction(p.Family, p.OverlayMTU, overhead, p.MSS)}
 	bps := 0.0
@@ -135,11 +140,11 @@ func derive(c *result.Cell, overhead int, sp *span) *result.Derived {
 	case c.Parallel != nil:
 		bps, cpu = c.Parallel.BitsPerSecond, c.Parallel.CPU
 	}
-	if p.LineRate > 0 {
-		d.LineRate, d.LineRateSource = p.LineRate, "scenario"
-		d.CeilingBitsPerSecond = p.LineRate * d.CeilingFraction
+	if rate, src := nic.LineRate(link, p.LineRate); rate > 0 {
+		d.LineRate, d.LineRateSource = rate, src
+		d.CeilingBitsPerSecond = rate * d.CeilingFraction
 		if bps > 0 {
-			d.PercentOfLineRate = 100 * bps / p.LineRate
+			d.PercentOfLineRate = 100 * bps / rate
 			if d.CeilingBitsPerSecond > 0 {
 				d.PercentOfCeiling = 100 * bps / d.CeilingBitsPerSecond
 			}

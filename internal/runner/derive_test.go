@@ -1,13 +1,17 @@
 package runner
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
@@ -109,5 +113,125 @@ func TestUDPTrialOf(t *testing.T) {
 	r.Received = 1001 // a duplicate: never negative loss
 	if got := udpTrialOf(s, r); got.Lost != 0 || got.LossPercent != 0 {
 		t.Errorf("more received than sent: lost %d (%v%%)", got.Lost, got.LossPercent)
+	}
+}
+
+// The line rate in the derived figures: a physical device's speed wins
+// over the scenario's, a veth's counts as nothing.
+func TestDeriveLineRate(t *testing.T) {
+	cell := func(lineRate float64) *result.Cell {
+		return &result.Cell{
+			Params:     result.Params{Family: "ipv4", OverlayMTU: 1500, LineRate: lineRate},
+			Throughput: &result.Throughput{BitsPerSecond: 5e9},
+		}
+	}
+	d := derive(cell(0), 0, nil, nic.LinkSpeed{Driver: "ixgbe", SpeedMbps: 10000})
+	if d.LineRate != 10e9 || d.LineRateSource != "device" || math.Abs(d.PercentOfLineRate-50) > 1e-9 {
+		t.Errorf("ixgbe 10G: %+v", d)
+	}
+	d = derive(cell(25e9), 0, nil, nic.LinkSpeed{Driver: "veth", SpeedMbps: 10000})
+	if d.LineRate != 25e9 || d.LineRateSource != "scenario" || math.Abs(d.PercentOfLineRate-20) > 1e-9 {
+		t.Errorf("veth with line_rate 25G: %+v", d)
+	}
+	d = derive(cell(0), 0, nil, nic.LinkSpeed{Driver: "veth", SpeedMbps: 10000})
+	if d.LineRate != 0 || d.LineRateSource != "" || d.PercentOfLineRate != 0 || d.CeilingBitsPerSecond != 0 {
+		t.Errorf("veth without line_rate: %+v", d)
+	}
+}
+
+// On the local testbed the underlay is a veth: its driver is read, and
+// it gives no line rate.
+func TestUnderlaySpeedOnVeth(t *testing.T) {
+	tb := testbedtest.New(t, 1500)
+	var cell result.Cell
+	ls := underlaySpeed(tb, "forward", &cell)
+	if ls.Driver != "veth" {
+		t.Fatalf("underlay driver %q (%v), want veth", ls.Driver, cell.Meta.Extra)
+	}
+	d := derive(&result.Cell{Params: result.Params{Family: "ipv4", OverlayMTU: 1500},
+		Throughput: &result.Throughput{BitsPerSecond: 1e9}}, 0, nil, ls)
+	if d.LineRate != 0 || d.LineRateSource != "" || d.PercentOfLineRate != 0 {
+		t.Errorf("veth gave a line rate: %+v (device says %+v)", d, ls)
+	}
+}
+
+// fakeCycles counts a fixed number of cycles, or fails to start.
+type fakeCycles struct {
+	n       uint64
+	failure error
+}
+
+func (f *fakeCycles) start() error          { return f.failure }
+func (f *fakeCycles) stop() (uint64, error) { return f.n, nil }
+
+func withCycleCounter(t *testing.T, c cycleCounter) {
+	old := newCycleCounter
+	newCycleCounter = func() cycleCounter { return c }
+	t.Cleanup(func() { newCycleCounter = old })
+}
+
+// With a counter, the cost is in cycles: 2 s, 1 core of 2 busy, 6e9
+// cycles on all CPUs; the sender's 0.5 core is half of them over 1e6
+// packets: 3000 cycles a packet.
+func TestCostInCycles(t *testing.T) {
+	withCycleCounter(t, &fakeCycles{n: 6e9})
+	t0 := time.Unix(1000, 0)
+	sp := &span{ok: true, start: t0, stop: t0.Add(2 * time.Second)}
+	sp.startCycles()
+	sp.stopCycles()
+	sp.after[0] = sample.Counters{TxPackets: 1_000_000, TxBytes: 1_500_000_000}
+	sp.after[1] = sample.Counters{RxPackets: 1_000_000, RxBytes: 1_500_000_000}
+	cpu := &result.CPU{SenderCores: 0.5, ReceiverCores: 0.25, BusyAvg: 50, Cores: 2}
+	c := cost(cpu, sp, "forward")
+	if c.Basis != result.CostCycles || c.Cycles != 6e9 {
+		t.Fatalf("basis %q (%q), cycles %d; want cycles, 6e9", c.Basis, c.BasisNote, c.Cycles)
+	}
+	check := func(name string, got, want float64) {
+		if math.Abs(got-want) > 1e-9*want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	check("sender cycles/packet", c.SenderCyclesPerPacket, 3000)
+	check("receiver cycles/packet", c.ReceiverCyclesPerPacket, 1500)
+	check("sender cycles/byte", c.SenderCyclesPerByte, 2)
+	check("receiver cycles/byte", c.ReceiverCyclesPerByte, 1)
+	check("total cycles/packet", c.TotalCyclesPerPacket, 6000)
+	check("sender ns/packet (CPU time, always there)", c.SenderNsPerPacket, 1000)
+
+	withCycleCounter(t, &fakeCycles{failure: errors.New("perf_event_open cycles on cpu 0: no such device")})
+	sp.startCycles()
+	sp.stopCycles()
+	c = cost(cpu, sp, "forward")
+	if c.Basis != result.CostCPUTime || !strings.Contains(c.BasisNote, "no such device") || c.Cycles != 0 || c.SenderCyclesPerPacket != 0 {
+		t.Errorf("failed counter: basis %q (%q), %+v", c.Basis, c.BasisNote, c)
+	}
+}
+
+// The real counter on this machine: where the kernel exposes hardware
+// cycle counters it counts them, else the cost falls back to CPU time
+// and names the perf_event_open error.
+func TestCostCycleCounterOrFallback(t *testing.T) {
+	t0 := time.Now()
+	sp := &span{ok: true, start: t0}
+	sp.startCycles()
+	started := sp.cyclesErr == nil
+	startErr := sp.cyclesErr
+	for i := 0; i < 1e6; i++ { // some cycles to count
+		_ = math.Sqrt(float64(i))
+	}
+	sp.stopCycles()
+	sp.stop = t0.Add(time.Second)
+	sp.after[0] = sample.Counters{TxPackets: 1000, TxBytes: 1e6}
+	sp.after[1] = sample.Counters{RxPackets: 1000, RxBytes: 1e6}
+	c := cost(&result.CPU{SenderCores: 0.5, ReceiverCores: 0.5, BusyAvg: 50, Cores: 2}, sp, "forward")
+	if started {
+		if c.Basis != result.CostCycles || c.Cycles == 0 {
+			t.Errorf("counters opened, yet basis %q (%q), cycles %d", c.Basis, c.BasisNote, c.Cycles)
+		}
+		return
+	}
+	t.Logf("no hardware cycle counters: %v", startErr)
+	if c.Basis != result.CostCPUTime || !strings.Contains(c.BasisNote, "perf_event_open") || !strings.Contains(c.BasisNote, startErr.Error()) {
+		t.Errorf("basis %q, note %q; want cpu_time naming %q", c.Basis, c.BasisNote, startErr)
 	}
 }

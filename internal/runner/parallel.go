@@ -33,10 +33,16 @@ type span struct {
 	ok            bool
 	start, stop   time.Time
 	before, after [2]sample.Counters // a, b
+	// cycles is what the machine's CPUs counted over the same interval,
+	// when hardware cycle counters are exposed; else cyclesErr says why.
+	counter   cycleCounter
+	cycles    uint64
+	cyclesErr error
 }
 
 func (s *span) begin(tb *testbed.Local) {
 	var err error
+	s.startCycles()
 	s.start = time.Now()
 	if s.before[0], err = sample.LinkCounters(tb.A.NL, tb.A.Dev); err != nil {
 		return
@@ -47,7 +53,25 @@ func (s *span) begin(tb *testbed.Local) {
 	s.ok = true
 }
 
+// startCycles starts a cycle counter; a failure is kept for the cost's
+// basis note.
+func (s *span) startCycles() {
+	s.counter = newCycleCounter()
+	if s.cyclesErr = s.counter.start(); s.cyclesErr != nil {
+		s.counter = nil
+	}
+}
+
+// stopCycles reads and releases the counter, if one started.
+func (s *span) stopCycles() {
+	if s.counter != nil {
+		s.cycles, s.cyclesErr = s.counter.stop()
+		s.counter = nil
+	}
+}
+
 func (s *span) end(tb *testbed.Local) {
+	s.stopCycles()
 	if !s.ok {
 		return
 	}

@@ -221,7 +221,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			fail(fmt.Errorf("unknown test %q", test))
 		}
 	}
-	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp)
+	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp, underlaySpeed(tb, st.Params.Direction, &cell))
 	return cell
 }
 
@@ -268,4 +268,23 @@ func recordCounters(ctx context.Context, c method.Counter, env *method.Env, meta
 	for k, v := range counters {
 		meta.Extra[k] = v
 	}
+}
+
+// underlaySpeed reads the driver and link speed of the sending side's
+// underlay device (b's with direction reverse). A failure leaves the
+// device's speed unknown and is noted in the cell's extra metadata.
+func underlaySpeed(tb *testbed.Local, direction string, cell *result.Cell) nic.LinkSpeed {
+	ep := tb.A
+	if direction == scenario.DirReverse {
+		ep = tb.B
+	}
+	ls, err := nic.Speed(ep.NS, ep.Dev)
+	if err != nil {
+		if cell.Meta.Extra == nil {
+			cell.Meta.Extra = map[string]string{}
+		}
+		cell.Meta.Extra["line_rate"] = "device speed not read: " + err.Error()
+		return nic.LinkSpeed{}
+	}
+	return ls
 }
