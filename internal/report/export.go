@@ -225,6 +225,7 @@ const (
 	unitCores        = "cores"
 	unitPPS          = "packets/s"
 	unitNanoseconds  = "ns"
+	unitCycles       = "cycles"
 	unitRatio        = "ratio"
 	unitBool         = "bool"
 )
@@ -357,13 +358,20 @@ func measuredValues(c result.Cell) []measuredValue {
 		}
 		i("load_tools_saturated", unitCount, int64(len(d.LoadToolSaturated)))
 		if k := d.Cost; k != nil {
-			// The unit says what a nanosecond counts: CPU time or cycles.
-			u := unitNanoseconds + " (" + k.Basis + ")"
-			f("sender_ns_per_packet", u, k.SenderNsPerPacket)
-			f("receiver_ns_per_packet", u, k.ReceiverNsPerPacket)
-			f("sender_ns_per_byte", u, k.SenderNsPerByte)
-			f("receiver_ns_per_byte", u, k.ReceiverNsPerByte)
-			f("total_ns_per_packet", u, k.TotalNsPerPacket)
+			// Nanoseconds are CPU time whatever the basis; with the
+			// cycles basis, cycles come as well.
+			f("sender_ns_per_packet", unitNanoseconds, k.SenderNsPerPacket)
+			f("receiver_ns_per_packet", unitNanoseconds, k.ReceiverNsPerPacket)
+			f("sender_ns_per_byte", unitNanoseconds, k.SenderNsPerByte)
+			f("receiver_ns_per_byte", unitNanoseconds, k.ReceiverNsPerByte)
+			f("total_ns_per_packet", unitNanoseconds, k.TotalNsPerPacket)
+			if k.Basis == result.CostCycles {
+				f("sender_cycles_per_packet", unitCycles, k.SenderCyclesPerPacket)
+				f("receiver_cycles_per_packet", unitCycles, k.ReceiverCyclesPerPacket)
+				f("sender_cycles_per_byte", unitCycles, k.SenderCyclesPerByte)
+				f("receiver_cycles_per_byte", unitCycles, k.ReceiverCyclesPerByte)
+				f("total_cycles_per_packet", unitCycles, k.TotalCyclesPerPacket)
+			}
 		}
 	}
 	return out
