@@ -138,6 +138,7 @@ func Aggregate(run result.Run, cells []result.Cell) []Summary {
 	labelRows(rows)
 	setPercentNative(rows)
 	setParallelPercentNative(rows)
+	setUDPPercentNative(rows)
 	return rows
 }
 

@@ -67,6 +67,9 @@ type UDPSizeSummary struct {
 	Jitter           Figure `json:"jitter_us,omitzero"`
 	NDRGbps          Figure `json:"ndr_gbps,omitzero"`
 	PDRGbps          Figure `json:"pdr_gbps,omitzero"`
+	// PercentNative is Gbps against native's at the same frame size and
+	// parameters, when native ran.
+	PercentNative *float64 `json:"percent_of_native_percent,omitempty"`
 }
 
 // Units of the test figures.
@@ -221,6 +224,42 @@ func setParallelPercentNative(rows []Summary) {
 	}
 }
 
+// setUDPPercentNative fills each udp_sizes frame size's % of native: the
+// received payload rate against native's at the same frame size, with the
+// same baseline rule as PercentNative.
+func setUDPPercentNative(rows []Summary) {
+	type key struct {
+		b     baselineKey
+		frame int
+	}
+	native := map[key]float64{}
+	for _, r := range rows {
+		if r.Method != NativeMethod || r.Tests == nil {
+			continue
+		}
+		for _, u := range r.Tests.UDP {
+			k := key{baselineOf(r.Params), u.FrameBytes}
+			if _, dup := native[k]; !dup && u.Gbps.N > 0 {
+				native[k] = u.Gbps.Mean
+			}
+		}
+	}
+	for i := range rows {
+		if rows[i].Tests == nil {
+			continue
+		}
+		for j := range rows[i].Tests.UDP {
+			u := &rows[i].Tests.UDP[j]
+			base, ok := native[key{baselineOf(rows[i].Params), u.FrameBytes}]
+			if !ok || base <= 0 || u.Gbps.N == 0 {
+				continue
+			}
+			p := round6(100 * u.Gbps.Mean / base)
+			u.PercentNative = &p
+		}
+	}
+}
+
 // extraParams names the parameters of a cell that differ from the
 // defaults of older runs: a direction other than forward and a set MSS.
 func extraParams(p result.Params) []string {
@@ -329,7 +368,7 @@ func writeTestTables(b *strings.Builder, rows []Summary, v varying) error {
 	if has(func(t *TestSummary) bool { return len(t.UDP) > 0 }) {
 		b.WriteString("\nudp sizes: tunbench's UDP generator per frame size (one-way delay on one clock)\n")
 		cols := []column{{header: "method", left: true}, {header: "frame"}, {header: "payload"}, {header: "kpps"},
-			{header: "Gbit/s"}, {header: "loss %"}, {header: "ooo"}, {header: "p50 µs"}, {header: "p99 µs"},
+			{header: "Gbit/s"}, {header: "% native"}, {header: "loss %"}, {header: "ooo"}, {header: "p50 µs"}, {header: "p99 µs"},
 			{header: "jitter µs"}, {header: "NDR Gbit/s"}, {header: "PDR Gbit/s"}}
 		var grid []row
 		for _, r := range rows {
@@ -344,7 +383,7 @@ func writeTestTables(b *strings.Builder, rows []Summary, v varying) error {
 				kpps := u.PacketsPerSecond
 				kpps.Mean /= 1000
 				grid = append(grid, row{cells: []cell{name(r), {text: frame}, {text: strconv.Itoa(u.PayloadBytes)},
-					num(kpps, 1, false), num(u.Gbps, 3, false), num(u.LossPercent, 2, false), num(u.OutOfOrder, 0, false),
+					num(kpps, 1, false), num(u.Gbps, 3, false), percent(u.PercentNative), num(u.LossPercent, 2, false), num(u.OutOfOrder, 0, false),
 					num(u.DelayP50, 0, false), num(u.DelayP99, 0, false), num(u.Jitter, 1, false),
 					num(u.NDRGbps, 3, false), num(u.PDRGbps, 3, false)}})
 			}
