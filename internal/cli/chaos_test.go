@@ -20,7 +20,6 @@ import (
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
 var chaosKills = flag.Int("chaos.kills", 10, "SIGKILLs of the chaos test (make chaos runs 100)")
@@ -36,20 +35,13 @@ var chaosMethods = []string{"vxlan", "wireguard-go", "boringtun", "ipsec", "ipse
 // every cell exactly once. Each round runs vxlan plus two other methods
 // drawn at random, one repetition of one second each.
 func TestChaos(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
 	var pool []string
 	for _, m := range chaosMethods[1:] {
 		if slices.Contains(methodNames(), m) && ready(t, m) {
 			pool = append(pool, m)
 		}
 	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 0))
 	t.Logf("chaos: seed %d, methods vxlan and two of %v per round", seed, pool)

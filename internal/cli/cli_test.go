@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,7 +34,44 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "udpgen" {
 		os.Exit(udpgen.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// tunbenchBinary skips t without root or iperf3 (the runs the caller
+// starts need both) and returns the tunbench binary, built once for the
+// whole test process, for tests that run tunbench as a separate process
+// (to kill it, or to run two at once).
+func tunbenchBinary(t *testing.T) string {
+	t.Helper()
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tunbench-cli-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tunbench")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/tunbench").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("build tunbench: %v", buildErr)
+	}
+	return binPath
 }
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -204,14 +242,7 @@ func TestRunExportsJSON(t *testing.T) {
 // (vxlan) and one with userspace daemons (ovs-vxlan: ovsdb-server and
 // ovs-vswitchd on each side).
 func TestKilledRunIsCleaned(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	for _, m := range []string{"vxlan", "ovs-vxlan"} {
 		t.Run(m, func(t *testing.T) {
 			if m == "ovs-vxlan" {
@@ -352,14 +383,7 @@ func iperf3Namespace(pid int) string {
 // second cell: the run must tear everything down, mark itself
 // interrupted, and keep the cell it had already measured.
 func TestInterruptedRunKeepsResults(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "run", "--db", db, "--methods", "native,vxlan", "--duration", "3s",

@@ -12,7 +12,6 @@ import (
 
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
 // TestConcurrentRunsShareOneDatabase starts two real runs at once,
@@ -20,14 +19,7 @@ import (
 // measuring: neither run touches the other's objects, clean touches
 // nothing of a live run, and every cell of both runs is stored.
 func TestConcurrentRunsShareOneDatabase(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	start := func(methods string) (*exec.Cmd, *bytes.Buffer) {
 		var stderr bytes.Buffer

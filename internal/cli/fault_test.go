@@ -15,7 +15,6 @@ import (
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"golang.org/x/sys/unix"
 )
 
@@ -112,14 +111,7 @@ func wantOK(t *testing.T, c result.Cell) {
 // cell whose reason names the side and the component, and the next cell
 // of the matrix is measured as usual.
 func TestFaultsFailTheCell(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 
 	t.Run("load tool crashes", func(t *testing.T) {
 		r := startFaultRun(t, bin, filepath.Join(t.TempDir(), "r.db"), "--methods", "native,vxlan", "--duration", "4s")
@@ -182,14 +174,7 @@ func TestFaultsFailTheCell(t *testing.T) {
 // open is refused by the kernel, so between two runs): the next run is
 // refused before it creates anything, and the stored runs stay readable.
 func TestDatabaseDiskFails(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	dir := t.TempDir()
 	if err := unix.Mount("tunbench-test", dir, "tmpfs", 0, "size=16m"); err != nil {
 		t.Skipf("cannot mount a tmpfs for the database: %v", err)
@@ -237,12 +222,12 @@ func TestDatabaseDiskFails(t *testing.T) {
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only: %v", err)
 	}
-	refusedBefore := ourNamespaces(t)
+	refusedBefore := testbed.NamespacesCreated()
 	code, _, stderr = run(t, "run", "--db", db, "--methods", "native", "--duration", "1s", "--latency", "0s", "--reps", "1")
 	if code == 0 || !strings.Contains(stderr, "read-only") {
 		t.Errorf("a run onto a read-only database: exit %d, %q; want an error saying read-only", code, stderr)
 	}
-	if len(ourNamespaces(t)) > len(refusedBefore) {
+	if testbed.NamespacesCreated() > refusedBefore {
 		t.Errorf("a run refused for its read-only database created namespaces")
 	}
 	if code, csv, _ := run(t, "results", "export", "--db", db, "--format", "csv"); code != 0 || !strings.Contains(csv, "native") {

@@ -92,10 +92,6 @@ func exportOf(t *testing.T, path string) report.Document {
 // A reduced paper-parallel.yaml: 1, 4, 130 and 256 streams for 3 s on
 // native and vxlan. Each cell stores every iperf3 process and their sum.
 func TestParallelPaperReduced(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
 	code, stdout, stderr := run(t, "run", "-f", "../../examples/paper-parallel.yaml", "--db", filepath.Join(dir, "r.db"),
@@ -205,10 +201,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
 	}
-	bin := filepath.Join(t.TempDir(), "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "run", "--db", db, "--methods", "native,vxlan", "--streams", "1,2", "--tests", "tcp_stream",

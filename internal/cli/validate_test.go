@@ -15,28 +15,13 @@ import (
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated options table of docs/methods.md")
 
-// ourNamespaces lists the namespaces tunbench runs have created.
-func ourNamespaces(t *testing.T) []string {
-	t.Helper()
-	entries, err := os.ReadDir("/run/netns")
-	if err != nil && !os.IsNotExist(err) {
-		t.Fatal(err)
-	}
-	var ns []string
-	for _, e := range entries {
-		if _, _, ok := testbed.ParseNamespace(e.Name()); ok {
-			ns = append(ns, e.Name())
-		}
-	}
-	return ns
-}
-
 // refused runs tunbench with args, wants a non-zero exit whose stderr
 // holds every string of want, and checks that nothing was created: no
-// database and no new namespace.
+// database and no namespace (counted in this process, so that other test
+// packages' namespaces do not count).
 func refused(t *testing.T, args []string, want ...string) {
 	t.Helper()
-	before := ourNamespaces(t)
+	before := testbed.NamespacesCreated()
 	db := filepath.Join(t.TempDir(), "r.db")
 	code, _, stderr := run(t, append(append([]string{}, args[0], "--db", db), args[1:]...)...)
 	if code == 0 {
@@ -50,10 +35,8 @@ func refused(t *testing.T, args []string, want ...string) {
 	if _, err := os.Stat(db); err == nil {
 		t.Errorf("%v: a refused run created the database", args)
 	}
-	for _, ns := range ourNamespaces(t) {
-		if !slices.Contains(before, ns) {
-			t.Errorf("%v: a refused run created namespace %s", args, ns)
-		}
+	if n := testbed.NamespacesCreated() - before; n != 0 {
+		t.Errorf("%v: a refused run created %d namespaces", args, n)
 	}
 }
 
@@ -126,13 +109,13 @@ func TestBadNumbersAreRefused(t *testing.T) {
 			if tt.args[0] == "selfbench" {
 				// selfbench has no --db; it must still refuse before it
 				// builds anything.
-				before := ourNamespaces(t)
+				before := testbed.NamespacesCreated()
 				code, _, stderr := run(t, tt.args...)
 				if code == 0 || !strings.Contains(stderr, tt.want[0]) {
 					t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tt.want[0])
 				}
-				if after := ourNamespaces(t); len(after) > len(before) {
-					t.Errorf("selfbench created namespaces %v before refusing", after)
+				if n := testbed.NamespacesCreated() - before; n != 0 {
+					t.Errorf("selfbench created %d namespaces before refusing", n)
 				}
 				return
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -228,11 +229,20 @@ func (l *Local) Close() error {
 	return errors.Join(errs...)
 }
 
+// created counts the namespaces this process has created.
+var created atomic.Int64
+
+// NamespacesCreated returns how many namespaces this process has created:
+// tests use it to prove that refused input created none, whatever other
+// processes do meanwhile.
+func NamespacesCreated() int64 { return created.Load() }
+
 // newNamed creates a named namespace without moving the caller's thread.
 func newNamed(name string) (netns.NsHandle, error) {
 	if err := prepareNetnsDir(); err != nil {
 		return netns.None(), err
 	}
+	created.Add(1)
 	var h netns.NsHandle
 	err := doIn(-1, nil, func() error {
 		var err error
