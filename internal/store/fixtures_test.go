@@ -102,9 +102,11 @@ func fullCell(runID string, rep int) result.Cell {
 			CeilingFraction: 0.94, CeilingBitsPerSecond: 23.5e9, PercentOfCeiling: 40, LineRate: 25e9,
 			LineRateSource: "scenario", PercentOfLineRate: 37.6, LoadToolSaturated: []string{"iperf3-client"},
 			Cost: &result.Cost{
-				Basis: "cpu_time", BasisNote: "no cycles", SenderPackets: 1, SenderBytes: 2, ReceiverPackets: 3,
+				Basis: "cycles", BasisNote: "perf_event cycles on every cpu", SenderPackets: 1, SenderBytes: 2, ReceiverPackets: 3,
 				ReceiverBytes: 4, Seconds: 5, SenderNsPerPacket: 6, ReceiverNsPerPacket: 7, SenderNsPerByte: 8,
 				ReceiverNsPerByte: 9, TotalNsPerPacket: 10,
+				Cycles: 11, SenderCyclesPerPacket: 12, ReceiverCyclesPerPacket: 13, SenderCyclesPerByte: 14,
+				ReceiverCyclesPerByte: 15, TotalCyclesPerPacket: 16,
 			},
 		},
 		Latency: &result.Latency{
