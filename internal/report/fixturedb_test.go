@@ -17,15 +17,14 @@ import (
 //
 //	"matrix":  tunbench run --methods native,vxlan,srv6 --mtu 1500,9000 --offloads on,off \
 //	           --duration 3s --latency 2s --reps 3
-//	"streams": tunbench run --methods native,vxlan,srv6 --mtu 1500 --offloads on --streams 1,4 \
+//	"streams": tunbench run --methods native,vxlan --streams 1,4 \
 //	           --duration 3s --latency 2s --reps 3
 //
-// (runs 601ca0 and e4dc8b). The streams run shares its single-stream cells
-// (MTU 1500, offloads on) with the matrix run, so the two can be compared.
-// The machine was shared with another developer's tests while they ran, so
-// most rows are flagged busy or unstable, and most take-aways are withheld:
-// that is what the report must do with such data. The file was compacted
-// with sqlite3 "VACUUM INTO" and journal_mode DELETE.
+// (runs c7d7fe and e4d4ff, on an otherwise idle machine). The streams run
+// shares its single-stream cells (MTU 1500, offloads on) with the matrix
+// run, so the two can be compared. Three seconds are short, so several
+// rows are still unstable (CV above 10%) and the take-aways built on them
+// are withheld: that is what the report must do with such data.
 const fixtureDBPath = "testdata/fixture.db"
 
 // fixtureNames names the fixture runs in golden file names, oldest first.

@@ -216,7 +216,7 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				continue
 			}
 			if overlap(r.GbpsPerCore, native.GbpsPerCore) {
-				add(fmt.Sprintf("%s and native are indistinguishable in CPU per Gbit/s%s (%s against %s Gbit/s per busy core).",
+				add(fmt.Sprintf("%s and native are indistinguishable in Gbit/s per busy core%s (%s against %s Gbit/s per busy core).",
 					r.Label, desc, withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
 			} else {
 				add(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
