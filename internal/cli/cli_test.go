@@ -497,12 +497,8 @@ func TestNoSecretsInResults(t *testing.T) {
 	dir := t.TempDir()
 	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
 
-	// Collect secrets from the run directories that appear during the run.
-	runsBefore, _ := os.ReadDir(testbed.DefaultRoot)
-	known := map[string]bool{}
-	for _, e := range runsBefore {
-		known[e.Name()] = true
-	}
+	// Collect secrets from the directory of this process's run (its lock
+	// file is open here), not from other runs on the machine.
 	secrets := map[string]string{} // secret -> file it came from
 	keyFiles := map[string]bool{}
 	done := make(chan struct{})
@@ -515,12 +511,8 @@ func TestNoSecretsInResults(t *testing.T) {
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
-			entries, _ := os.ReadDir(testbed.DefaultRoot)
-			for _, e := range entries {
-				if known[e.Name()] || !testbed.ValidID(e.Name()) {
-					continue
-				}
-				collectSecrets(t, filepath.Join(testbed.DefaultRoot, e.Name()), secrets, keyFiles)
+			for _, id := range ownRuns() {
+				collectSecrets(t, filepath.Join(testbed.DefaultRoot, id), secrets, keyFiles)
 			}
 		}
 	}()
@@ -594,6 +586,22 @@ func TestNoSecretsInResults(t *testing.T) {
 			t.Errorf("the run wrote %s outside its run directory", p)
 		}
 	}
+}
+
+// ownRuns returns the ids of the runs this process holds the lock of.
+func ownRuns() []string {
+	fds, _ := os.ReadDir("/proc/self/fd")
+	var ids []string
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err != nil || filepath.Dir(target) != testbed.LockDir {
+			continue
+		}
+		if id, ok := strings.CutSuffix(filepath.Base(target), ".lock"); ok && testbed.ValidID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 var (
