@@ -84,10 +84,10 @@ func TestReportInBrowser(t *testing.T) {
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
 		chromedp.UserDataDir(profile),
-		// Chromium keeps crash-report settings under $HOME/.config
-		// whatever the profile: give it the profile as its home, so the
-		// test writes nothing outside its temp directory.
-		chromedp.Env("HOME="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
+		// Chromium keeps crash-report settings under $HOME/.config and a
+		// singleton socket directory under $TMPDIR whatever the profile:
+		// point both at the profile, so the test leaves nothing behind.
+		chromedp.Env("HOME="+profile, "TMPDIR="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
 		chromedp.WindowSize(1400, 1000),
 	)
 	defer cancelAlloc()
