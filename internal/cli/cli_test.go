@@ -429,25 +429,8 @@ func TestInterruptedRunKeepsResults(t *testing.T) {
 // TestOffloadsOff runs vxlan with TSO/GSO/GRO off and checks the recorded
 // device state.
 func TestOffloadsOff(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	dir := t.TempDir()
-	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+	doc, _ := runExport(t,
 		"--methods", "vxlan", "--offloads", "off", "--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	data, err := os.ReadFile(export)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc report.Document
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
 	if len(doc.Cells) != 1 || doc.Cells[0].Status != result.StatusOK {
 		t.Fatalf("want one ok cell, got %+v", doc.Cells)
 	}

@@ -76,6 +76,24 @@ func TestDryRunCreatesNothing(t *testing.T) {
 	}
 }
 
+// runExport runs tunbench in this process with args into a fresh
+// database and export, skipping without root or iperf3, fails t on a
+// non-zero exit, and returns the export and the table.
+func runExport(t *testing.T, args ...string) (report.Document, string) {
+	t.Helper()
+	testbedtest.RequireNetAdmin(t)
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, append([]string{"run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet"}, args...)...)
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	return exportOf(t, export), stdout
+}
+
 func exportOf(t *testing.T, path string) report.Document {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -137,19 +155,9 @@ func TestParallelPaperReduced(t *testing.T) {
 // latency_under_load on native: idle and loaded distributions side by
 // side, and their ratio.
 func TestLatencyUnderLoadNative(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	dir := t.TempDir()
-	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+	doc, stdout := runExport(t,
 		"--methods", "native", "--tests", "tcp_rr,latency_under_load", "--streams", "2",
 		"--duration", "1s", "--omit", "1s", "--latency", "2s", "--reps", "1")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	doc := exportOf(t, export)
 	if len(doc.Cells) != 1 {
 		t.Fatalf("%d cells", len(doc.Cells))
 	}
@@ -175,19 +183,10 @@ func TestLatencyUnderLoadNative(t *testing.T) {
 // latency_under_load with more streams than one iperf3 process takes: the
 // parallel test's processes carry the load.
 func TestLatencyUnderParallelLoad(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
-	dir := t.TempDir()
-	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+	doc, _ := runExport(t,
 		"--methods", "native", "--tests", "latency_under_load", "--streams", "256",
 		"--duration", "1s", "--omit", "1s", "--latency", "1s", "--reps", "1")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	c := exportOf(t, export).Cells[0]
+	c := doc.Cells[0]
 	l := c.LatencyUnderLoad
 	if c.Status != result.StatusOK || l == nil || l.Load != "parallel" || l.Idle == nil || l.Loaded == nil || l.LoadBitsPerSecond <= 0 {
 		t.Fatalf("cell %s: %s; record %+v", c.Status, c.Error, l)
@@ -366,17 +365,12 @@ func TestMTUProbe(t *testing.T) {
 	if _, err := exec.LookPath("ping"); err != nil {
 		t.Skip("ping not installed: apt-get install -y --no-install-recommends iputils-ping")
 	}
-	dir := t.TempDir()
-	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+	doc, stdout := runExport(t,
 		"--methods", "native,vxlan", "--tests", "mtu_probe", "--reps", "1")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
 	if !strings.Contains(stdout, "mtu probe:") {
 		t.Errorf("table lacks the mtu probe section:\n%s", stdout)
 	}
-	for _, c := range exportOf(t, export).Cells {
+	for _, c := range doc.Cells {
 		m := c.MTUProbe
 		if c.Status != result.StatusOK || m == nil {
 			t.Errorf("%s: %s: %s", c.Method, c.Status, c.Error)
@@ -430,15 +424,10 @@ func TestWANRate(t *testing.T) {
 // recorded; a feature a device cannot change is recorded, not hidden.
 func TestOffloadSet(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	dir := t.TempDir()
-	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet",
+	doc, _ := runExport(t,
 		"--methods", "native,vxlan", "--offloads", "udp-tnl-seg-off,udp-tnl-seg-on", "--tests", "tcp_stream",
 		"--duration", "1s", "--omit", "0s", "--reps", "1")
-	if code != 0 {
-		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	for _, c := range exportOf(t, export).Cells {
+	for _, c := range doc.Cells {
 		if c.Status != result.StatusOK {
 			t.Errorf("%s: %s", c.Key, c.Error)
 			continue
