@@ -43,6 +43,6 @@ by a veth pair. It must run as root.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(), newSelfbenchCmd(), newEBPFCmd(), newVersionCmd())
+	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(), newSelfbenchCmd(), newEBPFCmd(), newVersionCmd(), newAgentCmd())
 	return root
 }

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -22,7 +20,7 @@ type Process struct {
 	Role string
 	// Log is the file receiving the daemon's stdout and stderr.
 	Log string
-	cmd *exec.Cmd
+	cmd *testbed.Cmd
 	ep  *testbed.Endpoint
 	// exited is closed when the process has been waited for.
 	exited chan struct{}
@@ -30,23 +28,19 @@ type Process struct {
 }
 
 // PID returns the daemon's process id.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+func (p *Process) PID() int { return p.cmd.Pid() }
 
 // Daemon returns the accounting record for the runner.
 func (p *Process) Daemon() Daemon { return Daemon{Side: p.Side, Role: p.Role, PID: p.PID()} }
 
-// StartDaemon starts argv in ep's namespace with stdout and stderr appended
-// to log (created 0600). The daemon outlives the call; stop it with Stop.
-// env adds variables to the daemon's environment.
+// StartDaemon starts argv on ep (in its namespace, or on its host) with
+// stdout and stderr appended to log, a file there (created 0600). The
+// daemon outlives the call; stop it with Stop. env adds variables to the
+// daemon's environment.
 func StartDaemon(ep *testbed.Endpoint, role, log string, env []string, argv ...string) (*Process, error) {
-	f, err := os.OpenFile(log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s log: %w", ep.Side, role, err)
-	}
-	defer f.Close()
 	cmd := ep.Command(context.Background(), argv...)
 	cmd.Env = append(cmd.Env, env...)
-	cmd.Stdout, cmd.Stderr = f, f
+	cmd.OutputFile = log
 	if err := ep.Start(cmd); err != nil {
 		return nil, fmt.Errorf("%s: start %s: %w", ep.Side, role, err)
 	}
@@ -71,18 +65,18 @@ func (p *Process) Exited() (bool, error) {
 // Stop sends SIGTERM to the daemon's process group, waits up to grace, then
 // sends SIGKILL. Stopping a stopped daemon is a no-op.
 func (p *Process) Stop(grace time.Duration) error {
-	if p == nil || p.cmd == nil || p.cmd.Process == nil {
+	if p == nil || p.cmd == nil || !p.cmd.Started() {
 		return nil
 	}
-	pid := p.cmd.Process.Pid
+	pid := p.cmd.Pid()
 	select {
 	case <-p.exited:
 	default:
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
+		_ = p.cmd.Signal(syscall.SIGTERM)
 		select {
 		case <-p.exited:
 		case <-time.After(grace):
-			if err := syscall.Kill(-pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			if err := p.cmd.Kill(); err != nil {
 				return fmt.Errorf("%s: kill %s (pid %d): %w", p.Side, p.Role, pid, err)
 			}
 			<-p.exited
@@ -99,15 +93,16 @@ func (p *Process) Failure(what string, err error) error {
 	if err != nil {
 		msg += ": " + err.Error()
 	}
-	if tail := LogTail(p.Log, 15); tail != "" {
+	if tail := LogTail(p.ep, p.Log, 15); tail != "" {
 		msg += "\n--- last lines of " + filepath.Base(p.Log) + " (" + p.Side + ") ---\n" + tail
 	}
 	return errors.New(msg)
 }
 
-// LogTail returns the last n lines of the file at path ("" when unreadable).
-func LogTail(path string, n int) string {
-	data, err := os.ReadFile(path)
+// LogTail returns the last n lines of the file at path on ep's host (""
+// when unreadable).
+func LogTail(ep *testbed.Endpoint, path string, n int) string {
+	data, err := ep.ReadFile(path)
 	if err != nil {
 		return ""
 	}
@@ -142,23 +137,32 @@ func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 }
 
 // WriteSecret writes key material with mode 0600 into the run's private
-// directory. Secrets never go to results, logs or reports; the directory
-// is removed at teardown.
-func WriteSecret(path string, data []byte) error {
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+// directory on ep's host. Secrets never go to results, logs or reports;
+// the directory is removed at teardown.
+func WriteSecret(ep *testbed.Endpoint, path string, data []byte) error {
+	if err := ep.WriteFile(path, data, 0o600); err != nil {
 		return fmt.Errorf("write secret %s: %w", filepath.Base(path), err)
 	}
-	return os.Chmod(path, 0o600)
+	return nil
 }
 
-// SideDir returns (creating it, 0700) a per-side private directory for a
-// method's state: <env.Dir>/<method>-<side>.
+// SideDir returns (creating it, 0700, on ep's host) a per-side private
+// directory for a method's state: <ep.Dir>/<method>-<side>.
 func SideDir(env *Env, method string, ep *testbed.Endpoint) (string, error) {
-	dir := filepath.Join(env.Dir, method+"-"+ep.Side)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir := filepath.Join(sideRoot(env, ep), method+"-"+ep.Side)
+	if err := ep.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("%s: create %s: %w", ep.Side, dir, err)
 	}
 	return dir, nil
+}
+
+// sideRoot is the run's private directory on ep's host: the endpoint's
+// own, or env.Dir where the endpoint has none (tests).
+func sideRoot(env *Env, ep *testbed.Endpoint) string {
+	if ep.Dir != "" {
+		return ep.Dir
+	}
+	return env.Dir
 }
 
 // dialUnix connects to the unix socket at path. A path longer than a

@@ -202,7 +202,7 @@ func (m EBPF) setupSide(env *Env, ep *testbed.Endpoint, p ebpfParams) error {
 	err = errors.Join(
 		t.PutRules(rules),
 		t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}),
-		objs.Attach(ep.NL, ep.Dev),
+		objs.Attach(localHandle(ep), ep.Dev),
 		objs.Close(),
 	)
 	if err != nil {
@@ -257,7 +257,7 @@ func (m EBPF) teardownSide(env *Env, ep *testbed.Endpoint) error {
 	}
 	mine, theirs := sides(env, ep)
 	var errs []error
-	if err := ebpf.Detach(ep.NL, ep.Dev); err != nil {
+	if err := ebpf.Detach(localHandle(ep), ep.Dev); err != nil {
 		errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
 	}
 	routes, err := ep.NL.RouteListFiltered(familyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)

@@ -246,7 +246,7 @@ func (c *charon) swanctl(ctx context.Context, args ...string) ([]byte, error) {
 // charon's run directory and loads them with swanctl.
 func (c *charon) load(ctx context.Context, cfgs ...swanctlConfig) error {
 	path := filepath.Join(filepath.Dir(c.run), "swanctl.conf")
-	if err := WriteSecret(path, []byte(renderSwanctl(cfgs))); err != nil {
+	if err := WriteSecret(c.ep, path, []byte(renderSwanctl(cfgs))); err != nil {
 		return fmt.Errorf("%s: %w", c.ep.Side, err)
 	}
 	if _, err := c.swanctl(ctx, "--load-all", "--noprompt", "--file", path); err != nil {

@@ -56,8 +56,7 @@ func delLinks(ep *testbed.Endpoint, names ...string) error {
 	for _, n := range names {
 		link, err := ep.NL.LinkByName(n)
 		if err != nil {
-			var nf netlink.LinkNotFoundError
-			if errors.As(err, &nf) {
+			if testbed.IsLinkNotFound(err) {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("%s: find %s: %w", ep.Side, n, err))
@@ -84,4 +83,12 @@ func eachSide(env *Env, fn func(ep *testbed.Endpoint) error) error {
 		go func() { errc <- fn(ep) }()
 	}
 	return errors.Join(<-errc, <-errc)
+}
+
+// localHandle returns ep's netlink handle for what needs a real one in
+// this process (tc filters carrying BPF programs loaded here); nil, which
+// the callers report, on a remote endpoint.
+func localHandle(ep *testbed.Endpoint) *netlink.Handle {
+	h, _ := ep.NL.(*netlink.Handle)
+	return h
 }

@@ -357,11 +357,12 @@ func ovpnPlan(env *Env, o OpenVPNOptions) [2]*ovpnSide {
 
 // writeFiles writes the side's configuration and its key material (all
 // 0600) into its directory.
-func (s *ovpnSide) writeFiles(side string, pki *ovpnPKI) error {
+func (s *ovpnSide) writeFiles(ep *testbed.Endpoint, pki *ovpnPKI) error {
+	side := ep.Side
 	files := map[string][]byte{ovpnConfigFile: []byte(s.Config()), ovpnCAFile: pki.CACert}
 	if s.Server {
 		files["server.crt"], files["server.key"] = pki.ServerCert, pki.ServerKey
-		if err := os.MkdirAll(s.path(ovpnCCDDir), 0o700); err != nil {
+		if err := ep.MkdirAll(s.path(ovpnCCDDir), 0o700); err != nil {
 			return fmt.Errorf("%s: create %s: %w", side, ovpnCCDDir, err)
 		}
 		files[filepath.Join(ovpnCCDDir, ovpnClientName)] = []byte(s.CCD())
@@ -372,7 +373,7 @@ func (s *ovpnSide) writeFiles(side string, pki *ovpnPKI) error {
 		files[ovpnTLSCryptFile] = pki.TLSCrypt
 	}
 	for name, data := range files {
-		if err := WriteSecret(s.path(name), data); err != nil {
+		if err := WriteSecret(ep, s.path(name), data); err != nil {
 			return fmt.Errorf("%s: %w", side, err)
 		}
 	}
@@ -406,7 +407,7 @@ func (m *OpenVPN) Setup(ctx context.Context, env *Env) (*Path, error) {
 		if s.Dir, err = SideDir(env, m.Name(), ep); err != nil {
 			return nil, err
 		}
-		if err := s.writeFiles(ep.Side, pki); err != nil {
+		if err := s.writeFiles(ep, pki); err != nil {
 			return nil, err
 		}
 		p, err := StartDaemon(ep, "openvpn", s.path(ovpnLogFile), nil, "openvpn", "--config", s.path(ovpnConfigFile))

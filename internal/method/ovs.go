@@ -145,7 +145,7 @@ func (s *ovsSide) waitSocket(ctx context.Context, p *Process, sock string) error
 		if exited, err := p.Exited(); exited {
 			return false, fmt.Errorf("daemon exited (%v)", err)
 		}
-		return socketAccepts(sock), nil
+		return opSocketAccepts.Call(ctx, s.ep, sock)
 	})
 	if err != nil {
 		return p.Failure("start", err)

@@ -32,7 +32,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -41,7 +40,6 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"golang.zx2c4.com/wireguard/wgctrl"
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
@@ -113,10 +111,10 @@ func wgPlan(env *Env, method string) ([2]*wgSide, error) {
 		if err != nil {
 			return sides, err
 		}
-		if err := WriteSecret(filepath.Join(dir, "private.key"), []byte(priv[i].String()+"\n")); err != nil {
+		if err := WriteSecret(ep, filepath.Join(dir, "private.key"), []byte(priv[i].String()+"\n")); err != nil {
 			return sides, fmt.Errorf("%s: %w", ep.Side, err)
 		}
-		if err := WriteSecret(filepath.Join(dir, "preshared.key"), []byte(psk.String()+"\n")); err != nil {
+		if err := WriteSecret(ep, filepath.Join(dir, "preshared.key"), []byte(psk.String()+"\n")); err != nil {
 			return sides, fmt.Errorf("%s: %w", ep.Side, err)
 		}
 		peerPSK := psk
@@ -158,32 +156,67 @@ type wgKernel struct {
 	dev string
 }
 
-func (k wgKernel) configure(cfg wgtypes.Config) error {
-	return k.ep.Do(func() error {
-		c, err := wgctrl.New()
-		if err != nil {
-			return fmt.Errorf("open wgctrl: %w", err)
-		}
-		defer c.Close()
-		return c.ConfigureDevice(k.dev, cfg)
+type wgConfigureArgs struct {
+	Dev string
+	Cfg wgtypes.Config
+}
+
+// The wgctrl calls run where the endpoint is (ops), inside its namespace.
+var (
+	opWGConfigure = testbed.NewOp("wireguard.configure", func(_ context.Context, ep *testbed.Endpoint, a wgConfigureArgs) (struct{}, error) {
+		return struct{}{}, ep.Do(func() error {
+			c, err := wgctrl.New()
+			if err != nil {
+				return fmt.Errorf("open wgctrl: %w", err)
+			}
+			defer c.Close()
+			return c.ConfigureDevice(a.Dev, a.Cfg)
+		})
 	})
+	opWGDevice = testbed.NewOp("wireguard.device", func(_ context.Context, ep *testbed.Endpoint, dev string) (*wgtypes.Device, error) {
+		var d *wgtypes.Device
+		err := ep.Do(func() error {
+			c, err := wgctrl.New()
+			if err != nil {
+				return fmt.Errorf("open wgctrl: %w", err)
+			}
+			defer c.Close()
+			d, err = c.Device(dev)
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		return wgScrub(d), nil
+	})
+	opUAPIExchange = testbed.NewOp("wireguard.uapi", func(_ context.Context, _ *testbed.Endpoint, a uapiArgs) ([]string, error) {
+		return uapiExchange(a.Sock, a.Req)
+	})
+	opUDPKick = testbed.NewOp("udp.kick", func(_ context.Context, ep *testbed.Endpoint, to netip.AddrPort) (struct{}, error) {
+		return struct{}{}, ep.Do(func() error {
+			c, err := net.Dial("udp", to.String())
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			_, err = c.Write([]byte("tunbench wireguard handshake trigger"))
+			return err
+		})
+	})
+	opSocketAccepts = testbed.NewOp("unix.accepts", func(_ context.Context, _ *testbed.Endpoint, path string) (bool, error) {
+		return socketAccepts(path), nil
+	})
+)
+
+type uapiArgs struct{ Sock, Req string }
+
+func (k wgKernel) configure(cfg wgtypes.Config) error {
+	_, err := opWGConfigure.Call(context.Background(), k.ep, wgConfigureArgs{Dev: k.dev, Cfg: cfg})
+	return err
 }
 
 func (k wgKernel) device() (*wgtypes.Device, error) {
-	var d *wgtypes.Device
-	err := k.ep.Do(func() error {
-		c, err := wgctrl.New()
-		if err != nil {
-			return fmt.Errorf("open wgctrl: %w", err)
-		}
-		defer c.Close()
-		d, err = c.Device(k.dev)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return wgScrub(d), nil
+	return opWGDevice.Call(context.Background(), k.ep, k.dev)
 }
 
 // wgScrub clears the key material of d.
@@ -198,19 +231,22 @@ func wgScrub(d *wgtypes.Device) *wgtypes.Device {
 // wgUAPI controls a userspace WireGuard daemon through its UNIX socket,
 // speaking the cross-platform userspace API.
 type wgUAPI struct {
+	ep   *testbed.Endpoint
 	sock string
 }
 
-// dial connects to the socket. A socket path longer than a sockaddr_un
-// holds (107 bytes; test directories can be that deep) is reached
-// through /proc/self/fd of its directory.
-func (u wgUAPI) dial() (net.Conn, error) { return dialUnix(u.sock) }
-
-// exchange sends one request and returns the response lines before the
-// errno line; a non-zero errno is an error (never quoting the request,
-// which may carry keys).
+// exchange sends one request on the endpoint's host and returns the
+// response lines before the errno line.
 func (u wgUAPI) exchange(req string) ([]string, error) {
-	conn, err := u.dial()
+	return opUAPIExchange.Call(context.Background(), u.ep, uapiArgs{Sock: u.sock, Req: req})
+}
+
+// uapiExchange sends one request and returns the response lines before
+// the errno line; a non-zero errno is an error (never quoting the
+// request, which may carry keys). A socket path longer than a sockaddr_un
+// holds is reached through /proc/self/fd of its directory (dialUnix).
+func uapiExchange(sock, req string) ([]string, error) {
+	conn, err := dialUnix(sock)
 	if err != nil {
 		return nil, fmt.Errorf("uapi: %w", err)
 	}
@@ -425,8 +461,7 @@ func wgLinkExists(ep *testbed.Endpoint, dev string) (bool, error) {
 	if err == nil {
 		return true, nil
 	}
-	var nf netlink.LinkNotFoundError
-	if errors.As(err, &nf) {
+	if testbed.IsLinkNotFound(err) {
 		return false, nil
 	}
 	return false, fmt.Errorf("%s: find %s: %w", ep.Side, dev, err)
@@ -436,17 +471,10 @@ func wgLinkExists(ep *testbed.Endpoint, dev string) (bool, error) {
 // overlay address (discard port), which makes WireGuard initiate a
 // handshake.
 func wgKick(from *wgSide, to netip.Addr) error {
-	return from.ep.Do(func() error {
-		c, err := net.Dial("udp", netip.AddrPortFrom(to, 9).String())
-		if err != nil {
-			return fmt.Errorf("%s: send handshake trigger to %s: %w", from.ep.Side, to, err)
-		}
-		defer c.Close()
-		if _, err := c.Write([]byte("tunbench wireguard handshake trigger")); err != nil {
-			return fmt.Errorf("%s: send handshake trigger to %s: %w", from.ep.Side, to, err)
-		}
-		return nil
-	})
+	if _, err := opUDPKick.Call(context.Background(), from.ep, netip.AddrPortFrom(to, 9)); err != nil {
+		return fmt.Errorf("%s: send handshake trigger to %s: %w", from.ep.Side, to, err)
+	}
+	return nil
 }
 
 // wgHandshakeState describes a side's peer for error messages.
@@ -663,9 +691,9 @@ func wgRemoveDirs(env *Env, method string) error {
 		if ep == nil {
 			continue
 		}
-		dir := filepath.Join(env.Dir, method+"-"+ep.Side)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("%s: remove %s: %w", ep.Side, dir, err))
+		dir := filepath.Join(sideRoot(env, ep), method+"-"+ep.Side)
+		if err := ep.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -717,8 +745,8 @@ func (u *wgUserspace) record(env *Env, p *Process) {
 // control socket exist.
 func (u *wgUserspace) start(ctx context.Context, env *Env, s *wgSide) (*Process, error) {
 	runDir := filepath.Join(s.dir, "run")
-	if err := os.MkdirAll(runDir, 0o700); err != nil {
-		return nil, fmt.Errorf("%s: create %s: %w", s.ep.Side, runDir, err)
+	if err := s.ep.MkdirAll(runDir, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", runDir, err)
 	}
 	argv := wgPrivateRun(runDir, append([]string{u.d.program}, u.d.args(s.dev)...)...)
 	p, err := StartDaemon(s.ep, u.d.role, filepath.Join(s.dir, u.d.role+".log"), u.d.env, argv...)
@@ -726,7 +754,7 @@ func (u *wgUserspace) start(ctx context.Context, env *Env, s *wgSide) (*Process,
 		return nil, err
 	}
 	u.record(env, p)
-	if err := os.WriteFile(filepath.Join(s.dir, u.d.role+".pid"), []byte(strconv.Itoa(p.PID())+"\n"), 0o600); err != nil {
+	if err := s.ep.WriteFile(filepath.Join(s.dir, u.d.role+".pid"), []byte(strconv.Itoa(p.PID())+"\n"), 0o600); err != nil {
 		return p, fmt.Errorf("%s: write %s pid file: %w", s.ep.Side, u.d.role, err)
 	}
 	sock := wgSocket(s)
@@ -738,7 +766,7 @@ func (u *wgUserspace) start(ctx context.Context, env *Env, s *wgSide) (*Process,
 		if err != nil || !ok {
 			return false, err
 		}
-		return socketAccepts(sock), nil
+		return opSocketAccepts.Call(ctx, s.ep, sock)
 	})
 	if err != nil {
 		return p, p.Failure("start", err)
@@ -765,7 +793,7 @@ func (u *wgUserspace) setup(ctx context.Context, env *Env, variant string) (*Pat
 		if err := wgLinkUp(s.ep, s.dev, env.OverlayMTU, s.addr); err != nil {
 			return nil, err
 		}
-		ctl[i] = wgUAPI{sock: wgSocket(s)}
+		ctl[i] = wgUAPI{ep: s.ep, sock: wgSocket(s)}
 		if err := ctl[i].configure(s.cfg); err != nil {
 			return nil, procs[i].Failure("configure "+s.dev, err)
 		}

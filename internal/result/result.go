@@ -97,6 +97,10 @@ type Params struct {
 	WAN *WANParams `json:"wan,omitempty"`
 	// UDP is the udp_sizes test's configuration (nil when it did not run).
 	UDP *UDPParams `json:"udp,omitempty"`
+	// SiteA and SiteB are the sites of an ssh testbed the cell ran
+	// between (a sends); empty on the local testbed.
+	SiteA string `json:"site_a,omitempty"`
+	SiteB string `json:"site_b,omitempty"`
 }
 
 // WANParams are an emulated wide-area condition, applied on the egress of

@@ -144,7 +144,7 @@ func TestDeriveLineRate(t *testing.T) {
 func TestUnderlaySpeedOnVeth(t *testing.T) {
 	tb := testbedtest.New(t, 1500)
 	var cell result.Cell
-	ls := underlaySpeed(tb, "forward", &cell)
+	ls := underlaySpeed(tb.Pair(), "forward", &cell)
 	if ls.Driver != "veth" {
 		t.Fatalf("underlay driver %q (%v), want veth", ls.Driver, cell.Meta.Extra)
 	}

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/load"
@@ -31,13 +29,13 @@ var errLatencyUnsupported = errors.New("latency not measured")
 // measureThroughput runs one iperf3 test from path.A to path.B while the
 // CPU sampler runs, and reports live throughput from the sender's device
 // counters.
-func measureThroughput(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Throughput, *result.CPU, *span, error) {
+func measureThroughput(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, prog *progress) (*result.Throughput, *result.CPU, *span, error) {
 	var sp span
 	thr, cpu, err := measureThroughputSpan(ctx, tb, path, p, prog, &sp)
 	return thr, cpu, &sp, err
 }
 
-func measureThroughputSpan(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress, sp *span) (*result.Throughput, *result.CPU, error) {
+func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, prog *progress, sp *span) (*result.Throughput, *result.CPU, error) {
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	// Bound the whole test: a hung tool must not hang the run.
@@ -58,7 +56,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Local, path *method.
 		return nil
 	}
 	aSide, bSide := sides(p.Direction)
-	if err := track("iperf3-server", bSide, srv.Process.Pid); err != nil {
+	if err := track("iperf3-server", bSide, srv.Pid()); err != nil {
 		return nil, nil, err
 	}
 	if err := trackDaemons(sampler, path, p.Direction); err != nil {
@@ -73,7 +71,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Local, path *method.
 	if err := tb.A.Start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
 	}
-	if err := track("iperf3-client", aSide, cmd.Process.Pid); err != nil {
+	if err := track("iperf3-client", aSide, cmd.Pid()); err != nil {
 		return nil, nil, err
 	}
 
@@ -123,7 +121,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Local, path *method.
 		}
 		if crashed(waitErr) {
 			return nil, cpu, fmt.Errorf("%s: iperf3 client (pid %d) %v mid-test (stderr: %s; server: %s)",
-				tb.A.Side, cmd.Process.Pid, waitErr, trim(errOut.String()), trim(srvOut.String()))
+				tb.A.Side, cmd.Pid(), waitErr, trim(errOut.String()), trim(srvOut.String()))
 		}
 		return nil, cpu, fmt.Errorf("iperf3 client %q: %w (stderr: %s; server: %s)",
 			joinArgs(cmd.Args), parseErr, trim(errOut.String()), trim(srvOut.String()))
@@ -161,7 +159,7 @@ func live(ep *testbed.Endpoint, stopc <-chan struct{}, prog *progress) {
 
 // measureLatency runs a request/response test from path.A to path.B with
 // the scenario's latency tool.
-func measureLatency(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params) (*result.Latency, error) {
+func measureLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params) (*result.Latency, error) {
 	dur := time.Duration(p.Latency * float64(time.Second))
 	ctx, cancel := context.WithTimeout(ctx, dur+30*time.Second)
 	defer cancel()
@@ -191,7 +189,7 @@ func measureLatency(ctx context.Context, tb *testbed.Local, path *method.Path, p
 
 // sockperfLatency runs sockperf ping-pong (IPv4 only in sockperf 3.7; its
 // client also sleeps about 2 s before measuring).
-func sockperfLatency(ctx context.Context, tb *testbed.Local, path *method.Path, dur time.Duration) (*result.Latency, error) {
+func sockperfLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, dur time.Duration) (*result.Latency, error) {
 	if !path.B.Is4() {
 		return nil, fmt.Errorf("%w: sockperf 3.7 supports IPv4 only", errLatencyUnsupported)
 	}
@@ -217,14 +215,14 @@ func sockperfLatency(ctx context.Context, tb *testbed.Local, path *method.Path, 
 }
 
 // startServer starts a server in ep and waits until it listens on port.
-func startServer(ctx context.Context, ep *testbed.Endpoint, argv []string, port int) (*exec.Cmd, *bytes.Buffer, error) {
+func startServer(ctx context.Context, ep *testbed.Endpoint, argv []string, port int) (*testbed.Cmd, *bytes.Buffer, error) {
 	cmd := ep.Command(ctx, argv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := ep.Start(cmd); err != nil {
 		return nil, nil, err
 	}
-	if err := testbed.WaitListening(ctx, cmd.Process.Pid, port, 5*time.Second); err != nil {
+	if err := ep.WaitListening(ctx, cmd.Pid(), port, 5*time.Second); err != nil {
 		stop(ep, cmd)
 		return nil, nil, fmt.Errorf("%q: %w: %s", joinArgs(argv), err, trim(out.String()))
 	}
@@ -233,7 +231,7 @@ func startServer(ctx context.Context, ep *testbed.Endpoint, argv []string, port 
 
 // stop ends a server: it is given a moment to exit on its own (a one-shot
 // iperf3 server does), then killed.
-func stop(ep *testbed.Endpoint, cmd *exec.Cmd) {
+func stop(ep *testbed.Endpoint, cmd *testbed.Cmd) {
 	done := make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
@@ -242,7 +240,7 @@ func stop(ep *testbed.Endpoint, cmd *exec.Cmd) {
 	select {
 	case <-done:
 	case <-time.After(time.Second):
-		_ = cmd.Process.Kill()
+		_ = cmd.Kill()
 		<-done
 	}
 	ep.Forget(cmd)
@@ -250,14 +248,7 @@ func stop(ep *testbed.Endpoint, cmd *exec.Cmd) {
 
 // crashed reports whether a load tool was ended by a signal (killed,
 // crashed) rather than exiting on its own.
-func crashed(err error) bool {
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) {
-		return false
-	}
-	ws, ok := ee.Sys().(syscall.WaitStatus)
-	return ok && ws.Signaled()
-}
+func crashed(err error) bool { return testbed.Signaled(err) }
 
 func joinArgs(a []string) string {
 	var b bytes.Buffer

@@ -50,7 +50,7 @@ func largestCrossing(lo, hi int, probe probeFunc) (int, int, error) {
 // measureMTUProbe runs the mtu_probe test: ping with don't-fragment from a
 // to b over the tunnel, then iperf3 with an MSS one byte above what the
 // found path MTU allows.
-func measureMTUProbe(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, configured int) (*result.MTUProbe, error) {
+func measureMTUProbe(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, configured int) (*result.MTUProbe, error) {
 	ip := 20
 	minIP := 68
 	if !path.B.Unmap().Is4() {

@@ -60,7 +60,7 @@ func TestMTUProbeFindsBlackHole(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Teardown(context.Background(), env) })
 
-	good, err := measureMTUProbe(ctx, tb, path, result.Params{}, 1450)
+	good, err := measureMTUProbe(ctx, tb.Pair(), path, result.Params{}, 1450)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestMTUProbeFindsBlackHole(t *testing.T) {
 			}
 		}
 	}
-	bad, err := measureMTUProbe(ctx, tb, path, result.Params{}, 1450)
+	bad, err := measureMTUProbe(ctx, tb.Pair(), path, result.Params{}, 1450)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,11 @@
 package runner
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"slices"
 
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -14,7 +13,7 @@ import (
 // the underlay veth and the method's devices on both sides. A feature a
 // device cannot change (fixed, or refused by the driver) is returned in
 // notApplied, to be recorded; an unknown feature name is an error.
-func applyOffloadSet(tb *testbed.Local, path *method.Path, set map[string]bool) (notApplied []string, err error) {
+func applyOffloadSet(tb *testbed.Pair, path *method.Path, set map[string]bool) (notApplied []string, err error) {
 	for _, ep := range tb.Endpoints() {
 		devs := []string{ep.Dev}
 		for _, d := range path.Devices[ep.Side] {
@@ -23,21 +22,12 @@ func applyOffloadSet(tb *testbed.Local, path *method.Path, set map[string]bool) 
 			}
 		}
 		for _, dev := range devs {
-			err := nic.SetFeatures(ep.NS, dev, set)
-			if err == nil {
-				continue
+			r, err := opSetFeatures.Call(context.Background(), ep, featuresArgs{Dev: dev, Set: set})
+			for _, n := range r.NotApplied {
+				notApplied = append(notApplied, ep.Side+": "+n)
 			}
-			var rest []error
-			for _, e := range unjoin(err) {
-				var fe *nic.FeatureError
-				if errors.As(e, &fe) {
-					notApplied = append(notApplied, ep.Side+": "+fe.Error())
-				} else {
-					rest = append(rest, e)
-				}
-			}
-			if len(rest) > 0 {
-				return notApplied, fmt.Errorf("apply offload set on %s %s: %w", ep.Side, dev, errors.Join(rest...))
+			if err != nil {
+				return notApplied, fmt.Errorf("apply offload set on %s %s: %w", ep.Side, dev, err)
 			}
 		}
 	}

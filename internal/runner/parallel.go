@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"sync"
 	"time"
 
@@ -40,7 +39,7 @@ type span struct {
 	cyclesErr error
 }
 
-func (s *span) begin(tb *testbed.Local) {
+func (s *span) begin(tb *testbed.Pair) {
 	var err error
 	s.startCycles()
 	s.start = time.Now()
@@ -70,7 +69,7 @@ func (s *span) stopCycles() {
 	}
 }
 
-func (s *span) end(tb *testbed.Local) {
+func (s *span) end(tb *testbed.Pair) {
 	s.stopCycles()
 	if !s.ok {
 		return
@@ -113,13 +112,13 @@ func trackDaemons(s *sample.Sampler, path *method.Path, direction string) error 
 // several iperf3 client/server pairs on distinct ports (load.SplitStreams),
 // started together. Each process's result is stored and summed; a process
 // that fails makes the test fail with its own message.
-func measureParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress) (*result.Parallel, *span, error) {
+func measureParallel(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, prog *progress) (*result.Parallel, *span, error) {
 	return measureParallelNotify(ctx, tb, path, p, prog, nil)
 }
 
 // measureParallelNotify is measureParallel calling released (if not nil)
 // the moment the clients are let go.
-func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, prog *progress, released func()) (*result.Parallel, *span, error) {
+func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, prog *progress, released func()) (*result.Parallel, *span, error) {
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	split := load.SplitStreams(p.Streams, p.StreamsPerProcess)
@@ -131,7 +130,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
 
 	// Servers: start all, then wait for each to listen.
-	servers := make([]*exec.Cmd, len(split))
+	servers := make([]*testbed.Cmd, len(split))
 	srvOut := make([]*bytes.Buffer, len(split))
 	defer func() {
 		stopAll(tb.B, servers)
@@ -147,10 +146,10 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 		return nil, nil, fmt.Errorf("iperf3 servers: %w", err)
 	}
 	for i, cmd := range servers {
-		if err := testbed.WaitListening(ctx, cmd.Process.Pid, parallelBasePort+i, 10*time.Second); err != nil {
+		if err := tb.B.WaitListening(ctx, cmd.Pid(), parallelBasePort+i, 10*time.Second); err != nil {
 			return nil, nil, fmt.Errorf("iperf3 server on port %d: %w: %s", parallelBasePort+i, err, trim(srvOut[i].String()))
 		}
-		if err := sampler.TrackProcess(fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Process.Pid); err != nil {
+		if err := sampler.TrackProcess(fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Pid()); err != nil {
 			return nil, nil, fmt.Errorf("account cpu of iperf3 server %d: %w", i+1, err)
 		}
 	}
@@ -160,7 +159,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 
 	// Clients: started together.
 	type client struct {
-		cmd *exec.Cmd
+		cmd *testbed.Cmd
 		// out is a file, not a pipe: with hundreds of processes on a busy
 		// machine, a pipe's copying goroutine can lag past exec's
 		// WaitDelay and cut the JSON report short.
@@ -169,7 +168,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 		waitErr error
 	}
 	clients := make([]*client, len(split))
-	cmds := make([]*exec.Cmd, len(split))
+	cmds := make([]*testbed.Cmd, len(split))
 	gates := make([]io.WriteCloser, len(split))
 	for i, n := range split {
 		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
@@ -198,12 +197,12 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 	var started []*client
 	startErr := startAll(tb.A, cmds)
 	for i, cl := range clients {
-		if cl.cmd.Process == nil {
+		if !cl.cmd.Started() {
 			continue
 		}
 		started = append(started, cl)
 		if startErr == nil {
-			if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Process.Pid); err != nil {
+			if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Pid()); err != nil {
 				startErr = fmt.Errorf("account cpu of iperf3 client %d: %w", i+1, err)
 			}
 		}
@@ -237,7 +236,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 		}
 	} else {
 		for _, cl := range started {
-			_ = cl.cmd.Process.Kill()
+			_ = cl.cmd.Kill()
 		}
 	}
 	var wg sync.WaitGroup
@@ -307,7 +306,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Local, path *method.
 
 // startAll starts cmds in ep, eight at a time; on failure the ones that
 // started keep running for the caller to stop.
-func startAll(ep *testbed.Endpoint, cmds []*exec.Cmd) error {
+func startAll(ep *testbed.Endpoint, cmds []*testbed.Cmd) error {
 	sem := make(chan struct{}, 8)
 	errs := make([]error, len(cmds))
 	var wg sync.WaitGroup
@@ -354,10 +353,10 @@ func addIntervals(sum, b []result.Interval) []result.Interval {
 
 // stopAll stops servers concurrently: one-shot iperf3 servers have exited
 // by now, the rest are killed after a second.
-func stopAll(ep *testbed.Endpoint, cmds []*exec.Cmd) {
+func stopAll(ep *testbed.Endpoint, cmds []*testbed.Cmd) {
 	var wg sync.WaitGroup
 	for _, c := range cmds {
-		if c == nil || c.Process == nil {
+		if c == nil || !c.Started() {
 			continue
 		}
 		wg.Add(1)
@@ -372,7 +371,7 @@ func stopAll(ep *testbed.Endpoint, cmds []*exec.Cmd) {
 // measureLatencyUnderLoad measures request/response latency on the idle
 // tunnel (or takes the tcp_rr result of this cell), then again while one
 // iperf3 process with the cell's streams (at most 128) saturates it.
-func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, idle *result.Latency) (*result.LatencyUnderLoad, error) {
+func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, idle *result.Latency) (*result.LatencyUnderLoad, error) {
 	out := &result.LatencyUnderLoad{Load: scenario.TestTCPStream, Idle: idle}
 	if idle == nil {
 		lat, err := measureLatency(ctx, tb, path, p)
@@ -445,7 +444,7 @@ func ratios(idle, loaded *result.Latency) (p50, p99 float64) {
 // process takes: the parallel test's machinery carries the load, and the
 // request/response test starts its warm-up plus a second after the clients
 // are released.
-func loadedByParallel(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, out *result.LatencyUnderLoad) (*result.LatencyUnderLoad, error) {
+func loadedByParallel(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, out *result.LatencyUnderLoad) (*result.LatencyUnderLoad, error) {
 	out.Load = scenario.TestParallel
 	latDur := time.Duration(p.Latency * float64(time.Second))
 	lead := time.Duration(plan.LoadedLead) * time.Second

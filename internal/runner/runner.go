@@ -50,6 +50,9 @@ type Config struct {
 	// BackgroundWindow is how long the idle machine is sampled before each
 	// step; 500 ms when zero.
 	BackgroundWindow time.Duration
+	// Bed builds each cell's endpoints; the local namespace testbed
+	// (testbed.LocalTestbed with ID and Root) when nil.
+	Bed testbed.Testbed
 	// Resume, when set, continues this stored run (reopened by the
 	// caller): steps whose cell and repetition are in Stored are skipped,
 	// and no new run is begun. ID and Scenario must be the run's.
@@ -71,6 +74,9 @@ type Outcome struct {
 func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.ID == "" {
 		cfg.ID = testbed.NewID()
+	}
+	if cfg.Bed == nil {
+		cfg.Bed = testbed.LocalTestbed{ID: cfg.ID, Root: cfg.Root}
 	}
 	if cfg.BackgroundWindow == 0 {
 		cfg.BackgroundWindow = 500 * time.Millisecond

@@ -30,11 +30,12 @@ type FidelityReport struct {
 // counters, server readiness probe), once as a plain "iperf3 -c" a person
 // would type, in alternating order so drift affects both alike.
 func Fidelity(ctx context.Context, root string, rounds int, dur time.Duration) (*FidelityReport, error) {
-	tb, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
+	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
 	if err != nil {
 		return nil, err
 	}
-	defer tb.Close()
+	defer l.Close()
+	tb := l.Pair()
 	path, err := method.Native{}.Setup(ctx, &method.Env{A: tb.A, B: tb.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500})
 	if err != nil {
 		return nil, err
@@ -61,13 +62,13 @@ func Fidelity(ctx context.Context, root string, rounds int, dur time.Duration) (
 	return rep, nil
 }
 
-func handIperf3(ctx context.Context, tb *testbed.Local, path *method.Path, dur time.Duration) (float64, error) {
+func handIperf3(ctx context.Context, tb *testbed.Pair, path *method.Path, dur time.Duration) (float64, error) {
 	srv := tb.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5202")
 	if err := tb.B.Start(srv); err != nil {
 		return 0, err
 	}
 	defer stop(tb.B, srv)
-	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5202, 5*time.Second); err != nil {
+	if err := tb.B.WaitListening(ctx, srv.Pid(), 5202, 5*time.Second); err != nil {
 		return 0, err
 	}
 	out, err := tb.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5202", "-t", fmt.Sprint(int(dur.Seconds())), "-J")

@@ -50,7 +50,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	}
 	cell.Implementation = m.Implementation()
 
-	tb, err := testbed.NewLocal(testbed.Config{ID: cfg.ID, Root: cfg.Root, MTU: st.Params.UnderlayMTU, Pin: st.Params.Pin})
+	tb, err := cfg.Bed.Pair(ctx, testbed.Spec{UnderlayMTU: st.Params.UnderlayMTU, Pin: st.Params.Pin, A: st.Params.SiteA, B: st.Params.SiteB})
 	if err != nil {
 		fail(fmt.Errorf("build testbed: %w", err))
 		return cell
@@ -62,7 +62,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	}()
 	if !st.Params.Offloads {
 		for _, ep := range tb.Endpoints() {
-			if err := nic.SetOffloads(ep.NS, ep.Dev, false); err != nil {
+			if err := setOffloads(ep, ep.Dev, false); err != nil {
 				fail(fmt.Errorf("switch offloads off on %s: %w", ep.Dev, err))
 				return cell
 			}
@@ -227,14 +227,14 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 
 // offloadsOff switches TSO/GSO/GRO off on the method's own devices too
 // (the underlay is done when the testbed is built).
-func offloadsOff(tb *testbed.Local, path *method.Path) error {
+func offloadsOff(tb *testbed.Pair, path *method.Path) error {
 	var errs []error
 	for _, ep := range tb.Endpoints() {
 		for _, dev := range path.Devices[ep.Side] {
 			if dev == ep.Dev {
 				continue
 			}
-			if err := nic.SetOffloads(ep.NS, dev, false); err != nil {
+			if err := setOffloads(ep, dev, false); err != nil {
 				errs = append(errs, fmt.Errorf("switch offloads off on %s: %w", dev, err))
 			}
 		}
@@ -243,10 +243,10 @@ func offloadsOff(tb *testbed.Local, path *method.Path) error {
 }
 
 // describe records every device of both namespaces with MTU and offloads.
-func describe(tb *testbed.Local, _ *method.Path) ([]result.Device, error) {
+func describe(tb *testbed.Pair, _ *method.Path) ([]result.Device, error) {
 	var all []result.Device
 	for _, ep := range tb.Endpoints() {
-		devs, err := nic.DescribeAll(ep.NS, ep.Side)
+		devs, err := opDescribe.Call(context.Background(), ep, ep.Side)
 		if err != nil {
 			return nil, fmt.Errorf("describe devices of %s: %w", ep.Side, err)
 		}
@@ -273,12 +273,12 @@ func recordCounters(ctx context.Context, c method.Counter, env *method.Env, meta
 // underlaySpeed reads the driver and link speed of the sending side's
 // underlay device (b's with direction reverse). A failure leaves the
 // device's speed unknown and is noted in the cell's extra metadata.
-func underlaySpeed(tb *testbed.Local, direction string, cell *result.Cell) nic.LinkSpeed {
+func underlaySpeed(tb *testbed.Pair, direction string, cell *result.Cell) nic.LinkSpeed {
 	ep := tb.A
 	if direction == scenario.DirReverse {
 		ep = tb.B
 	}
-	ls, err := nic.Speed(ep.NS, ep.Dev)
+	ls, err := opSpeed.Call(context.Background(), ep, ep.Dev)
 	if err != nil {
 		if cell.Meta.Extra == nil {
 			cell.Meta.Extra = map[string]string{}

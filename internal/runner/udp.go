@@ -22,7 +22,7 @@ import (
 // measureUDPSizes runs the udp_sizes test: for every frame size, the
 // generator at the unlimited or fixed rate, or the NDR/PDR search. A size
 // that fails is recorded with its error and the sweep goes on.
-func measureUDPSizes(ctx context.Context, tb *testbed.Local, path *method.Path, p result.Params, overlayMTU int) ([]result.UDPSize, error) {
+func measureUDPSizes(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, overlayMTU int) ([]result.UDPSize, error) {
 	u := p.UDP
 	if u == nil {
 		return nil, errors.New("udp_sizes: no udp settings in the cell")
@@ -116,7 +116,7 @@ func (s *syncBuffer) String() string {
 
 // udpTrial runs one generator trial from a to b (b to a with direction
 // reverse) at rate payload bits per second (0 unlimited) for d.
-func udpTrial(ctx context.Context, tb *testbed.Local, path *method.Path, direction string, payload int, rate float64, d time.Duration) (*result.UDPTrial, error) {
+func udpTrial(ctx context.Context, tb *testbed.Pair, path *method.Path, direction string, payload int, rate float64, d time.Duration) (*result.UDPTrial, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for udpgen: %w", err)
@@ -138,7 +138,7 @@ func udpTrial(ctx context.Context, tb *testbed.Local, path *method.Path, directi
 	rdone := make(chan error, 1)
 	go func() { rdone <- rcmd.Wait() }()
 	defer func() {
-		_ = rcmd.Process.Kill()
+		_ = rcmd.Kill()
 		dst.Forget(rcmd)
 	}()
 	ready := time.After(5 * time.Second)
@@ -155,7 +155,7 @@ wait:
 		}
 	}
 	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
-	if err := sampler.TrackProcess("udpgen-receiver", sample.SideReceiver, rcmd.Process.Pid); err != nil {
+	if err := sampler.TrackProcess("udpgen-receiver", sample.SideReceiver, rcmd.Pid()); err != nil {
 		return nil, fmt.Errorf("account cpu of udpgen receiver: %w", err)
 	}
 	send := load.UDPGenSender{Server: to, Port: udpgen.DefaultPort, Size: payload, Rate: rate, Duration: d, Exe: exe}
@@ -165,7 +165,7 @@ wait:
 	if err := src.Start(scmd); err != nil {
 		return nil, fmt.Errorf("udpgen sender: %w", err)
 	}
-	sampling := sampler.TrackProcess("udpgen-sender", sample.SideSender, scmd.Process.Pid) == nil && sampler.Start(ctx) == nil
+	sampling := sampler.TrackProcess("udpgen-sender", sample.SideSender, scmd.Pid()) == nil && sampler.Start(ctx) == nil
 	swait := scmd.Wait()
 	src.Forget(scmd)
 	var rwait error

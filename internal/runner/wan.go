@@ -38,7 +38,7 @@ func WANArgs(dev string, w *result.WANParams) []string {
 
 // applyWAN puts the WAN condition on both underlay devices. The qdiscs go
 // with the veth pair when the testbed is removed.
-func applyWAN(ctx context.Context, tb *testbed.Local, w *result.WANParams) (string, error) {
+func applyWAN(ctx context.Context, tb *testbed.Pair, w *result.WANParams) (string, error) {
 	var applied string
 	for _, ep := range tb.Endpoints() {
 		argv := WANArgs(ep.Dev, w)

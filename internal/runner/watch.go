@@ -60,7 +60,7 @@ const netFlagUp = 1 // net.FlagUp
 
 // startWatch starts watching path's daemons and tb's underlay devices and
 // returns the context to measure with.
-func startWatch(ctx context.Context, tb *testbed.Local, path *method.Path) (context.Context, *watch) {
+func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (context.Context, *watch) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watch{cancel: cancel, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	start := time.Now()

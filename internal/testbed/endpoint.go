@@ -7,16 +7,12 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"time"
 
-	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -28,10 +24,12 @@ type Endpoint struct {
 	Side string
 	// Namespace is the name of the network namespace (in /run/netns).
 	Namespace string
-	// NS is an open handle on the namespace; owned by the testbed.
-	NS netns.NsHandle
-	// NL is a netlink handle bound to the namespace.
-	NL *netlink.Handle
+	NS        netns.NsHandle
+	// NS is an open handle on the namespace, owned by the testbed; -1 for
+	// a remote endpoint (and for one in the caller's own namespace).
+	// NL is a netlink handle bound to the namespace: a *netlink.Handle on
+	// this machine, the agent's on a remote host.
+	NL Netlink
 	// Dev is the underlay device inside the namespace.
 	Dev string
 	// Addr4 and Addr6 are the underlay addresses of Dev.
@@ -41,9 +39,24 @@ type Endpoint struct {
 	// Dir is the run's private directory, shared by both endpoints.
 	Dir string
 
+	// Host names the machine the endpoint is on: "" for this one, the
+	// site name for a remote host.
+	Host string
+
+	h     host
 	mu    sync.Mutex
-	procs []*exec.Cmd
+	procs []*Cmd
 }
+
+func (e *Endpoint) host() host {
+	if e.h == nil {
+		return localHost{}
+	}
+	return e.h
+}
+
+// Local reports whether the endpoint is on this machine, where Do works.
+func (e *Endpoint) Local() bool { return e.host().local() }
 
 // Addr returns the underlay address for family "ipv4" or "ipv6".
 func (e *Endpoint) Addr(family string) netip.Addr {
@@ -56,7 +69,11 @@ func (e *Endpoint) Addr(family string) netip.Addr {
 // Do runs fn on a locked OS thread that has entered the namespace. Anything
 // fn creates that binds to a namespace (sockets, child processes, netlink
 // handles) belongs to this endpoint's namespace.
+// On a remote endpoint it returns ErrRemote: use an Op there.
 func (e *Endpoint) Do(fn func() error) error {
+	if !e.host().local() {
+		return fmt.Errorf("%s: enter namespace on host %s: %w", e.Side, e.Host, ErrRemote)
+	}
 	return doIn(e.NS, e.CPUs, fn)
 }
 
@@ -106,43 +123,38 @@ func doIn(ns netns.NsHandle, cpus []int, fn func() error) error {
 	return <-errc
 }
 
-// Command prepares argv to run inside the endpoint; start it with Start.
-// The environment gets LC_ALL=C so that tool output parses the same
-// everywhere.
-func (e *Endpoint) Command(ctx context.Context, argv ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "LC_ALL=C")
-	// No Pdeathsig: it fires when the forking thread exits, which Go
-	// threads may do at any time. Leftovers are found by namespace.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 2 * time.Second
-	return cmd
+// Command prepares argv to run on the endpoint; start it with Start.
+func (e *Endpoint) Command(ctx context.Context, argv ...string) *Cmd {
+	return &Cmd{Args: argv, ctx: ctx}
 }
 
-// Start starts cmd inside the namespace (pinned when CPUs is set) and
-// records it, so that Stop and the testbed's Close kill it. Its pid is also
-// written to the run directory so that "tunbench clean" finds it after a
-// crash.
-func (e *Endpoint) Start(cmd *exec.Cmd) error {
-	err := e.Do(func() error { return cmd.Start() })
-	if err != nil {
-		return fmt.Errorf("%s: start %q: %w", e.Side, strings.Join(cmd.Args, " "), err)
+// Start starts cmd on the endpoint (in its namespace, pinned when CPUs is
+// set) and records it, so that StopAll and the testbed's Close kill it.
+// Its pid is also written to the run directory so that "tunbench clean"
+// finds it after a crash.
+func (e *Endpoint) Start(cmd *Cmd) error {
+	if len(cmd.Args) == 0 {
+		return fmt.Errorf("%s: start: empty command", e.Side)
 	}
+	p, err := e.host().start(e, cmd)
+	if err != nil {
+		return fmt.Errorf("%s: start %q: %w", e.Side, cmd.String(), err)
+	}
+	cmd.proc = p
 	e.mu.Lock()
 	e.procs = append(e.procs, cmd)
 	e.mu.Unlock()
-	if e.Dir != "" {
+	if e.Dir != "" && e.host().local() {
 		pidDir := filepath.Join(e.Dir, "pids")
 		if err := os.MkdirAll(pidDir, 0o700); err == nil {
-			_ = os.WriteFile(filepath.Join(pidDir, strconv.Itoa(cmd.Process.Pid)), []byte(cmd.Args[0]), 0o600)
+			_ = os.WriteFile(filepath.Join(pidDir, strconv.Itoa(p.Pid())), []byte(cmd.Args[0]), 0o600)
 		}
 	}
 	return nil
 }
 
 // Forget drops cmd from the endpoint's process list after it has been waited for.
-func (e *Endpoint) Forget(cmd *exec.Cmd) {
+func (e *Endpoint) Forget(cmd *Cmd) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i, c := range e.procs {
@@ -151,12 +163,12 @@ func (e *Endpoint) Forget(cmd *exec.Cmd) {
 			break
 		}
 	}
-	if e.Dir != "" && cmd.Process != nil {
-		_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Process.Pid)))
+	if e.Dir != "" && cmd.proc != nil && e.host().local() {
+		_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Pid())))
 	}
 }
 
-// Run runs argv inside the endpoint and returns its combined output. A
+// Run runs argv on the endpoint and returns its combined output. A
 // failure quotes argv and the output.
 func (e *Endpoint) Run(ctx context.Context, argv ...string) ([]byte, error) {
 	cmd := e.Command(ctx, argv...)
@@ -182,16 +194,16 @@ func (e *Endpoint) StopAll() error {
 	e.mu.Unlock()
 	var errs []error
 	for _, cmd := range procs {
-		if cmd.Process == nil {
+		if cmd.proc == nil {
 			continue
 		}
 		// Kill the whole process group: tools may fork.
-		if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := cmd.Kill(); err != nil {
 			errs = append(errs, fmt.Errorf("%s: kill %q: %w", e.Side, cmd.Args[0], err))
 		}
 		_ = cmd.Wait()
-		if e.Dir != "" {
-			_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Process.Pid)))
+		if e.Dir != "" && e.host().local() {
+			_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Pid())))
 		}
 	}
 	return errors.Join(errs...)

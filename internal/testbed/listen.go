@@ -5,18 +5,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 )
 
 // Listening reports whether a TCP socket listens on port in the network
-// namespace of process pid (read from /proc/PID/net/tcp and tcp6, which show
+// namespace of process pid on the endpoint's host (read from /proc/PID/net/tcp and tcp6, which show
 // that process's namespace). Probing this way sends no packet, so a
 // one-shot server (iperf3 -1) is not consumed by the check.
-func Listening(pid, port int) (bool, error) {
+func (e *Endpoint) Listening(pid, port int) (bool, error) {
 	for _, f := range []string{"tcp", "tcp6"} {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		data, err := e.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
 		if err != nil {
 			return false, fmt.Errorf("read sockets of pid %d: %w", pid, err)
 		}
@@ -47,10 +46,10 @@ func ListeningIn(data []byte, port int) bool {
 
 // WaitListening waits until process pid listens on TCP port, or fails after
 // timeout, or when the process exits first.
-func WaitListening(ctx context.Context, pid, port int, timeout time.Duration) error {
+func (e *Endpoint) WaitListening(ctx context.Context, pid, port int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, err := Listening(pid, port)
+		ok, err := e.Listening(pid, port)
 		if err != nil {
 			return fmt.Errorf("wait for port %d: %w (did the server exit?)", port, err)
 		}

@@ -96,8 +96,8 @@ func TestLocalTestbed(t *testing.T) {
 	if err := l.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(cmd.Process.Pid)); err == nil {
-		t.Errorf("process %d still runs after Close", cmd.Process.Pid)
+	if _, err := os.Stat("/proc/" + strconv.Itoa(cmd.Pid())); err == nil {
+		t.Errorf("process %d still runs after Close", cmd.Pid())
 	}
 	if _, err := os.Stat(l.Dir); !os.IsNotExist(err) {
 		t.Errorf("run directory %s remains after Close", l.Dir)

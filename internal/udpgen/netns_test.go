@@ -119,8 +119,8 @@ func iperf3UDP(t testing.TB, tb *testbed.Local, size int, rate string, d time.Du
 	if err := tb.B.Start(srv); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait(); tb.B.Forget(srv) }()
-	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5201, 5*time.Second); err != nil {
+	defer func() { _ = srv.Kill(); _ = srv.Wait(); tb.B.Forget(srv) }()
+	if err := tb.B.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	argv := append(load.Iperf3Client{Server: dst, Port: 5201, Duration: d, UDP: true, Bitrate: rate}.Args(), "-l", fmt.Sprint(size), "-w", "4M")

@@ -86,11 +86,11 @@ func Iperf3Streams(t testing.TB, l *testbed.Local, path *method.Path, seconds, s
 		t.Fatal(err)
 	}
 	defer func() {
-		_ = srv.Process.Kill()
+		_ = srv.Kill()
 		_ = srv.Wait()
 		l.B.Forget(srv)
 	}()
-	if err := testbed.WaitListening(ctx, srv.Process.Pid, 5201, 5*time.Second); err != nil {
+	if err := l.B.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
 	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-P", strconv.Itoa(max(streams, 1)), "-J")

@@ -1,0 +1,383 @@
+package testbed
+
+import (
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// The agent protocol. The controller (the tunbench that runs the plan)
+// starts "tunbench agent" on each remote host over SSH and speaks to it
+// through the session's standard input and output: a gob stream of
+// agentReq one way and agentResp the other. Every request carries an ID
+// its response repeats; process output and exits are events (ID 0). The
+// agent executes everything with the same code a local endpoint uses: it
+// holds a local Endpoint for its host (the host's own network namespace)
+// and runs commands, ops and netlink calls on it.
+
+type agentReq struct {
+	ID    uint64
+	Kind  string // hello, call, start, stdin, signal
+	Op    string
+	Args  []byte
+	Proc  uint64
+	Data  []byte
+	EOF   bool
+	Sig   int
+	Start *startSpec
+	Hello *Hello
+}
+
+type startSpec struct {
+	Args, Env      []string
+	OutputFile     string
+	Stdin          bool
+	Stdout, Stderr bool
+	WaitDelay      time.Duration
+}
+
+// Hello is what the controller tells an agent about its endpoint.
+type Hello struct {
+	// Version is the controller's; the agent refuses another.
+	Version string
+	// ID is the run; Site the host's name in the scenario.
+	ID, Site string
+	// Side is "a" or "b" for a pair; the agent serves one site whatever
+	// the side (a mesh reuses it).
+	Dev          string
+	Addr4, Addr6 netip.Prefix
+	// Root holds the run directory on the host (DefaultRoot when empty).
+	Root string
+}
+
+type agentResp struct {
+	ID  uint64
+	Err string
+	// Errno and NotFound carry what callers test errors for (errors.Is
+	// with an errno, errors.As with netlink.LinkNotFoundError).
+	Errno    int
+	NotFound bool
+	Reply []byte
+	Pid   int
+	Event string // out, exit
+	Proc  uint64
+	// Stream is 1 for stdout, 2 for stderr.
+	Stream int
+	Data   []byte
+	Exit   *exitInfo
+}
+
+type exitInfo struct {
+	Code, Signal int
+	Err          string
+}
+
+// SiteDir is the directory of site's endpoint of run id under root on its
+// host.
+func SiteDir(root, id, site string) string {
+	if root == "" {
+		root = DefaultRoot
+	}
+	return filepath.Join(root, id, site)
+}
+
+// ServeAgent serves one controller on r and w until r ends (the controller
+// closed the session or the connection was lost) or ctx is done. It then
+// kills every process it started and removes what the run left on this
+// host: devices named with the run's prefix in its namespace, the site
+// directory. version is this binary's (Hello must match).
+func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) error {
+	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*Cmd{}, stdins: map[uint64]*io.PipeWriter{}}
+	dec := gob.NewDecoder(r)
+	defer a.shutdown()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		var req agentReq
+		if err := dec.Decode(&req); err != nil {
+			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil
+			}
+			return fmt.Errorf("agent: read request: %w", err)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		switch req.Kind {
+		case "hello":
+			a.reply(req.ID, nil, a.hello(req.Hello, version))
+		case "stdin":
+			a.stdin(req)
+		default:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.handle(ctx, req)
+			}()
+		}
+	}
+}
+
+type agent struct {
+	encMu sync.Mutex
+	enc   *gob.Encoder
+
+	ep   *Endpoint
+	id   string
+	lock *os.File
+
+	mu     sync.Mutex
+	next   uint64
+	procs  map[uint64]*Cmd
+	stdins map[uint64]*io.PipeWriter
+}
+
+func (a *agent) send(r agentResp) {
+	a.encMu.Lock()
+	defer a.encMu.Unlock()
+	_ = a.enc.Encode(&r)
+}
+
+func (a *agent) reply(id uint64, out []byte, err error) {
+	r := agentResp{ID: id, Reply: out}
+	if err != nil {
+		r.Err = err.Error()
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			r.Errno = int(errno)
+		}
+		var nf netlink.LinkNotFoundError
+		r.NotFound = errors.As(err, &nf)
+	}
+	a.send(r)
+}
+
+func (a *agent) hello(h *Hello, version string) error {
+	if h == nil {
+		return errors.New("agent: empty hello")
+	}
+	if a.ep != nil {
+		return errors.New("agent: hello twice")
+	}
+	if h.Version != version {
+		return fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
+	}
+	if !ValidID(h.ID) {
+		return fmt.Errorf("agent: invalid run id %q", h.ID)
+	}
+	dir := SiteDir(h.Root, h.ID, h.Site)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("agent: create %s: %w", dir, err)
+	}
+	// A shared lock: "tunbench clean" on this host leaves a live run's
+	// objects alone (sites sharing one machine share the lock file).
+	if err := os.MkdirAll(LockDir, 0o700); err != nil {
+		return fmt.Errorf("agent: create %s: %w", LockDir, err)
+	}
+	lock, err := os.OpenFile(lockPath(h.ID), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return fmt.Errorf("agent: lock: %w", err)
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		lock.Close()
+		return fmt.Errorf("agent: lock run %s: %w", h.ID, err)
+	}
+	nl, err := netlink.NewHandle()
+	if err != nil {
+		lock.Close()
+		return fmt.Errorf("agent: netlink: %w", err)
+	}
+	a.id, a.lock = h.ID, lock
+	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir}
+	return nil
+}
+
+func (a *agent) handle(ctx context.Context, req agentReq) {
+	if a.ep == nil {
+		a.reply(req.ID, nil, errors.New("agent: no hello yet"))
+		return
+	}
+	switch req.Kind {
+	case "call":
+		fn, ok := lookupOp(req.Op)
+		if !ok {
+			a.reply(req.ID, nil, fmt.Errorf("agent: unknown op %q (is the agent's tunbench the same version?)", req.Op))
+			return
+		}
+		out, err := fn(ctx, a.ep, req.Args)
+		a.reply(req.ID, out, err)
+	case "start":
+		a.start(req)
+	case "signal":
+		a.mu.Lock()
+		c := a.procs[req.Proc]
+		a.mu.Unlock()
+		if c == nil {
+			a.reply(req.ID, nil, nil) // already exited
+			return
+		}
+		a.reply(req.ID, nil, c.Signal(syscall.Signal(req.Sig)))
+	default:
+		a.reply(req.ID, nil, fmt.Errorf("agent: unknown request %q", req.Kind))
+	}
+}
+
+// eventWriter forwards a process's output as events, once the response
+// to the start request (which tells the controller the process's id) is
+// out.
+type eventWriter struct {
+	a      *agent
+	proc   uint64
+	stream int
+	ready  <-chan struct{}
+}
+
+func (w eventWriter) Write(p []byte) (int, error) {
+	<-w.ready
+	w.a.send(agentResp{Event: "out", Proc: w.proc, Stream: w.stream, Data: append([]byte(nil), p...)})
+	return len(p), nil
+}
+
+func (a *agent) start(req agentReq) {
+	s := req.Start
+	if s == nil || len(s.Args) == 0 {
+		a.reply(req.ID, nil, errors.New("agent: empty command"))
+		return
+	}
+	a.mu.Lock()
+	a.next++
+	id := a.next
+	a.mu.Unlock()
+	c := a.ep.Command(context.Background(), s.Args...)
+	c.Env, c.OutputFile, c.WaitDelay = s.Env, s.OutputFile, s.WaitDelay
+	ready := make(chan struct{})
+	defer func() {
+		if ready != nil {
+			close(ready)
+		}
+	}()
+	if s.Stdout {
+		c.Stdout = eventWriter{a, id, 1, ready}
+	}
+	if s.Stderr {
+		c.Stderr = eventWriter{a, id, 2, ready}
+	}
+	var stdin *io.PipeWriter
+	if s.Stdin {
+		var r *io.PipeReader
+		r, stdin = io.Pipe()
+		c.Stdin = r
+	}
+	if err := a.ep.Start(c); err != nil {
+		a.reply(req.ID, nil, err)
+		return
+	}
+	a.mu.Lock()
+	a.procs[id] = c
+	if stdin != nil {
+		a.stdins[id] = stdin
+	}
+	a.mu.Unlock()
+	a.send(agentResp{ID: req.ID, Proc: id, Pid: c.Pid()})
+	close(ready)
+	ready = nil
+	go func() {
+		err := c.Wait()
+		a.ep.Forget(c)
+		a.mu.Lock()
+		delete(a.procs, id)
+		if w := a.stdins[id]; w != nil {
+			w.Close()
+			delete(a.stdins, id)
+		}
+		a.mu.Unlock()
+		ex := &exitInfo{}
+		var ee *ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &ee):
+			ex.Code, ex.Signal = ee.Code, int(ee.Signal)
+		default:
+			ex.Err = err.Error()
+		}
+		a.send(agentResp{Event: "exit", Proc: id, Exit: ex})
+	}()
+}
+
+func (a *agent) stdin(req agentReq) {
+	a.mu.Lock()
+	w := a.stdins[req.Proc]
+	if req.EOF {
+		delete(a.stdins, req.Proc)
+	}
+	a.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if len(req.Data) > 0 {
+		go func() { _, _ = w.Write(req.Data) }()
+	}
+	if req.EOF {
+		go func() { _ = w.Close() }()
+	}
+}
+
+// shutdown runs when the controller is gone: it kills what is still
+// running and removes the run's devices and directory on this host.
+func (a *agent) shutdown() {
+	if a.ep == nil {
+		return
+	}
+	_ = a.ep.StopAll()
+	_ = removeRunLinks(a.ep.NL, a.id)
+	a.ep.NL.Close()
+	_ = os.RemoveAll(a.ep.Dir)
+	_ = os.Remove(filepath.Dir(a.ep.Dir)) // the run directory, once empty
+	if a.lock != nil {
+		a.lock.Close()
+		if !locked(lockPath(a.id)) {
+			_ = os.Remove(lockPath(a.id))
+		}
+	}
+}
+
+// removeRunLinks deletes the devices of run id (named DevicePrefix(id)...)
+// in the namespace of h.
+func removeRunLinks(h Netlink, id string) error {
+	links, err := h.LinkList()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range links {
+		if runOfDevice(l.Attrs().Name) == id {
+			if err := h.LinkDel(l); err != nil {
+				errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runOfDevice returns the run id of a device a run created ("tb<id>..."),
+// or "" when the name is not one of ours.
+func runOfDevice(name string) string {
+	if len(name) < 8 || name[:2] != "tb" || !ValidID(name[2:8]) {
+		return ""
+	}
+	if len(name) > 8 && name[8] != '-' {
+		return ""
+	}
+	return name[2:8]
+}

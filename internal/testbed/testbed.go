@@ -1,0 +1,82 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+)
+
+// Testbed is where the cells of a run happen: it builds, for each cell, the
+// pair of endpoints the cell runs between. The runner talks to this
+// interface only, so the local namespaces and remote ssh hosts (and later
+// other engines) plug in without touching methods or load drivers.
+type Testbed interface {
+	// Name is the testbed's kind, recorded with the run: "local", "ssh".
+	Name() string
+	// Pair builds the endpoints of one cell. Closing the pair kills what
+	// was started on them and removes what the pair itself created.
+	Pair(ctx context.Context, spec Spec) (*Pair, error)
+}
+
+// Spec is what a cell asks of its endpoints.
+type Spec struct {
+	// UnderlayMTU is the MTU of the underlay; 0 leaves it as it is.
+	UnderlayMTU int
+	// Pin splits the CPUs between the two sides (local testbed).
+	Pin bool
+	// A and B name the sites (ssh testbed); empty picks the testbed's
+	// first two.
+	A, B string
+}
+
+// Pair is the two endpoints of one cell: a sends, b receives.
+type Pair struct {
+	A, B *Endpoint
+	// Dir identifies the pair's private state (Env.Dir): the local run
+	// directory, or a directory of the pair on side a's host.
+	Dir   string
+	close func() error
+}
+
+// NewPair returns a pair whose Close calls closer.
+func NewPair(a, b *Endpoint, dir string, closer func() error) *Pair {
+	return &Pair{A: a, B: b, Dir: dir, close: closer}
+}
+
+// Endpoints returns both endpoints, a first.
+func (p *Pair) Endpoints() []*Endpoint { return []*Endpoint{p.A, p.B} }
+
+// Close tears the pair down; safe to call more than once.
+func (p *Pair) Close() error {
+	if p == nil || p.close == nil {
+		return nil
+	}
+	c := p.close
+	p.close = nil
+	return c()
+}
+
+// LocalTestbed is the default testbed: for each cell, two fresh network
+// namespaces on this machine joined by a veth pair (NewLocal).
+type LocalTestbed struct {
+	// ID is the run identifier; Root holds its directory (DefaultRoot
+	// when empty).
+	ID, Root string
+}
+
+// Name is "local".
+func (LocalTestbed) Name() string { return "local" }
+
+// Pair builds a fresh namespace pair for one cell.
+func (t LocalTestbed) Pair(_ context.Context, spec Spec) (*Pair, error) {
+	if spec.A != "" || spec.B != "" {
+		return nil, errors.New("testbed: the local testbed has no named sites")
+	}
+	l, err := NewLocal(Config{ID: t.ID, Root: t.Root, MTU: spec.UnderlayMTU, Pin: spec.Pin})
+	if err != nil {
+		return nil, err
+	}
+	return l.Pair(), nil
+}
+
+// Pair returns the testbed as a Pair whose Close closes it.
+func (l *Local) Pair() *Pair { return NewPair(l.A, l.B, l.Dir, l.Close) }

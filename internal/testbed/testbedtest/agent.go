@@ -1,0 +1,119 @@
+package testbedtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// agentEnv makes a test binary serve as a tunbench agent (ServeAgentIfAsked).
+const agentEnv = "TUNBENCH_TEST_AGENT"
+
+// AgentVersion is the build identity the test agents report.
+const AgentVersion = "test-agent"
+
+// ServeAgentIfAsked turns the test binary into an agent when AgentPair
+// started it: call it first in TestMain.
+func ServeAgentIfAsked() {
+	if os.Getenv(agentEnv) != "1" {
+		return
+	}
+	if err := testbed.ServeAgent(context.Background(), os.Stdin, os.Stdout, AgentVersion); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Exit(0)
+}
+
+// Agent is a test agent: the test binary running "tunbench agent" inside
+// a namespace, as a remote host's would over SSH.
+type Agent struct {
+	Conn  *testbed.AgentConn
+	Hello testbed.Hello
+	cmd   *exec.Cmd
+}
+
+// StartAgent starts an agent inside namespace ns (a process in that
+// namespace, like a remote host) and introduces it with h (Version is
+// set). The package's TestMain must call ServeAgentIfAsked.
+func StartAgent(t testing.TB, ns string, h testbed.Hello) *Agent {
+	t.Helper()
+	a := StartAgentNoHello(t, ns)
+	a.Hello = h
+	if a.Hello.Version == "" {
+		a.Hello.Version = AgentVersion
+	}
+	if err := a.Conn.Hello(context.Background(), a.Hello); err != nil {
+		t.Fatalf("agent in %s: %v", ns, err)
+	}
+	return a
+}
+
+// StartAgentNoHello starts an agent in ns without introducing it.
+func StartAgentNoHello(t testing.TB, ns string) *Agent {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), agentEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start agent in %s: %v", ns, err)
+	}
+	a := &Agent{cmd: cmd}
+	var once sync.Once
+	a.Conn = testbed.NewAgentConn(ns, stdout, stdin, closerFunc(func() error {
+		once.Do(func() {
+			_ = stdin.Close()
+			_ = cmd.Wait()
+		})
+		return nil
+	}))
+	t.Cleanup(func() { _ = a.Conn.Close() })
+	return a
+}
+
+// Kill kills the agent process, as a lost connection would end it.
+func (a *Agent) Kill() { _ = a.cmd.Process.Kill() }
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+var _ io.Closer = closerFunc(nil)
+
+// AgentPair builds a local testbed and returns, besides it, a pair of
+// remote endpoints on it: an agent in each namespace serves one side, so
+// every call on the pair goes through the agent protocol, as on the ssh
+// testbed. The agents use run id agentID (not the testbed's, whose lock
+// is exclusive) and directories under a temporary root.
+func AgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent) {
+	t.Helper()
+	l := New(t, mtu)
+	id := testbed.NewID()
+	root := t.TempDir()
+	var eps [2]*testbed.Endpoint
+	var agents [2]*Agent
+	for i, ep := range l.Endpoints() {
+		h := testbed.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
+		agents[i] = StartAgent(t, ep.Namespace, h)
+		eps[i] = agents[i].Conn.Endpoint(ep.Side, agents[i].Hello)
+	}
+	return l, testbed.NewPair(eps[0], eps[1], eps[0].Dir, func() error { return nil }), agents
+}
