@@ -68,10 +68,10 @@ type agentResp struct {
 	// with an errno, errors.As with netlink.LinkNotFoundError).
 	Errno    int
 	NotFound bool
-	Reply []byte
-	Pid   int
-	Event string // out, exit
-	Proc  uint64
+	Reply    []byte
+	Pid      int
+	Event    string // out, exit
+	Proc     uint64
 	// Stream is 1 for stdout, 2 for stderr.
 	Stream int
 	Data   []byte

@@ -155,4 +155,3 @@ func TestAgentRefusesOtherVersion(t *testing.T) {
 		t.Fatalf("got %v, want a version mismatch naming the fix", err)
 	}
 }
-

@@ -8,7 +8,6 @@ import (
 	"io"
 	"sync"
 	"syscall"
-
 )
 
 // AgentConn is the controller's side of one agent: requests go out on w,
