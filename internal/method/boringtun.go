@@ -68,3 +68,6 @@ func (m *BoringTun) Setup(ctx context.Context, env *Env) (*Path, error) {
 
 // Teardown stops both daemons and removes their devices, sockets and keys.
 func (m *BoringTun) Teardown(_ context.Context, env *Env) error { return m.u.teardown(env) }
+
+// Portable: as wireguard-go.
+func (*BoringTun) Portable() {}

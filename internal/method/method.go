@@ -136,6 +136,22 @@ type Counter interface {
 	Counters(ctx context.Context, env *Env) (map[string]string, error)
 }
 
+// Portable is implemented by methods whose Setup, Teardown and counters
+// do everything through the endpoints (commands, files, netlink calls and
+// testbed ops), never by entering a namespace or loading programs in this
+// process, so they run on the endpoints of remote hosts too (the ssh
+// testbed). The others need endpoints on this machine.
+type Portable interface {
+	// Portable marks the method; it does nothing.
+	Portable()
+}
+
+// IsPortable reports whether m runs on remote endpoints.
+func IsPortable(m Method) bool {
+	_, ok := m.(Portable)
+	return ok
+}
+
 // Registry maps names to methods.
 type Registry struct{ m map[string]Method }
 

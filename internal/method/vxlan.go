@@ -82,3 +82,6 @@ func (VXLAN) Setup(_ context.Context, env *Env) (*Path, error) {
 func (VXLAN) Teardown(_ context.Context, env *Env) error {
 	return eachSide(env, func(ep *testbed.Endpoint) error { return delLinks(ep, vxlanName(env)) })
 }
+
+// Portable: everything goes through the endpoints' netlink.
+func (VXLAN) Portable() {}

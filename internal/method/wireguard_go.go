@@ -66,3 +66,7 @@ func (m *WireGuardGo) Setup(ctx context.Context, env *Env) (*Path, error) {
 
 // Teardown stops both daemons and removes their devices, sockets and keys.
 func (m *WireGuardGo) Teardown(_ context.Context, env *Env) error { return m.u.teardown(env) }
+
+// Portable: the daemon, its files and its UAPI calls go through the
+// endpoints.
+func (*WireGuardGo) Portable() {}
