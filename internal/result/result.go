@@ -412,6 +412,21 @@ type CPU struct {
 	ReceiverCores float64 `json:"receiver_cores"`
 	// SoftirqCores is machine-wide softirq time per wall second, not attributable.
 	SoftirqCores float64 `json:"softirq_cores"`
+	// Hosts, with split "hosts", is each host's own record: the sender's
+	// and the receiver's machines are separate, and each one's busy time
+	// is exactly its side's cost.
+	Hosts []HostCPU `json:"hosts,omitempty"`
+}
+
+// HostCPU is one host's CPU over a measurement.
+type HostCPU struct {
+	Host         string      `json:"host"`
+	Side         string      `json:"side"` // "sender" or "receiver"
+	Cores        int         `json:"cores"`
+	BusyAvg      float64     `json:"busy_avg_percent"`
+	BusyMax      float64     `json:"busy_max_percent"`
+	SoftirqCores float64     `json:"softirq_cores"`
+	PerCore      []CoreUsage `json:"per_core"`
 }
 
 // CoreUsage is one core's average utilisation.

@@ -48,18 +48,18 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 	}
 	defer stop(tb.B, srv)
 
-	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
-	track := func(role, side string, pid int) error {
-		if err := sampler.TrackProcess(role, side, pid); err != nil {
+	sampler := newCPUSampler(tb, p.Direction)
+	track := func(ep *testbed.Endpoint, role, side string, pid int) error {
+		if err := sampler.TrackProcess(ep, role, side, pid); err != nil {
 			return fmt.Errorf("account cpu of %s: %w", role, err)
 		}
 		return nil
 	}
 	aSide, bSide := sides(p.Direction)
-	if err := track("iperf3-server", bSide, srv.Pid()); err != nil {
+	if err := track(tb.B, "iperf3-server", bSide, srv.Pid()); err != nil {
 		return nil, nil, err
 	}
-	if err := trackDaemons(sampler, path, p.Direction); err != nil {
+	if err := trackDaemons(sampler, tb, path, p.Direction); err != nil {
 		return nil, nil, err
 	}
 
@@ -71,7 +71,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 	if err := tb.A.Start(cmd); err != nil {
 		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
 	}
-	if err := track("iperf3-client", aSide, cmd.Pid()); err != nil {
+	if err := track(tb.A, "iperf3-client", aSide, cmd.Pid()); err != nil {
 		return nil, nil, err
 	}
 

@@ -41,7 +41,11 @@ type span struct {
 
 func (s *span) begin(tb *testbed.Pair) {
 	var err error
-	s.startCycles()
+	if tb.A.Local() && tb.B.Local() {
+		s.startCycles()
+	} else {
+		s.cyclesErr = errors.New("cycle counters are read on this machine only, and the endpoints are on other hosts")
+	}
 	s.start = time.Now()
 	if s.before[0], err = sample.LinkCounters(tb.A.NL, tb.A.Dev); err != nil {
 		return
@@ -94,14 +98,14 @@ func sides(direction string) (a, b string) {
 	return sample.SideSender, sample.SideReceiver
 }
 
-func trackDaemons(s *sample.Sampler, path *method.Path, direction string) error {
+func trackDaemons(s *cpuSampler, tb *testbed.Pair, path *method.Path, direction string) error {
 	aSide, bSide := sides(direction)
 	for _, d := range path.Daemons {
-		side := aSide
+		side, ep := aSide, tb.A
 		if d.Side == "b" {
-			side = bSide
+			side, ep = bSide, tb.B
 		}
-		if err := s.TrackProcess(d.Role+"-"+d.Side, side, d.PID); err != nil {
+		if err := s.TrackProcess(ep, d.Role+"-"+d.Side, side, d.PID); err != nil {
 			return fmt.Errorf("account cpu of %s-%s: %w", d.Role, d.Side, err)
 		}
 	}
@@ -127,7 +131,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second+time.Duration(len(split))*300*time.Millisecond)
 	defer cancel()
 	aSide, bSide := sides(p.Direction)
-	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
+	sampler := newCPUSampler(tb, p.Direction)
 
 	// Servers: start all, then wait for each to listen.
 	servers := make([]*testbed.Cmd, len(split))
@@ -149,11 +153,11 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 		if err := tb.B.WaitListening(ctx, cmd.Pid(), parallelBasePort+i, 10*time.Second); err != nil {
 			return nil, nil, fmt.Errorf("iperf3 server on port %d: %w: %s", parallelBasePort+i, err, trim(srvOut[i].String()))
 		}
-		if err := sampler.TrackProcess(fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Pid()); err != nil {
+		if err := sampler.TrackProcess(tb.B, fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Pid()); err != nil {
 			return nil, nil, fmt.Errorf("account cpu of iperf3 server %d: %w", i+1, err)
 		}
 	}
-	if err := trackDaemons(sampler, path, p.Direction); err != nil {
+	if err := trackDaemons(sampler, tb, path, p.Direction); err != nil {
 		return nil, nil, err
 	}
 
@@ -202,7 +206,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 		}
 		started = append(started, cl)
 		if startErr == nil {
-			if err := sampler.TrackProcess(fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Pid()); err != nil {
+			if err := sampler.TrackProcess(tb.A, fmt.Sprintf("iperf3-client-%d", parallelBasePort+i), aSide, cl.cmd.Pid()); err != nil {
 				startErr = fmt.Errorf("account cpu of iperf3 client %d: %w", i+1, err)
 			}
 		}

@@ -81,7 +81,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		cell.Meta.Extra["wan"] = applied
 	}
 
-	busy, err := sample.Background(ctx, &sample.ProcFS{}, cfg.BackgroundWindow)
+	busy, err := background(ctx, tb, cfg.BackgroundWindow)
 	if err != nil {
 		fail(fmt.Errorf("measure background load: %w", err))
 		return cell

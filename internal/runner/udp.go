@@ -154,8 +154,8 @@ wait:
 			continue wait
 		}
 	}
-	sampler := sample.NewSampler(&sample.ProcFS{}, time.Second)
-	if err := sampler.TrackProcess("udpgen-receiver", sample.SideReceiver, rcmd.Pid()); err != nil {
+	sampler := newCPUSampler(tb, direction)
+	if err := sampler.TrackProcess(dst, "udpgen-receiver", sample.SideReceiver, rcmd.Pid()); err != nil {
 		return nil, fmt.Errorf("account cpu of udpgen receiver: %w", err)
 	}
 	send := load.UDPGenSender{Server: to, Port: udpgen.DefaultPort, Size: payload, Rate: rate, Duration: d, Exe: exe}
@@ -165,7 +165,7 @@ wait:
 	if err := src.Start(scmd); err != nil {
 		return nil, fmt.Errorf("udpgen sender: %w", err)
 	}
-	sampling := sampler.TrackProcess("udpgen-sender", sample.SideSender, scmd.Pid()) == nil && sampler.Start(ctx) == nil
+	sampling := sampler.TrackProcess(src, "udpgen-sender", sample.SideSender, scmd.Pid()) == nil && sampler.Start(ctx) == nil
 	swait := scmd.Wait()
 	src.Forget(scmd)
 	var rwait error

@@ -23,6 +23,9 @@ const (
 	// SplitProcess is for callers whose two sides have CPUs of their own
 	// (e.g. separate hosts), where per-process time is the whole story.
 	SplitProcess = "process"
+	// SplitHosts is for a sender and a receiver on hosts of their own:
+	// each host's whole busy time is its side's cost (result.CPU.Hosts).
+	SplitHosts = "hosts"
 )
 
 // Sides of a tracked process, as in result.ProcessCPU.Side.

@@ -43,12 +43,12 @@ type Endpoint struct {
 	// site name for a remote host.
 	Host string
 
-	h     host
+	h     Host
 	mu    sync.Mutex
 	procs []*Cmd
 }
 
-func (e *Endpoint) host() host {
+func (e *Endpoint) hostOf() Host {
 	if e.h == nil {
 		return localHost{}
 	}
@@ -56,7 +56,7 @@ func (e *Endpoint) host() host {
 }
 
 // Local reports whether the endpoint is on this machine, where Do works.
-func (e *Endpoint) Local() bool { return e.host().local() }
+func (e *Endpoint) Local() bool { return e.hostOf().Local() }
 
 // Addr returns the underlay address for family "ipv4" or "ipv6".
 func (e *Endpoint) Addr(family string) netip.Addr {
@@ -71,7 +71,7 @@ func (e *Endpoint) Addr(family string) netip.Addr {
 // handles) belongs to this endpoint's namespace.
 // On a remote endpoint it returns ErrRemote: use an Op there.
 func (e *Endpoint) Do(fn func() error) error {
-	if !e.host().local() {
+	if !e.hostOf().Local() {
 		return fmt.Errorf("%s: enter namespace on host %s: %w", e.Side, e.Host, ErrRemote)
 	}
 	return doIn(e.NS, e.CPUs, fn)
@@ -136,7 +136,7 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 	if len(cmd.Args) == 0 {
 		return fmt.Errorf("%s: start: empty command", e.Side)
 	}
-	p, err := e.host().start(e, cmd)
+	p, err := e.hostOf().Start(e, cmd)
 	if err != nil {
 		return fmt.Errorf("%s: start %q: %w", e.Side, cmd.String(), err)
 	}
@@ -144,7 +144,7 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 	e.mu.Lock()
 	e.procs = append(e.procs, cmd)
 	e.mu.Unlock()
-	if e.Dir != "" && e.host().local() {
+	if e.Dir != "" && e.hostOf().Local() {
 		pidDir := filepath.Join(e.Dir, "pids")
 		if err := os.MkdirAll(pidDir, 0o700); err == nil {
 			_ = os.WriteFile(filepath.Join(pidDir, strconv.Itoa(p.Pid())), []byte(cmd.Args[0]), 0o600)
@@ -163,7 +163,7 @@ func (e *Endpoint) Forget(cmd *Cmd) {
 			break
 		}
 	}
-	if e.Dir != "" && cmd.proc != nil && e.host().local() {
+	if e.Dir != "" && cmd.proc != nil && e.hostOf().Local() {
 		_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Pid())))
 	}
 }
@@ -202,7 +202,7 @@ func (e *Endpoint) StopAll() error {
 			errs = append(errs, fmt.Errorf("%s: kill %q: %w", e.Side, cmd.Args[0], err))
 		}
 		_ = cmd.Wait()
-		if e.Dir != "" && e.host().local() {
+		if e.Dir != "" && e.hostOf().Local() {
 			_ = os.Remove(filepath.Join(e.Dir, "pids", strconv.Itoa(cmd.Pid())))
 		}
 	}

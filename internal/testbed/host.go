@@ -15,20 +15,40 @@ import (
 	"time"
 )
 
-// host is where an endpoint's effects happen: this machine, inside the
-// endpoint's namespace (localHost), or a remote machine through the agent
-// tunbench runs there (remoteHost). Everything an endpoint does goes
-// through it, so methods, load drivers and samplers run unchanged on
-// either.
-type host interface {
-	// start starts c's process there.
-	start(ep *Endpoint, c *Cmd) (Proc, error)
-	// call runs the registered operation name there, with gob-encoded
+// Host is where an endpoint's effects happen: this machine, inside the
+// endpoint's namespace (the default), or a remote machine through the
+// agent tunbench runs there (AgentConn.Endpoint). Everything an endpoint
+// does goes through it, so methods, load drivers and samplers run
+// unchanged on either. Tests supply fakes (NewEndpoint).
+type Host interface {
+	// Start starts c's process there.
+	Start(ep *Endpoint, c *Cmd) (Proc, error)
+	// Call runs the registered operation name there, with gob-encoded
 	// args, and returns its gob-encoded result.
-	call(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error)
-	// local reports whether the endpoint is on this machine (Do works).
-	local() bool
+	Call(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error)
+	// Local reports whether the endpoint is on this machine (Do works).
+	Local() bool
 }
+
+// NewEndpoint returns an endpoint on host h, whose netlink calls are ops
+// there (the "netlink" op).
+func NewEndpoint(side, hostName, dev string, h Host) *Endpoint {
+	ep := &Endpoint{Side: side, Host: hostName, Dev: dev, NS: -1, h: h}
+	ep.NL = remoteNetlink{ep}
+	return ep
+}
+
+// RunOp runs the registered operation name with gob-encoded args on ep,
+// here: what a Host does for Call when the endpoint is its own.
+func RunOp(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error) {
+	return localHost{}.Call(ctx, ep, name, args)
+}
+
+// Encode and Decode are the ops' argument and result encoding (gob).
+func Encode(v any) ([]byte, error) { return encode(v) }
+
+// Decode decodes data produced by Encode into v.
+func Decode(data []byte, v any) error { return gob.NewDecoder(bytes.NewReader(data)).Decode(v) }
 
 // ErrRemote is returned by what only works on an endpoint on this machine
 // (Do, loading BPF programs from this process) when the endpoint is on a
@@ -97,7 +117,7 @@ func (o Op[A, R]) Call(ctx context.Context, ep *Endpoint, a A) (R, error) {
 	if err != nil {
 		return r, fmt.Errorf("encode arguments of %s: %w", o.name, err)
 	}
-	out, err := ep.host().call(ctx, ep, o.name, args)
+	out, err := ep.hostOf().Call(ctx, ep, o.name, args)
 	if err != nil {
 		return r, err
 	}
@@ -118,9 +138,9 @@ func encode(v any) ([]byte, error) {
 // localHost runs on this machine, inside the endpoint's namespace.
 type localHost struct{}
 
-func (localHost) local() bool { return true }
+func (localHost) Local() bool { return true }
 
-func (localHost) call(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error) {
+func (localHost) Call(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error) {
 	fn, ok := lookupOp(name)
 	if !ok {
 		return nil, fmt.Errorf("testbed: unknown op %q", name)
@@ -128,7 +148,7 @@ func (localHost) call(ctx context.Context, ep *Endpoint, name string, args []byt
 	return fn(ctx, ep, args)
 }
 
-func (localHost) start(ep *Endpoint, c *Cmd) (Proc, error) {
+func (localHost) Start(ep *Endpoint, c *Cmd) (Proc, error) {
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()

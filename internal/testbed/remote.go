@@ -198,9 +198,9 @@ func (c *AgentConn) Endpoint(side string, h Hello) *Endpoint {
 // remoteHost is an endpoint's host reached through its agent.
 type remoteHost struct{ c *AgentConn }
 
-func (remoteHost) local() bool { return false }
+func (remoteHost) Local() bool { return false }
 
-func (h remoteHost) call(ctx context.Context, _ *Endpoint, name string, args []byte) ([]byte, error) {
+func (h remoteHost) Call(ctx context.Context, _ *Endpoint, name string, args []byte) ([]byte, error) {
 	r, err := h.c.roundTrip(ctx, agentReq{Kind: "call", Op: name, Args: args}, nil)
 	if err != nil {
 		return nil, err
@@ -208,7 +208,7 @@ func (h remoteHost) call(ctx context.Context, _ *Endpoint, name string, args []b
 	return r.Reply, nil
 }
 
-func (h remoteHost) start(ep *Endpoint, c *Cmd) (Proc, error) {
+func (h remoteHost) Start(ep *Endpoint, c *Cmd) (Proc, error) {
 	ctx := c.ctx
 	if ctx == nil {
 		ctx = context.Background()
