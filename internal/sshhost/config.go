@@ -76,7 +76,7 @@ func (c Config) Validate() error {
 	switch {
 	case strings.TrimSpace(c.Addr) == "":
 		return fmt.Errorf("sshhost: host %s: addr is empty: give the host's address or DNS name", name)
-	case strings.ContainsAny(c.Addr, " \t\n/"):
+	case strings.ContainsAny(c.Addr, " \t\n/@"):
 		return fmt.Errorf("sshhost: host %s: addr %q is not an address or DNS name: give it without port, user or path (port and user have their own fields)", name, c.Addr)
 	case c.Port < 1 || c.Port > 65535:
 		return fmt.Errorf("sshhost: host %s: port %d is out of range: give 1-65535, or 0 for 22", name, c.Port)

@@ -25,7 +25,7 @@ func (h *Host) WriteFile(ctx context.Context, p string, r io.Reader, mode os.Fil
 	t, q := shellQuote(tmp), shellQuote(p)
 	cmd := fmt.Sprintf("umask 077 && cat > %s && chmod %04o %s && mv -f %s %s || { rm -f %s; exit 1; }",
 		t, mode.Perm(), t, t, q, t)
-	_, _, err := h.run(ctx, []string{"write", p}, cmd, r)
+	_, _, err := h.run(ctx, []string{"write", p}, wrapScript(cmd), r)
 	if err != nil {
 		return fmt.Errorf("sshhost: host %s: write %s: %w", h.cfg.Name, p, err)
 	}
@@ -134,7 +134,7 @@ func (h *Host) MissingTools(ctx context.Context, tools []Tool) ([]Tool, error) {
 		b.WriteString(" " + shellQuote(t.Program))
 	}
 	b.WriteString(`; do command -v "$p" >/dev/null 2>&1 || printf '%s\n' "$p"; done`)
-	out, _, err := h.run(ctx, []string{"command", "-v", "..."}, b.String(), nil)
+	out, _, err := h.run(ctx, []string{"command", "-v", "..."}, wrapScript(b.String()), nil)
 	if err != nil {
 		return nil, fmt.Errorf("sshhost: host %s: look for tools: %w", h.cfg.Name, err)
 	}

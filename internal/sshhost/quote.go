@@ -7,7 +7,8 @@ import (
 
 // shellQuote quotes s as one word for a POSIX shell: unchanged when every
 // byte is one the shell never treats specially, else in single quotes,
-// with each ' written as '\''.
+// where each single quote inside ends the quoted part, is written
+// backslash-escaped, and starts a new quoted part.
 func shellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !safeRune(r) }) < 0 {
 		return s

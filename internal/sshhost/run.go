@@ -1,11 +1,13 @@
 package sshhost
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,24 +49,34 @@ func displayArgv(argv []string) string {
 // stderrLimit bounds the stderr kept for errors.
 const stderrLimit = 64 << 10
 
-// killWait bounds how long a cancelled command's session waits for the
-// remote exit after the KILL signal before it is closed.
+// killWait bounds each step of killing a cancelled command: learning its
+// process group, the kill itself, and waiting for its exit.
 var killWait = 2 * time.Second
 
-// Run runs argv on the host and returns its stdout and stderr. A non-zero
-// exit is an *ExitError. When ctx is done the remote command's process
-// group is sent SIGKILL (OpenSSH delivers the "signal" request with
-// killpg) and the session is closed.
+// Every command runs as "echo $$; exec CMD" (or "echo $$; SCRIPT"): the
+// first line of stdout is the pid of the shell sshd started, which leads
+// the command's process group (sshd calls setsid for each session), and
+// is taken off before the caller sees stdout. Cancelling kills that group
+// from a second session with kill(1): OpenSSH refuses the protocol's
+// "signal" request for root logins ("session signalling requires privilege
+// separation"), and without a pty it sends no SIGHUP when a session closes.
+func wrapExec(cmd string) string   { return "echo $$; exec " + cmd }
+func wrapScript(cmd string) string { return "echo $$; " + cmd }
+
+// Run runs argv on the host and returns its stdout and stderr. argv[0] is
+// a program, exec'd by the login shell (not a shell builtin). A non-zero
+// exit is an *ExitError. When ctx is done the command's process group is
+// killed (SIGKILL) and Run returns at once.
 func (h *Host) Run(ctx context.Context, argv ...string) (stdout, stderr []byte, err error) {
 	cmd, err := QuoteArgv(argv)
 	if err != nil {
 		return nil, nil, fmt.Errorf("sshhost: host %s: %w", h.cfg.Name, err)
 	}
-	return h.run(ctx, argv, cmd, nil)
+	return h.run(ctx, argv, wrapExec(cmd), nil)
 }
 
-// run runs the shell command line cmd, with stdin as its standard input
-// (nil: empty); argv names it in errors.
+// run runs the shell command line cmd (wrapped by wrapExec or wrapScript),
+// with stdin as its standard input (nil: empty); argv names it in errors.
 func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Reader) ([]byte, []byte, error) {
 	if err := h.Err(); err != nil {
 		return nil, nil, err
@@ -75,8 +87,9 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	}
 	defer s.Close()
 	var out bytes.Buffer
+	hw := &headerWriter{w: &out, pid: make(chan int, 1)}
 	errb := &tailBuffer{limit: stderrLimit}
-	s.Stdout, s.Stderr, s.Stdin = &out, errb, stdin
+	s.Stdout, s.Stderr, s.Stdin = hw, errb, stdin
 	if err := s.Start(cmd); err != nil {
 		return nil, nil, h.sessionErr(argv, err)
 	}
@@ -85,7 +98,7 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	select {
 	case err = <-waited:
 	case <-ctx.Done():
-		h.kill(s, waited)
+		h.kill(s, hw.pid, waited)
 		return nil, errb.Bytes(), fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), context.Cause(ctx))
 	case <-h.done:
 		return nil, errb.Bytes(), fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
@@ -93,16 +106,71 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	return out.Bytes(), errb.Bytes(), h.exitErr(argv, err, errb.Bytes())
 }
 
-// kill sends KILL to a session's command, waits a little for its exit to
-// be reported, and closes the session.
-func (h *Host) kill(s *ssh.Session, waited <-chan error) {
-	_ = s.Signal(ssh.SIGKILL)
+// kill kills a session's command: it waits (briefly) to learn its process
+// group, kills the group from a second session, waits (briefly) for the
+// exit, and closes the session.
+func (h *Host) kill(s *ssh.Session, pid <-chan int, waited <-chan error) {
 	select {
+	case p := <-pid:
+		h.killGroup(p)
+		select {
+		case <-waited:
+		case <-time.After(killWait):
+		case <-h.done:
+		}
 	case <-waited:
 	case <-time.After(killWait):
 	case <-h.done:
 	}
 	s.Close()
+}
+
+// killGroup sends SIGKILL to process group pgid on the host.
+func (h *Host) killGroup(pgid int) {
+	s, err := h.client.NewSession()
+	if err != nil {
+		return
+	}
+	defer s.Close()
+	done := make(chan struct{})
+	go func() { _ = s.Run(fmt.Sprintf("kill -KILL -- -%d", pgid)); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(killWait):
+	case <-h.done:
+	}
+}
+
+// headerWriter takes the first line written to it (the remote shell's
+// pid) off the stream, sends it on pid, and passes the rest to w.
+type headerWriter struct {
+	w    io.Writer
+	pid  chan int
+	line []byte
+	done bool
+}
+
+func (hw *headerWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	if !hw.done {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			hw.line = append(hw.line, p...)
+			return n, nil
+		}
+		hw.line = append(hw.line, p[:i]...)
+		hw.done = true
+		if pid, err := strconv.Atoi(string(hw.line)); err == nil && pid > 1 {
+			hw.pid <- pid
+		}
+		p = p[i+1:]
+	}
+	if len(p) > 0 {
+		if _, err := hw.w.Write(p); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
 }
 
 // sessionErr words an error opening or starting a session.
@@ -143,12 +211,20 @@ func (h *Host) exitErr(argv []string, err error, stderr []byte) error {
 // Session is a long-running remote command started by Start: its stdin
 // and stdout are pipes (the agent's RPC rides on them), its stderr is kept
 // (the last 64 KiB) for messages.
+//
+// OpenSSH does not kill a command without a pty when its session or
+// connection ends: it only closes the command's stdin and stdout. A
+// command meant to end with its session must exit on EOF of stdin; Close
+// and a done ctx kill its process group explicitly.
 type Session struct {
 	// Stdin is the command's standard input; closing it sends EOF.
 	Stdin io.WriteCloser
 	// Stdout is the command's standard output. Read it steadily: the
 	// remote command blocks once the channel's window is full.
 	Stdout io.Reader
+	// Pid is the remote pid of the command, which leads its process
+	// group.
+	Pid int
 
 	h      *Host
 	argv   []string
@@ -160,8 +236,9 @@ type Session struct {
 	once   sync.Once
 }
 
-// Start starts argv on the host and returns at once. When ctx is done the
-// command is killed as in Run; Wait reports how it ended.
+// Start starts argv on the host (argv[0] a program, exec'd) and returns
+// once it runs. When ctx is done the command's process group is killed;
+// Wait reports how it ended.
 func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 	cmd, err := QuoteArgv(argv)
 	if err != nil {
@@ -175,15 +252,16 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 		return nil, h.sessionErr(argv, err)
 	}
 	ss := &Session{h: h, argv: argv, s: s, stderr: &tailBuffer{limit: stderrLimit}, waited: make(chan struct{})}
+	var stdout io.Reader
 	if ss.Stdin, err = s.StdinPipe(); err == nil {
-		ss.Stdout, err = s.StdoutPipe()
+		stdout, err = s.StdoutPipe()
 	}
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 	}
 	s.Stderr = ss.stderr
-	if err := s.Start(cmd); err != nil {
+	if err := s.Start(wrapExec(cmd)); err != nil {
 		s.Close()
 		return nil, h.sessionErr(argv, err)
 	}
@@ -201,45 +279,74 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 		ss.err = err
 		close(ss.waited)
 	}()
-	ss.stop = context.AfterFunc(ctx, func() {
-		_ = s.Signal(ssh.SIGKILL)
+
+	// The first line of stdout is the pid.
+	br := bufio.NewReader(stdout)
+	header := make(chan error, 1)
+	go func() {
+		line, err := br.ReadString('\n')
+		if err == nil {
+			ss.Pid, err = strconv.Atoi(strings.TrimSuffix(line, "\n"))
+		}
+		header <- err
+	}()
+	select {
+	case err = <-header:
+	case <-ctx.Done():
+		err = context.Cause(ctx)
+	case <-h.done:
+		err = h.err
+	}
+	if err != nil {
+		s.Close()
 		select {
 		case <-ss.waited:
+			if ss.err != nil {
+				err = ss.err
+			}
 		case <-time.After(killWait):
 		}
-		s.Close()
-	})
+		return nil, fmt.Errorf("sshhost: host %s: start %s: %w", h.cfg.Name, displayArgv(argv), err)
+	}
+	ss.Stdout = br
+	ss.stop = context.AfterFunc(ctx, ss.kill)
 	return ss, nil
+}
+
+// kill kills the command's process group and waits (briefly) for its end.
+func (ss *Session) kill() {
+	select {
+	case <-ss.waited:
+		return
+	default:
+	}
+	ss.h.killGroup(ss.Pid)
+	select {
+	case <-ss.waited:
+	case <-time.After(killWait):
+	}
 }
 
 // Wait waits for the command to end and returns nil, an *ExitError, or an
 // error wrapping ErrConnectionLost.
-func (s *Session) Wait() error {
-	<-s.waited
-	s.stop()
-	return s.err
+func (ss *Session) Wait() error {
+	<-ss.waited
+	ss.stop()
+	return ss.err
 }
 
 // Stderr returns what the command has written to stderr so far (the last
 // 64 KiB).
-func (s *Session) Stderr() []byte { return s.stderr.Bytes() }
+func (ss *Session) Stderr() []byte { return ss.stderr.Bytes() }
 
-// Close kills the command (SIGKILL to its process group), closes the
-// session and waits (briefly) for it to end. It returns nil; Wait tells
-// how the command ended.
-func (s *Session) Close() error {
-	s.once.Do(func() {
-		s.stop()
-		select {
-		case <-s.waited:
-		default:
-			_ = s.s.Signal(ssh.SIGKILL)
-			select {
-			case <-s.waited:
-			case <-time.After(killWait):
-			}
-		}
-		s.s.Close()
+// Close kills the command (SIGKILL to its process group) unless it has
+// ended, and closes the session. It returns nil; Wait tells how the
+// command ended.
+func (ss *Session) Close() error {
+	ss.once.Do(func() {
+		ss.stop()
+		ss.kill()
+		ss.s.Close()
 	})
 	return nil
 }

@@ -254,8 +254,12 @@ func (s *Sites) link(n int, prefix string) error {
 				return err
 			}
 		}
-	default: // one site: a dummy device carries its addresses
-		if err := ip("-n", s.Site[0].Namespace, "link", "add", s.Site[0].Dev, "type", "dummy"); err != nil {
+	default: // one site: a veth pair inside it (the kernel may lack dummy)
+		a := s.Site[0]
+		if err := ip("-n", a.Namespace, "link", "add", a.Dev, "type", "veth", "peer", "name", a.Dev+"p"); err != nil {
+			return err
+		}
+		if err := ip("-n", a.Namespace, "link", "set", a.Dev+"p", "up"); err != nil {
 			return err
 		}
 	}
