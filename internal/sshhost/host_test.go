@@ -80,6 +80,16 @@ func TestDialRun(t *testing.T) {
 	if want := `sshhost: host s0: sh -c 'echo bad thing >&2; exit 7': exit status 7: bad thing`; err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}
+	if err := h.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+	<-h.Done()
+	if !errors.Is(h.Err(), sshhost.ErrClosed) {
+		t.Errorf("Err after Close = %v, want ErrClosed", h.Err())
+	}
+	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, sshhost.ErrClosed) {
+		t.Errorf("Run after Close = %v, want ErrClosed", err)
+	}
 }
 
 // Every argument reaches the remote program exactly as given.
@@ -531,5 +541,35 @@ func waitDead(t *testing.T, pid int) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// The cost of one command round trip (a session: open, exec, exit status,
+// close) and of a connection (TCP, key exchange, host key check, login).
+func BenchmarkRun(b *testing.B) {
+	s := sshtest.New(b, 1)
+	ctx := context.Background()
+	h, err := sshhost.Dial(ctx, s.Site[0].Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, _, err := h.Run(ctx, "true"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkDial(b *testing.B) {
+	s := sshtest.New(b, 1)
+	ctx := context.Background()
+	for b.Loop() {
+		h, err := sshhost.Dial(ctx, s.Site[0].Config)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Close()
 	}
 }
