@@ -20,7 +20,8 @@ mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
-  openvswitch-switch openvpn openssl chromium clang llvm libbpf-dev linux-libc-dev)
+  openvswitch-switch openvpn openssl chromium clang llvm libbpf-dev linux-libc-dev
+  openssh-server)
 
 case "$mode" in
 run) pkgs=("${run_pkgs[@]}") ;;
@@ -60,6 +61,10 @@ if [ "$mode" = test ]; then
   done
   pkill -x ovs-vswitchd 2>/dev/null || true
   pkill -x ovsdb-server 2>/dev/null || true
+  # openssh-server is there for the ssh testbed's tests, which run private
+  # sshd instances inside their own namespaces (internal/sshhost/sshtest);
+  # a system sshd the package may start is left alone: it may be how this
+  # machine is reached.
 
   # wireguard-go: the current release, pinned; Debian's 2022 build is about
   # five times slower.

@@ -1,0 +1,193 @@
+package sshtest_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// Three sites on a bridge: site 0 reaches site 2 over the underlay, both
+// from its namespace directly and through a command run by its sshd.
+func TestBridgeThreeSites(t *testing.T) {
+	s := sshtest.New(t, 3)
+	s0, s2 := s.Site[0], s.Site[2]
+	for _, addr := range []string{s2.Addr4, s2.Addr6} {
+		if out, err := exec.Command("ip", "netns", "exec", s0.Namespace, "ping", "-c", "1", "-W", "2", addr).CombinedOutput(); err != nil {
+			t.Errorf("ping %s from %s: %v: %s", addr, s0.Namespace, err, out)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	h, err := sshhost.Dial(ctx, s0.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, _, err := h.Run(ctx, "ping", "-c", "1", "-W", "2", s2.Addr4); err != nil {
+		t.Errorf("ping from a command run by site 0's sshd: %v", err)
+	}
+	// The command runs in site 0's network namespace: it sees its own
+	// underlay device.
+	out, _, err := h.Run(ctx, "ip", "-o", "addr", "show", "dev", s0.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := s0.Addr4 + "/24"; !strings.Contains(string(out), want) {
+		t.Errorf("ip addr on site 0 = %q, want it to hold %s", out, want)
+	}
+}
+
+// TestHoldSites is the child of TestCleanFindsSites: it builds three sites,
+// prints what it built and waits to be killed.
+func TestHoldSites(t *testing.T) {
+	if os.Getenv("SSHTEST_HOLD") != "1" {
+		t.Skip("run by TestCleanFindsSites")
+	}
+	s := sshtest.New(t, 3)
+	for _, ns := range s.Namespaces {
+		fmt.Println("HOLD ns", ns)
+	}
+	for _, site := range s.Site {
+		fmt.Println("HOLD sshd", site.SSHDPid())
+	}
+	fmt.Println("HOLD dir", s.Dir)
+	fmt.Println("HOLD ready")
+	time.Sleep(time.Minute)
+}
+
+// A test killed with its sites up leaves only what `tunbench clean`
+// (testbed.Clean) finds: namespaces named as it looks for, every sshd
+// inside one of them, files in a run directory under its root. The test
+// then removes them as Clean would, but only these: Clean itself would
+// also take whatever other dead runs left on this shared machine.
+func TestCleanFindsSites(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	if _, err := os.Stat(sshtest.SSHD); err != nil {
+		t.Skipf("needs %s: %v", sshtest.SSHD, err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldSites$", "-test.v")
+	cmd.Env = append(os.Environ(), "SSHTEST_HOLD=1")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var namespaces []string
+	var sshds []int
+	var dir string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 || f[0] != "HOLD" {
+			continue
+		}
+		if f[1] == "ready" {
+			break
+		}
+		switch f[1] {
+		case "ns":
+			namespaces = append(namespaces, f[2])
+		case "sshd":
+			pid, _ := strconv.Atoi(f[2])
+			sshds = append(sshds, pid)
+		case "dir":
+			dir = f[2]
+		}
+	}
+	if len(namespaces) != 4 || len(sshds) != 3 || dir == "" {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("child built namespaces %v, sshd %v, dir %q", namespaces, sshds, dir)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, out)
+	cmd.Wait()
+	for _, pid := range sshds {
+		if syscall.Kill(pid, 0) != nil {
+			t.Fatalf("sshd %d died with the test: nothing left for clean to find", pid)
+		}
+	}
+	inNamespace := map[int]bool{}
+	for _, ns := range namespaces {
+		id, side, ok := testbed.ParseNamespace(ns)
+		if !ok {
+			t.Errorf("namespace %s does not match clean's pattern %s<id>-a|b", ns, testbed.NamespacePrefix)
+		}
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(h), &st); err != nil {
+			t.Fatal(err)
+		}
+		for _, pid := range sshds {
+			if link, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); link == fmt.Sprintf("net:[%d]", st.Ino) {
+				inNamespace[pid] = true
+			}
+		}
+		if err := testbed.KillInNamespace(h); err != nil {
+			t.Error(err)
+		}
+		h.Close()
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
+		}
+		if side == "a" {
+			os.Remove(filepath.Join(testbed.LockDir, id+".lock"))
+		}
+	}
+	for _, pid := range sshds {
+		if !inNamespace[pid] {
+			t.Errorf("sshd %d is in none of the sites' namespaces, where clean looks", pid)
+		}
+	}
+	if filepath.Dir(dir) != testbed.DefaultRoot || !testbed.ValidID(filepath.Base(dir)) {
+		t.Errorf("files in %s, not in a run directory %s/<id> clean removes", dir, testbed.DefaultRoot)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Error(err)
+	}
+	for _, ns := range namespaces {
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			t.Errorf("namespace %s left", ns)
+		}
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Errorf("%s left", dir)
+	}
+	for _, pid := range sshds {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+			if err != nil || strings.Contains(string(stat), ") Z ") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("sshd %d alive after clean", pid)
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
