@@ -124,6 +124,19 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			}
 		}
 	}
+	// On testbed ssh every cell runs between each chosen ordered pair
+	// of sites.
+	if pairs := s.SitePairs(); len(pairs) > 0 {
+		var sited []cell
+		for _, c := range cells {
+			for _, pr := range pairs {
+				p := c.params
+				p.SiteA, p.SiteB = pr[0], pr[1]
+				sited = append(sited, cell{Key(c.method, p), c.method, p})
+			}
+		}
+		cells = sited
+	}
 	var steps []Step
 	add := func(c cell, rep int) {
 		steps = append(steps, Step{Index: len(steps) + 1, Key: c.key, Method: c.method, Params: c.params, Repetition: rep})
@@ -168,6 +181,9 @@ func Key(method string, p result.Params) string {
 	}
 	if len(p.Options) > 0 {
 		k += "/" + formatOptions(p.Options)
+	}
+	if p.SiteA != "" {
+		k += "/" + p.SiteA + ">" + p.SiteB
 	}
 	return k
 }

@@ -25,7 +25,9 @@ import (
 // MTUs, offload states and stream counts, each measured Repetitions times.
 type Scenario struct {
 	Name    string `yaml:"name" json:"name"`
-	Testbed string `yaml:"testbed" json:"testbed"` // "local" or "vm"
+	Testbed string `yaml:"testbed" json:"testbed"` // "local", "vm" or "ssh"
+	// SSH describes the hosts of testbed "ssh" (see SSH).
+	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
 	// Kernel and Modules select the guest kernel for testbed "vm"; empty
 	// Kernel means the Debian stock kernel package fetched into the cache.
 	Kernel  string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
@@ -228,6 +230,8 @@ type Catalog interface {
 	// unknown key is an error listing the valid ones, a bad value one
 	// naming the range.
 	CheckOptions(method string, opts map[string]string) error
+	// Portable reports whether method runs on remote hosts (testbed ssh).
+	Portable(method string) bool
 }
 
 // Default returns the default scenario: the methods this issue's host
@@ -350,8 +354,13 @@ func (s Scenario) Validate(c Catalog) error {
 	}
 	switch s.Testbed {
 	case "local", "vm":
+		if s.SSH != nil {
+			bad("ssh", "hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
+		}
+	case "ssh":
+		errs = append(errs, s.validateSSH(c)...)
 	default:
-		bad("testbed", "unknown testbed %q: use local or vm", s.Testbed)
+		bad("testbed", "unknown testbed %q: use local, vm or ssh", s.Testbed)
 	}
 	if s.Kernel != "" && s.Testbed != "vm" {
 		bad("kernel", "a kernel is only booted by testbed vm: set testbed: vm or drop kernel")

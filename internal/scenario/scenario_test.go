@@ -25,6 +25,8 @@ func (catalog) Families(m string) []string {
 
 // CheckOptions stands in for the method registry: vxlan takes vni, an
 // integer; the rest take nothing.
+func (catalog) Portable(m string) bool { return m == "native" || m == "vxlan" }
+
 func (catalog) CheckOptions(m string, opts map[string]string) error {
 	for k, v := range opts {
 		if m != "vxlan" || k != "vni" {

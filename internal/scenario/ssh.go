@@ -1,0 +1,180 @@
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// SSH is the testbed of real hosts reached over SSH: its sites, and which
+// ordered pairs of them to measure.
+//
+//	testbed: ssh
+//	ssh:
+//	  known_hosts: ~/.ssh/known_hosts   # the default
+//	  sites:
+//	    - name: fra
+//	      address: 192.0.2.10            # where sshd listens
+//	      user: root                     # the default
+//	      identity: ~/.ssh/id_ed25519    # empty: ssh-agent, then ~/.ssh/id_*
+//	      dev: eth1                      # the underlay device to measure over
+//	      ipv4: 10.0.0.1/24              # its address, as configured
+//	    - name: nyc
+//	      ...
+//	  pairs: [[fra, nyc]]                # empty: every ordered pair
+type SSH struct {
+	// KnownHosts is the known_hosts file host keys are checked against;
+	// empty means ~/.ssh/known_hosts. There is no way to skip the check.
+	KnownHosts string `yaml:"known_hosts,omitempty" json:"known_hosts,omitempty"`
+	// Binary is the path of tunbench already installed on every host;
+	// empty copies this tunbench to Dir on each host.
+	Binary string `yaml:"binary,omitempty" json:"binary,omitempty"`
+	// Dir is where tunbench is copied on the hosts (default
+	// /var/tmp/tunbench).
+	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
+	Sites []Site     `yaml:"sites" json:"sites"`
+	Pairs [][]string `yaml:"pairs,omitempty" json:"pairs,omitempty"`
+}
+
+// Site is one host of the ssh testbed.
+type Site struct {
+	Name     string `yaml:"name" json:"name"`
+	Address  string `yaml:"address" json:"address"`
+	Port     int    `yaml:"port,omitempty" json:"port,omitempty"`
+	User     string `yaml:"user,omitempty" json:"user,omitempty"`
+	Identity string `yaml:"identity,omitempty" json:"identity,omitempty"`
+	// Dev is the underlay device; IPv4 and IPv6 its addresses (with
+	// prefix length) as already configured on the host. tunbench touches
+	// no other device and no other address, and never the default route.
+	Dev  string `yaml:"dev" json:"dev"`
+	IPv4 string `yaml:"ipv4,omitempty" json:"ipv4,omitempty"`
+	IPv6 string `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
+}
+
+// DefaultSSHDir is where tunbench is copied on the hosts.
+const DefaultSSHDir = "/var/tmp/tunbench"
+
+var siteName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
+
+// SitePairs returns the ordered pairs (sender, receiver) the scenario
+// measures: its pairs, or every ordered pair of sites.
+func (s Scenario) SitePairs() [][2]string {
+	if s.SSH == nil {
+		return nil
+	}
+	var out [][2]string
+	if len(s.SSH.Pairs) > 0 {
+		for _, p := range s.SSH.Pairs {
+			if len(p) == 2 {
+				out = append(out, [2]string{p[0], p[1]})
+			}
+		}
+		return out
+	}
+	for _, a := range s.SSH.Sites {
+		for _, b := range s.SSH.Sites {
+			if a.Name != b.Name {
+				out = append(out, [2]string{a.Name, b.Name})
+			}
+		}
+	}
+	return out
+}
+
+// Site returns the site called name.
+func (s *SSH) Site(name string) (Site, bool) {
+	for _, st := range s.Sites {
+		if st.Name == name {
+			return st, true
+		}
+	}
+	return Site{}, false
+}
+
+// Prefix returns the site's underlay address of family ("ipv4", "ipv6").
+func (st Site) Prefix(family string) (netip.Prefix, error) {
+	v := st.IPv4
+	if family == "ipv6" {
+		v = st.IPv6
+	}
+	return netip.ParsePrefix(v)
+}
+
+func (s Scenario) validateSSH(c Catalog) []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if s.SSH == nil || len(s.SSH.Sites) < 2 {
+		bad("ssh.sites", "testbed ssh needs at least two sites, each with name, address, dev and its underlay address (see docs/ssh.md)")
+		return errs
+	}
+	if s.Pin {
+		bad("pin", "pinning splits one machine's CPUs between the sides; on testbed ssh each side has its own host: drop pin")
+	}
+	if len(s.WAN) > 0 {
+		bad("wan", "testbed ssh measures the real network between the hosts and emulates none: drop wan")
+	}
+	names := map[string]bool{}
+	for i, st := range s.SSH.Sites {
+		f := fmt.Sprintf("ssh.sites[%d]", i)
+		if !siteName.MatchString(st.Name) {
+			bad(f+".name", "%q: use 1-32 lowercase letters, digits, '.', '_' or '-'", st.Name)
+		}
+		if names[st.Name] {
+			bad(f+".name", "%q is listed twice: name each site once", st.Name)
+		}
+		names[st.Name] = true
+		if st.Address == "" {
+			bad(f+".address", "empty: give the address or DNS name where the host's sshd listens")
+		}
+		if st.Port < 0 || st.Port > 65535 {
+			bad(f+".port", "%d: use 1-65535, or leave it out for 22", st.Port)
+		}
+		if st.Dev == "" {
+			bad(f+".dev", "empty: name the underlay device to measure over (tunbench touches no other)")
+		}
+		for _, fam := range s.Families {
+			field, v := "ipv4", st.IPv4
+			if fam == "ipv6" {
+				field, v = "ipv6", st.IPv6
+			}
+			if v == "" {
+				bad(f+"."+field, "empty, but families lists %s: give the address of %s on this host, with its prefix length", fam, st.Dev)
+				continue
+			}
+			p, err := netip.ParsePrefix(v)
+			if err != nil || (fam == "ipv4") != p.Addr().Is4() {
+				bad(f+"."+field, "%q: give the %s address of %s with its prefix length, e.g. %s", v, fam, st.Dev, map[string]string{"ipv4": "10.0.0.1/24", "ipv6": "2001:db8::1/64"}[fam])
+			}
+		}
+	}
+	for i, p := range s.SSH.Pairs {
+		if len(p) != 2 || p[0] == p[1] {
+			bad(fmt.Sprintf("ssh.pairs[%d]", i), "%v: a pair is two different sites, [sender, receiver]", p)
+			continue
+		}
+		for _, n := range p {
+			if !names[n] {
+				bad(fmt.Sprintf("ssh.pairs[%d]", i), "unknown site %q: sites are %s", n, strings.Join(sortedKeys(names), ", "))
+			}
+		}
+	}
+	for _, m := range s.Methods {
+		if slices.Contains(c.Names(), m) && !c.Portable(m) {
+			bad("methods", "%s cannot run on testbed ssh yet (it works in this process's namespaces): use native, vxlan, wireguard-go or boringtun there, or testbed local", m)
+		}
+	}
+	return errs
+}
+
+func sortedKeys(m map[string]bool) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
