@@ -240,8 +240,11 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if f.dryRun {
 		return dryRun(stdout, s, reg, nil)
 	}
-	if err := preflight(s, reg, hostProbe()); err != nil {
-		return err
+	// On testbed ssh the hosts are checked when the testbed opens.
+	if s.Testbed != "ssh" {
+		if err := preflight(s, reg, hostProbe()); err != nil {
+			return err
+		}
 	}
 	if s.Testbed == "vm" {
 		return runVM(cmd, f, s)
@@ -272,6 +275,19 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		return fmt.Errorf("collect host metadata: %w", err)
 	}
 	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host}
+	if s.Testbed == "ssh" {
+		cfg.ID = testbed.NewID()
+		tb, err := openSSH(ctx, s, reg, cfg.ID, stderr)
+		if err != nil {
+			return err
+		}
+		cfg.Bed = tb
+		defer func() {
+			if err := tb.Close(); err != nil {
+				fmt.Fprintf(stderr, "tunbench: %v\n", err)
+			}
+		}()
+	}
 	// Inside the kernel lab this run is the guest half of --testbed vm.
 	if os.Getenv(lab.EnvInLab) == "1" {
 		cfg.Testbed = "vm"

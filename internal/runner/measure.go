@@ -166,16 +166,20 @@ func measureLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, p 
 	if p.LatencyTool == "sockperf" {
 		return sockperfLatency(ctx, tb, path, dur)
 	}
-	exe, err := os.Executable()
+	bexe, err := tb.B.Tunbench()
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for rr: %w", err)
 	}
-	srv, _, err := startServer(ctx, tb.B, load.RRServer{Bind: path.B, Port: load.RRDefaultPort, Exe: exe}.Args(), load.RRDefaultPort)
+	aexe, err := tb.A.Tunbench()
+	if err != nil {
+		return nil, fmt.Errorf("find the tunbench binary for rr: %w", err)
+	}
+	srv, _, err := startServer(ctx, tb.B, load.RRServer{Bind: path.B, Port: load.RRDefaultPort, Exe: bexe}.Args(), load.RRDefaultPort)
 	if err != nil {
 		return nil, fmt.Errorf("rr server: %w", err)
 	}
 	defer stop(tb.B, srv)
-	client := load.RRClient{Server: path.B, Port: load.RRDefaultPort, Duration: dur, Warmup: 200 * time.Millisecond, Exe: exe}
+	client := load.RRClient{Server: path.B, Port: load.RRDefaultPort, Duration: dur, Warmup: 200 * time.Millisecond, Exe: aexe}
 	out, err := tb.A.Run(ctx, client.Args()...)
 	lat, perr := load.ParseRR(out)
 	if perr != nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -117,17 +116,21 @@ func (s *syncBuffer) String() string {
 // udpTrial runs one generator trial from a to b (b to a with direction
 // reverse) at rate payload bits per second (0 unlimited) for d.
 func udpTrial(ctx context.Context, tb *testbed.Pair, path *method.Path, direction string, payload int, rate float64, d time.Duration) (*result.UDPTrial, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the tunbench binary for udpgen: %w", err)
-	}
 	src, dst, to := tb.A, tb.B, path.B
 	if direction == scenario.DirReverse {
 		src, dst, to = tb.B, tb.A, path.A
 	}
+	rexe, err := dst.Tunbench()
+	if err != nil {
+		return nil, fmt.Errorf("find the tunbench binary for udpgen: %w", err)
+	}
+	sexe, err := src.Tunbench()
+	if err != nil {
+		return nil, fmt.Errorf("find the tunbench binary for udpgen: %w", err)
+	}
 	ctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
 	defer cancel()
-	recv := load.UDPGenReceiver{Bind: to, Port: udpgen.DefaultPort, Timeout: d + 3*time.Second, Exe: exe}
+	recv := load.UDPGenReceiver{Bind: to, Port: udpgen.DefaultPort, Timeout: d + 3*time.Second, Exe: rexe}
 	rcmd := dst.Command(ctx, recv.Args()...)
 	var rout bytes.Buffer
 	rerr := &syncBuffer{}
@@ -158,7 +161,7 @@ wait:
 	if err := sampler.TrackProcess(dst, "udpgen-receiver", sample.SideReceiver, rcmd.Pid()); err != nil {
 		return nil, fmt.Errorf("account cpu of udpgen receiver: %w", err)
 	}
-	send := load.UDPGenSender{Server: to, Port: udpgen.DefaultPort, Size: payload, Rate: rate, Duration: d, Exe: exe}
+	send := load.UDPGenSender{Server: to, Port: udpgen.DefaultPort, Size: payload, Rate: rate, Duration: d, Exe: sexe}
 	scmd := src.Command(ctx, send.Args()...)
 	var sout, serr bytes.Buffer
 	scmd.Stdout, scmd.Stderr = &sout, &serr

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -59,6 +60,8 @@ type Hello struct {
 	Addr4, Addr6 netip.Prefix
 	// Root holds the run directory on the host (DefaultRoot when empty).
 	Root string
+	// Exe is the path of tunbench on the host (the agent's own binary).
+	Exe string
 }
 
 type agentResp struct {
@@ -199,7 +202,12 @@ func (a *agent) hello(h *Hello, version string) error {
 		return fmt.Errorf("agent: netlink: %w", err)
 	}
 	a.id, a.lock = h.ID, lock
-	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir}
+	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
+	// The agent records itself as the run's processes are recorded, so
+	// that cleaning the site after a lost connection ends it too.
+	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o700); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "pids", strconv.Itoa(os.Getpid())), []byte(os.Args[0]), 0o600)
+	}
 	return nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -188,6 +189,16 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		procs, err := killRecorded(dir)
+		// Sites of an ssh testbed keep theirs one level down.
+		if subs, _ := os.ReadDir(dir); len(subs) > 0 {
+			for _, s := range subs {
+				if s.IsDir() && s.Name() != "pids" {
+					more, err2 := killRecorded(filepath.Join(dir, s.Name()))
+					procs = append(procs, more...)
+					err = errors.Join(err, err2)
+				}
+			}
+		}
 		for _, p := range procs {
 			removed = append(removed, Leftover{"process", p.String()})
 		}
@@ -239,6 +250,24 @@ func Clean(root string) ([]Leftover, error) {
 	if survivors := waitGone(killed, KillWait); len(survivors) > 0 {
 		errs = append(errs, survivorsError(survivors))
 	}
+	// Devices of dead runs in this namespace: on a host of an ssh
+	// testbed, the methods create theirs here.
+	if h, err := netlink.NewHandle(); err == nil {
+		if links, err := h.LinkList(); err == nil {
+			for _, l := range links {
+				id := runOfDevice(l.Attrs().Name)
+				if id == "" || live[id] || locked(lockPath(id)) {
+					continue
+				}
+				if err := h.LinkDel(l); err != nil {
+					errs = append(errs, fmt.Errorf("testbed: delete device %s: %w", l.Attrs().Name, err))
+					continue
+				}
+				removed = append(removed, Leftover{"device", l.Attrs().Name})
+			}
+		}
+		h.Close()
+	}
 	// BPF maps pinned by the ebpf-* methods: BPFPinRoot/tb<id>-a|b.
 	pins, _ := os.ReadDir(BPFPinRoot)
 	for _, p := range pins {
@@ -261,6 +290,69 @@ func Clean(root string) ([]Leftover, error) {
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// CleanSite removes what run id left on this host as site of an ssh
+// testbed: the agent (if it still runs) and every process it started, the
+// run's devices in this namespace, and the site directory under root. The
+// controller runs it (as "tunbench clean --run ID --site NAME") on a host
+// whose connection it lost, once the host is reachable again: that site's
+// agent is gone or cut off, so its lock is not asked.
+func CleanSite(root, id, site string) ([]Leftover, error) {
+	if !ValidID(id) {
+		return nil, fmt.Errorf("testbed: invalid run id %q", id)
+	}
+	dir := SiteDir(root, id, site)
+	var removed []Leftover
+	var errs []error
+	procs, err := killRecorded(dir)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, p := range procs {
+		removed = append(removed, Leftover{"process", p.String()})
+	}
+	if survivors := waitGone(procs, KillWait); len(survivors) > 0 {
+		errs = append(errs, survivorsError(survivors))
+	}
+	if h, err := netlink.NewHandle(); err == nil {
+		names, err := runLinks(h, id)
+		if err == nil {
+			err = removeRunLinks(h, id)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("testbed: remove devices of run %s: %w", id, err))
+		} else {
+			for _, n := range names {
+				removed = append(removed, Leftover{"device", n})
+			}
+		}
+		h.Close()
+	}
+	if _, err := os.Stat(dir); err == nil {
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: remove %s: %w", dir, err))
+		} else {
+			removed = append(removed, Leftover{"directory", dir})
+		}
+	}
+	_ = os.Remove(filepath.Dir(dir))
+	return removed, errors.Join(errs...)
+}
+
+// runLinks lists the devices of run id in the namespace of h.
+func runLinks(h Netlink, id string) ([]string, error) {
+	links, err := h.LinkList()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, l := range links {
+		if runOfDevice(l.Attrs().Name) == id {
+			names = append(names, l.Attrs().Name)
+		}
+	}
+	return names, nil
 }
 
 // BPFPinRoot is where the ebpf-* methods pin their maps, one directory per

@@ -42,6 +42,9 @@ type Endpoint struct {
 	// Host names the machine the endpoint is on: "" for this one, the
 	// site name for a remote host.
 	Host string
+	// Exe is the path of tunbench on the endpoint's host, for the load
+	// tools tunbench is itself (rr, udpgen); empty means this binary.
+	Exe string
 
 	h     Host
 	mu    sync.Mutex
@@ -53,6 +56,17 @@ func (e *Endpoint) hostOf() Host {
 		return localHost{}
 	}
 	return e.h
+}
+
+// Tunbench returns the path of tunbench on the endpoint's host.
+func (e *Endpoint) Tunbench() (string, error) {
+	if e.Exe != "" {
+		return e.Exe, nil
+	}
+	if !e.Local() {
+		return "", fmt.Errorf("%s: the path of tunbench on host %s is not known", e.Side, e.Host)
+	}
+	return os.Executable()
 }
 
 // Local reports whether the endpoint is on this machine, where Do works.

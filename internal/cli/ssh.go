@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/sshbed"
+	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// sshTools lists what every host of an ssh run needs: the load tools of
+// the scenario's tests and the programs of its methods.
+func sshTools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
+	tools := []sshhost.Tool{{Program: "iperf3"}}
+	if s.LatencyTool == "sockperf" && s.HasTest(scenario.TestTCPRR) {
+		tools = append(tools, sshhost.Tool{Program: "sockperf"})
+	}
+	for _, name := range s.Methods {
+		m, err := reg.Get(name)
+		if err != nil {
+			continue
+		}
+		for _, r := range m.Requirements() {
+			if r.Program == "" {
+				continue
+			}
+			t := sshhost.Tool{Program: r.Program, Package: r.Package}
+			if !slices.Contains(tools, t) {
+				tools = append(tools, t)
+			}
+		}
+	}
+	return tools
+}
+
+// sshConfig is the ssh testbed configuration of scenario s for run id.
+func sshConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writer) sshbed.Config {
+	return sshbed.Config{
+		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs,
+		ID: id, BuildID: BuildID(), Version: Version(),
+		Tools: sshTools(s, reg),
+		Log: func(format string, args ...any) {
+			if log != nil {
+				fmt.Fprintf(log, "ssh testbed: "+format+"\n", args...)
+			}
+		},
+	}
+}
+
+// openSSH connects to the scenario's hosts for run id.
+func openSSH(ctx context.Context, s scenario.Scenario, reg *method.Registry, id string, log io.Writer) (*sshbed.Testbed, error) {
+	tb, err := sshbed.Open(ctx, sshConfig(s, reg, id, log))
+	if err != nil {
+		return nil, fmt.Errorf("ssh testbed:\n%w", indent(err))
+	}
+	return tb, nil
+}
+
+var _ testbed.Testbed = (*sshbed.Testbed)(nil)

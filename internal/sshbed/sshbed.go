@@ -1,0 +1,438 @@
+// Package sshbed is the ssh testbed: real hosts reached over SSH. On each
+// host tunbench runs itself as an agent ("tunbench agent", this binary,
+// copied there), so the same plan, methods, load drivers and samplers run
+// on the hosts unchanged: an endpoint on a host is a testbed.Endpoint
+// whose commands, files, netlink calls and ops go to that host's agent.
+//
+// One SSH connection and one agent serve a host for the whole run. Every
+// object created on a host carries the run's prefix; when the controller
+// goes, each agent kills what it started and removes the run's devices and
+// directory there. A host whose connection is lost is cleaned (tunbench
+// clean --run ID --site NAME, run there) as soon as it can be reached
+// again, and "tunbench clean --testbed ssh -f scenario.yaml" does the same
+// by hand. tunbench touches only the underlay device and addresses the
+// scenario names, and never a host's default route.
+package sshbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// Config is what Open needs.
+type Config struct {
+	// SSH is the scenario's ssh section; Families and MTUs its matrix.
+	SSH      *scenario.SSH
+	Families []string
+	MTUs     []int
+	// ID is the run; BuildID identifies this binary (agents must match).
+	ID, BuildID string
+	// Version is what "tunbench version" prints as the version.
+	Version string
+	// Binary is this tunbench, copied to hosts (os.Executable when empty).
+	Binary string
+	// Tools are the programs every host needs (load tools, methods').
+	Tools []sshhost.Tool
+	// Dial, when set, opens the TCP connection to a site's sshd (tests
+	// reach hosts inside namespaces this way).
+	Dial func(site string) func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Log receives notes (reconnects, cleanups); nil discards.
+	Log func(format string, args ...any)
+}
+
+// Testbed is the ssh testbed of one run.
+type Testbed struct {
+	cfg   Config
+	mu    sync.Mutex
+	hosts map[string]*host
+}
+
+// host is one site: its SSH connection, agent and endpoint description.
+type host struct {
+	site  scenario.Site
+	ssh   *sshhost.Host
+	sess  *sshhost.Session
+	agent *testbed.AgentConn
+	hello testbed.Hello
+	exe   string
+	// lost is set once the connection was lost; the site is cleaned and
+	// reconnected before its next use.
+	lost bool
+}
+
+// Open connects to every site, checks it (tools, device, addresses, MTU,
+// tunbench binary) and starts its agent. Problems are reported per host,
+// all at once, before anything is created on any host.
+func Open(ctx context.Context, cfg Config) (*Testbed, error) {
+	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
+		return nil, errors.New("sshbed: the ssh testbed needs at least two sites")
+	}
+	if cfg.Binary == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("sshbed: find this tunbench: %w", err)
+		}
+		cfg.Binary = exe
+	}
+	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
+	errs := make([]error, len(cfg.SSH.Sites))
+	hosts := make([]*host, len(cfg.SSH.Sites))
+	var wg sync.WaitGroup
+	for i, st := range cfg.SSH.Sites {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			hosts[i], errs[i] = t.connect(ctx, st, true)
+		}()
+	}
+	wg.Wait()
+	for i, h := range hosts {
+		if h != nil {
+			t.hosts[cfg.SSH.Sites[i].Name] = h
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
+func (t *Testbed) logf(format string, args ...any) {
+	if t.cfg.Log != nil {
+		t.cfg.Log(format, args...)
+	}
+}
+
+// sshConfig is how to log in to st.
+func (t *Testbed) sshConfig(st scenario.Site) sshhost.Config {
+	c := sshhost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
+		IdentityFile: expandHome(st.Identity), KnownHosts: expandHome(t.cfg.SSH.KnownHosts)}
+	if t.cfg.Dial != nil {
+		c.Dial = t.cfg.Dial(st.Name)
+	}
+	return c
+}
+
+// connect logs in to st, checks it and starts its agent. check also
+// verifies tools, device and addresses (the first time).
+func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+	c := t.sshConfig(st)
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("site %s: %w", st.Name, err)
+	}
+	sh, err := sshhost.Dial(ctx, c)
+	if err != nil {
+		return nil, fmt.Errorf("site %s: %w", st.Name, err)
+	}
+	h := &host{site: st, ssh: sh}
+	fail := func(err error) (*host, error) {
+		sh.Close()
+		return nil, fmt.Errorf("site %s: %w", st.Name, err)
+	}
+	if check {
+		missing, err := sh.MissingTools(ctx, t.cfg.Tools)
+		if err != nil {
+			return fail(err)
+		}
+		if r := sshhost.MissingReport(st.Name, missing); r != "" {
+			return fail(errors.New(r))
+		}
+	}
+	exe := t.cfg.SSH.Binary
+	if exe == "" {
+		dir := t.cfg.SSH.Dir
+		if dir == "" {
+			dir = scenario.DefaultSSHDir
+		}
+		// One directory per build: a binary found there is this one.
+		dir = path.Join(dir, buildDir(t.cfg.BuildID))
+		if exe, err = sh.InstallSelf(ctx, dir, t.cfg.Version, t.cfg.Binary); err != nil {
+			return fail(err)
+		}
+	}
+	h.exe = exe
+	h.hello = testbed.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe}
+	if p, err := st.Prefix("ipv4"); err == nil {
+		h.hello.Addr4 = p
+	}
+	if p, err := st.Prefix("ipv6"); err == nil {
+		h.hello.Addr6 = p
+	}
+	sess, err := sh.Start(context.WithoutCancel(ctx), exe, "agent")
+	if err != nil {
+		return fail(err)
+	}
+	h.sess = sess
+	h.agent = testbed.NewAgentConn(st.Name, sess.Stdout, sess.Stdin, sessionCloser{sess})
+	if err := h.agent.Hello(ctx, h.hello); err != nil {
+		h.close()
+		return nil, fmt.Errorf("site %s: %w", st.Name, err)
+	}
+	if check {
+		if err := t.checkUnderlay(h); err != nil {
+			h.close()
+			return nil, fmt.Errorf("site %s: %w", st.Name, err)
+		}
+	}
+	return h, nil
+}
+
+// sessionCloser ends the agent: EOF on its standard input makes it clean
+// up and exit; Close then waits for it.
+type sessionCloser struct{ s *sshhost.Session }
+
+func (c sessionCloser) Close() error {
+	_ = c.s.Stdin.Close()
+	done := make(chan struct{})
+	go func() {
+		_ = c.s.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+	}
+	return c.s.Close()
+}
+
+func (h *host) close() {
+	if h.agent != nil {
+		_ = h.agent.Close()
+	}
+	_ = h.ssh.Close()
+}
+
+// checkUnderlay verifies, on the host, that the named device exists, is
+// up, carries the named addresses, and has an MTU the matrix asks for:
+// tunbench configures no underlay on a real host.
+func (t *Testbed) checkUnderlay(h *host) error {
+	ep := h.agent.Endpoint("a", h.hello)
+	link, err := ep.NL.LinkByName(h.site.Dev)
+	if err != nil {
+		return fmt.Errorf("underlay device %s: %w (dev names a device of this host)", h.site.Dev, err)
+	}
+	addrs, err := ep.NL.AddrList(link, 0)
+	if err != nil {
+		return fmt.Errorf("addresses of %s: %w", h.site.Dev, err)
+	}
+	var have []string
+	for _, a := range addrs {
+		if p, ok := netip.AddrFromSlice(a.IP); ok {
+			have = append(have, p.Unmap().String())
+		}
+	}
+	for _, fam := range t.cfg.Families {
+		p, err := h.site.Prefix(fam)
+		if err != nil {
+			continue
+		}
+		if !slices.Contains(have, p.Addr().String()) {
+			return fmt.Errorf("%s is not an address of %s (it has %s): give the address configured on the device", p.Addr(), h.site.Dev, strings.Join(have, ", "))
+		}
+	}
+	mtu := link.Attrs().MTU
+	for _, m := range t.cfg.MTUs {
+		if m != mtu {
+			return fmt.Errorf("%s has MTU %d, and mtus asks for %d: tunbench does not change a host's MTU; set mtus: [%d] or change the hosts' MTU first", h.site.Dev, mtu, m, mtu)
+		}
+	}
+	return nil
+}
+
+// Name is "ssh".
+func (t *Testbed) Name() string { return "ssh" }
+
+// Pair returns the endpoints on sites spec.A (sending) and spec.B. A site
+// whose connection was lost is cleaned and reconnected first.
+func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, error) {
+	if spec.A == "" || spec.B == "" {
+		return nil, errors.New("sshbed: a cell on the ssh testbed names its two sites")
+	}
+	a, err := t.site(ctx, spec.A)
+	if err != nil {
+		return nil, err
+	}
+	b, err := t.site(ctx, spec.B)
+	if err != nil {
+		return nil, err
+	}
+	epA := a.agent.Endpoint("a", a.hello)
+	epB := b.agent.Endpoint("b", b.hello)
+	return testbed.NewPair(epA, epB, epA.Dir, func() error {
+		return errors.Join(epA.StopAll(), epB.StopAll())
+	}), nil
+}
+
+// site returns the live host called name, reconnecting a lost one.
+func (t *Testbed) site(ctx context.Context, name string) (*host, error) {
+	t.mu.Lock()
+	h := t.hosts[name]
+	t.mu.Unlock()
+	if h == nil {
+		return nil, fmt.Errorf("sshbed: unknown site %q", name)
+	}
+	select {
+	case <-h.agent.Done():
+		h.lost = true
+	default:
+		return h, nil
+	}
+	nh, err := t.recover(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.hosts[name] = nh
+	t.mu.Unlock()
+	return nh, nil
+}
+
+// recover cleans a host whose connection was lost and starts a new agent.
+func (t *Testbed) recover(ctx context.Context, h *host) (*host, error) {
+	h.close()
+	if err := t.cleanSite(ctx, h.site, h.exe); err != nil {
+		return nil, fmt.Errorf("site %s: connection lost (%v), and it cannot be cleaned yet: %w", h.site.Name, h.agent.Err(), err)
+	}
+	nh, err := t.connect(ctx, h.site, false)
+	if err != nil {
+		return nil, fmt.Errorf("site %s: connection lost, cleaned, but no new agent: %w", h.site.Name, err)
+	}
+	t.logf("site %s: connection was lost; cleaned and reconnected", h.site.Name)
+	return nh, nil
+}
+
+// cleanSite runs "tunbench clean --run ID --site NAME" on the site over a
+// fresh connection.
+func (t *Testbed) cleanSite(ctx context.Context, st scenario.Site, exe string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	sh, err := sshhost.Dial(ctx, t.sshConfig(st))
+	if err != nil {
+		return err
+	}
+	defer sh.Close()
+	out, _, err := sh.Run(ctx, exe, "clean", "--run", t.cfg.ID, "--site", st.Name)
+	if err != nil {
+		return err
+	}
+	if s := strings.TrimSpace(string(out)); s != "" && s != "nothing to clean" {
+		t.logf("site %s: %s", st.Name, strings.ReplaceAll(s, "\n", "; "))
+	}
+	return nil
+}
+
+// Close ends every agent (each cleans its host). Hosts whose connection
+// was lost are cleaned over a new one, retried for a while; one still
+// unreachable is named with the command that cleans it later.
+func (t *Testbed) Close() error {
+	t.mu.Lock()
+	hosts := t.hosts
+	t.hosts = map[string]*host{}
+	t.mu.Unlock()
+	var lost []*host
+	var wg sync.WaitGroup
+	for _, h := range hosts {
+		select {
+		case <-h.agent.Done():
+			lost = append(lost, h)
+			continue
+		default:
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			h.close()
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for _, h := range lost {
+		h.close()
+		var err error
+		for try := 0; try < 5; try++ {
+			if err = t.cleanSite(context.Background(), h.site, h.exe); err == nil {
+				t.logf("site %s: connection was lost; cleaned", h.site.Name)
+				break
+			}
+			time.Sleep(2 * time.Second)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("site %s: connection lost and not cleaned (%v): when it is back, run tunbench clean --testbed ssh -f SCENARIO --run %s", h.site.Name, err, t.cfg.ID))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Clean cleans every site of a scenario by hand: "tunbench clean" there
+// (what killed runs left), and with id set that run's site state whatever
+// its lock says.
+func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
+	t := &Testbed{cfg: cfg}
+	var out []string
+	var errs []error
+	for _, st := range cfg.SSH.Sites {
+		sh, err := sshhost.Dial(ctx, t.sshConfig(st))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
+			continue
+		}
+		exe := cfg.SSH.Binary
+		if exe == "" {
+			dir := cfg.SSH.Dir
+			if dir == "" {
+				dir = scenario.DefaultSSHDir
+			}
+			exe, err = sh.InstallSelf(ctx, path.Join(dir, buildDir(cfg.BuildID)), cfg.Version, cfg.Binary)
+			if err != nil {
+				sh.Close()
+				errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
+				continue
+			}
+		}
+		argv := []string{exe, "clean"}
+		if id != "" {
+			argv = append(argv, "--run", id, "--site", st.Name)
+		}
+		res, _, err := sh.Run(ctx, argv...)
+		sh.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
+			continue
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(res)), "\n") {
+			out = append(out, st.Name+": "+l)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// buildDir names the directory of one build on the hosts.
+func buildDir(buildID string) string {
+	_, sum, ok := strings.Cut(buildID, "+")
+	if !ok || sum == "" {
+		return "build"
+	}
+	return sum
+}
+
+func expandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return home + "/" + rest
+		}
+	}
+	return p
+}
