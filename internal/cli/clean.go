@@ -74,14 +74,14 @@ a host it lost and reached again.`,
 					return errors.New("--run and --site go together: clean this host as site NAME of run ID")
 				}
 				removed, err := testbed.CleanSite("", run, site)
-				report(out, removed)
+				printRemoved(out, removed)
 				if err != nil {
 					return fmt.Errorf("clean: %w", err)
 				}
 				return nil
 			}
 			removed, err := testbed.Clean("")
-			report(out, removed)
+			printRemoved(out, removed)
 			if err != nil {
 				return fmt.Errorf("clean: %w", err)
 			}
@@ -96,7 +96,7 @@ a host it lost and reached again.`,
 	return cmd
 }
 
-func report(out interface{ Write([]byte) (int, error) }, removed []testbed.Leftover) {
+func printRemoved(out interface{ Write([]byte) (int, error) }, removed []testbed.Leftover) {
 	for _, r := range removed {
 		fmt.Fprintf(out, "removed %s\n", r)
 	}
