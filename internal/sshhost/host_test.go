@@ -486,6 +486,21 @@ func TestStart(t *testing.T) {
 	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
 		t.Errorf("Wait after Close = %v, want killed by signal KILL", err)
 	}
+
+	// Cancelling Start's ctx kills the command too.
+	startCtx, cancel := context.WithCancel(ctx)
+	sess, err = h.Start(startCtx, "sleep", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Pid <= 1 {
+		t.Fatalf("Session.Pid = %d", sess.Pid)
+	}
+	cancel()
+	waitDead(t, sess.Pid)
+	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
+		t.Errorf("Wait after cancel = %v, want killed by signal KILL", err)
+	}
 }
 
 func io_ReadFull(s *sshhost.Session, buf []byte) (int, error) {
