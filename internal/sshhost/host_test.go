@@ -71,6 +71,14 @@ func TestDialRun(t *testing.T) {
 			t.Errorf("site %d: ping %s: %v", i, peer.Addr6, err)
 		}
 	}
+	// The IPv6 address is known too.
+	c6 := s.Site[1].Config
+	c6.Addr = s.Site[1].Addr6
+	h6 := dial(t, ctx, c6)
+	if out, _, err := h6.Run(ctx, "echo", "v6"); err != nil || string(out) != "v6\n" {
+		t.Errorf("Run over IPv6: %q, %v", out, err)
+	}
+
 	h := dial(t, ctx, s.Site[0].Config)
 	_, _, err := h.Run(ctx, "sh", "-c", "echo bad thing >&2; exit 7")
 	var ee *sshhost.ExitError
