@@ -463,7 +463,7 @@ func TestStart(t *testing.T) {
 		if _, err := sess.Stdin.Write([]byte(msg)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io_ReadFull(sess, buf); err != nil || string(buf) != msg {
+		if _, err := readFull(sess, buf); err != nil || string(buf) != msg {
 			t.Fatalf("echo %d: got %q, %v", i, buf, err)
 		}
 	}
@@ -511,7 +511,7 @@ func TestStart(t *testing.T) {
 	}
 }
 
-func io_ReadFull(s *sshhost.Session, buf []byte) (int, error) {
+func readFull(s *sshhost.Session, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := s.Stdout.Read(buf[n:])
