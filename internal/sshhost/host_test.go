@@ -71,6 +71,14 @@ func TestDialRun(t *testing.T) {
 			t.Errorf("site %d: ping %s: %v", i, peer.Addr6, err)
 		}
 	}
+	// The IPv6 address is known too.
+	c6 := s.Site[1].Config
+	c6.Addr = s.Site[1].Addr6
+	h6 := dial(t, ctx, c6)
+	if out, _, err := h6.Run(ctx, "echo", "v6"); err != nil || string(out) != "v6\n" {
+		t.Errorf("Run over IPv6: %q, %v", out, err)
+	}
+
 	h := dial(t, ctx, s.Site[0].Config)
 	_, _, err := h.Run(ctx, "sh", "-c", "echo bad thing >&2; exit 7")
 	var ee *sshhost.ExitError
@@ -455,7 +463,7 @@ func TestStart(t *testing.T) {
 		if _, err := sess.Stdin.Write([]byte(msg)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := io_ReadFull(sess, buf); err != nil || string(buf) != msg {
+		if _, err := readFull(sess, buf); err != nil || string(buf) != msg {
 			t.Fatalf("echo %d: got %q, %v", i, buf, err)
 		}
 	}
@@ -486,9 +494,24 @@ func TestStart(t *testing.T) {
 	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
 		t.Errorf("Wait after Close = %v, want killed by signal KILL", err)
 	}
+
+	// Cancelling Start's ctx kills the command too.
+	startCtx, cancel := context.WithCancel(ctx)
+	sess, err = h.Start(startCtx, "sleep", "1000")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Pid <= 1 {
+		t.Fatalf("Session.Pid = %d", sess.Pid)
+	}
+	cancel()
+	waitDead(t, sess.Pid)
+	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
+		t.Errorf("Wait after cancel = %v, want killed by signal KILL", err)
+	}
 }
 
-func io_ReadFull(s *sshhost.Session, buf []byte) (int, error) {
+func readFull(s *sshhost.Session, buf []byte) (int, error) {
 	n := 0
 	for n < len(buf) {
 		m, err := s.Stdout.Read(buf[n:])

@@ -103,6 +103,9 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	case <-h.done:
 		return nil, errb.Bytes(), fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
 	}
+	if hw.bad {
+		return nil, errb.Bytes(), noisyShellErr(h.cfg.Name, argv, string(hw.line))
+	}
 	return out.Bytes(), errb.Bytes(), h.exitErr(argv, err, errb.Bytes())
 }
 
@@ -148,6 +151,18 @@ type headerWriter struct {
 	pid  chan int
 	line []byte
 	done bool
+	bad  bool // the first line was not a pid
+}
+
+// errNoisyShell is a first line of stdout that is not the shell's pid.
+type errNoisyShell struct{ line string }
+
+func (e errNoisyShell) Error() string { return "not a pid: " + e.line }
+
+// noisyShellErr says what to do when the login shell printed something
+// before the command's output.
+func noisyShellErr(name string, argv []string, line string) error {
+	return fmt.Errorf("sshhost: host %s: %s: the login shell printed %q before the command ran, which would corrupt its output: make the remote user's shell startup files (~/.bashrc) quiet for non-interactive shells", name, displayArgv(argv), firstLine(line))
 }
 
 func (hw *headerWriter) Write(p []byte) (int, error) {
@@ -162,6 +177,8 @@ func (hw *headerWriter) Write(p []byte) (int, error) {
 		hw.done = true
 		if pid, err := strconv.Atoi(string(hw.line)); err == nil && pid > 1 {
 			hw.pid <- pid
+		} else {
+			hw.bad = true
 		}
 		p = p[i+1:]
 	}
@@ -286,7 +303,10 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 	go func() {
 		line, err := br.ReadString('\n')
 		if err == nil {
-			ss.Pid, err = strconv.Atoi(strings.TrimSuffix(line, "\n"))
+			var perr error
+			if ss.Pid, perr = strconv.Atoi(strings.TrimSuffix(line, "\n")); perr != nil {
+				err = errNoisyShell{line}
+			}
 		}
 		header <- err
 	}()
@@ -305,6 +325,10 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 				err = ss.err
 			}
 		case <-time.After(killWait):
+		}
+		var noisy errNoisyShell
+		if errors.As(err, &noisy) {
+			return nil, noisyShellErr(h.cfg.Name, argv, noisy.line)
 		}
 		return nil, fmt.Errorf("sshhost: host %s: start %s: %w", h.cfg.Name, displayArgv(argv), err)
 	}
