@@ -27,12 +27,19 @@ func Version() string {
 }
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	var build bool
+	cmd := &cobra.Command{
 		Use:   "version",
 		Short: "Print the tunbench version",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
+			if build {
+				fmt.Fprintln(cmd.OutOrStdout(), BuildID())
+				return
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "tunbench %s (%s)\n", Version(), runtime.Version())
 		},
 	}
+	cmd.Flags().BoolVar(&build, "build-id", false, "print the build identity (version and executable hash) that an ssh testbed's agents must share")
+	return cmd
 }

@@ -37,7 +37,10 @@ const (
 const (
 	SplitProcess     = "process"
 	SplitApproximate = "approximate"
-	SplitMixed       = "mixed"
+	// SplitHosts: sender and receiver on hosts of their own (ssh testbed),
+	// each host's busy time its side's cost.
+	SplitHosts = "hosts"
+	SplitMixed = "mixed"
 )
 
 // Summary is one aggregated row: all repetitions of one cell (one method

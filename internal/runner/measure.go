@@ -108,7 +108,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
 		}
 	}
-	if cpu != nil {
+	if cpu != nil && cpu.Split != sample.SplitHosts {
 		// Both ends share the machine's CPUs: softirq work cannot be
 		// attributed to one side.
 		cpu.Split = sample.SplitApproximate

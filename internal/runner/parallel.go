@@ -264,7 +264,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 		if cpuErr != nil {
 			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
 		}
-		if cpu != nil {
+		if cpu != nil && cpu.Split != sample.SplitHosts {
 			cpu.Split = sample.SplitApproximate
 		}
 	}

@@ -1,0 +1,254 @@
+package sshbed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/sshbed"
+	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildID   string
+	buildErr  error
+)
+
+// tunbench builds the binary the hosts run (their agent and load tools)
+// and returns its path and build identity.
+func tunbench(t *testing.T) (string, string) {
+	t.Helper()
+	if _, err := exec.LookPath("iperf3"); err != nil {
+		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
+	}
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tunbench-sshbed-test-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "tunbench")
+		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/tunbench").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+			return
+		}
+		out, err := exec.Command(binPath, "version", "--build-id").Output()
+		buildErr, buildID = err, strings.TrimSpace(string(out))
+	})
+	if buildErr != nil {
+		t.Fatalf("build tunbench: %v", buildErr)
+	}
+	return binPath, buildID
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+// sshScenario is a scenario over the test's sites.
+func sshScenario(sites *sshtest.Sites, bin string, methods ...string) scenario.Scenario {
+	s := scenario.Default()
+	s.Testbed = "ssh"
+	s.Methods = methods
+	s.Repetitions = 1
+	s.Duration, s.Omit, s.Latency = "2s", "0s", "1s"
+	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin}
+	for _, st := range sites.Site {
+		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr, Port: st.Config.Port,
+			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
+	}
+	return s
+}
+
+// config is the testbed configuration a run of s uses, dialing each site
+// from inside its namespace.
+func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) sshbed.Config {
+	bin, bid := tunbench(t)
+	ns := map[string]string{}
+	for _, st := range sites.Site {
+		ns[st.Config.Name] = st.Namespace
+	}
+	return sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
+		Tools: []sshhost.Tool{{Program: "iperf3"}},
+		Dial:  func(site string) func(context.Context, string, string) (net.Conn, error) { return sshtest.DialIn(ns[site]) },
+		Log:   func(f string, a ...any) { t.Logf(f, a...) }}
+}
+
+// runSSH runs s on the sites and returns the stored cells.
+func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func(*runner.Config)) ([]result.Cell, error) {
+	t.Helper()
+	reg := method.Builtin()
+	if err := s.Validate(runner.Catalog(reg)); err != nil {
+		t.Fatalf("scenario: %v", err)
+	}
+	id := testbed.NewID()
+	ctx := context.Background()
+	tb, err := sshbed.Open(ctx, config(t, sites, s, id))
+	if err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "r.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, Testbed: "ssh", BackgroundWindow: 100 * time.Millisecond}
+	if during != nil {
+		during(&cfg)
+	}
+	out, runErr := runner.Run(ctx, cfg)
+	closeErr := tb.Close()
+	noLeftovers(t, id)
+	if out == nil {
+		return nil, errors.Join(runErr, closeErr)
+	}
+	return out.Cells, errors.Join(runErr, closeErr)
+}
+
+// noLeftovers checks that no host keeps anything of run id: no run
+// directory, no device named for it in any namespace.
+func noLeftovers(t *testing.T, id string) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(testbed.DefaultRoot, id)); err == nil {
+		entries, _ := os.ReadDir(filepath.Join(testbed.DefaultRoot, id))
+		t.Errorf("run directory %s left behind: %v", filepath.Join(testbed.DefaultRoot, id), entries)
+	}
+	out, _ := exec.Command("sh", "-c", "for n in $(ip netns list | cut -d' ' -f1); do ip -n $n -o link; done").Output()
+	if strings.Contains(string(out), testbed.DevicePrefix(id)) {
+		t.Errorf("devices of run %s left behind:\n%s", id, out)
+	}
+}
+
+func TestSSHTwoHosts(t *testing.T) {
+	sites := sshtest.New(t, 2)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native", "vxlan", "wireguard-go")
+	s.Tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
+	cells, err := runSSH(t, sites, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 3 * 2; len(cells) != want {
+		t.Fatalf("%d cells, want %d (3 methods × 2 ordered pairs)", len(cells), want)
+	}
+	for _, c := range cells {
+		name := c.Method + " " + c.Params.SiteA + ">" + c.Params.SiteB
+		if c.Status != result.StatusOK {
+			t.Errorf("%s: %s: %s", name, c.Status, c.Error)
+			continue
+		}
+		if c.Throughput == nil || c.Throughput.BitsPerSecond < 1e6 {
+			t.Errorf("%s: throughput %+v", name, c.Throughput)
+		}
+		if c.Latency == nil {
+			t.Errorf("%s: no latency (rr through the hosts' tunbench)", name)
+		}
+		if c.CPU == nil || c.CPU.Split != "hosts" || len(c.CPU.Hosts) != 2 || c.CPU.Hosts[0].Host != c.Params.SiteA {
+			t.Errorf("%s: cpu split %+v, want each host's own record, sender first", name, c.CPU)
+		}
+	}
+}
+
+func TestSSHMeshOfThree(t *testing.T) {
+	sites := sshtest.New(t, 3)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native", "vxlan")
+	s.Tests = []string{scenario.TestTCPStream}
+	s.Duration = "1s"
+	cells, err := runSSH(t, sites, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, c := range cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s %s>%s: %s", c.Method, c.Params.SiteA, c.Params.SiteB, c.Error)
+		}
+		seen[c.Method+" "+c.Params.SiteA+">"+c.Params.SiteB] = true
+	}
+	if len(seen) != 2*6 {
+		t.Errorf("measured %d method × ordered pairs, want 12: %v", len(seen), seen)
+	}
+}
+
+func TestSSHUnknownHostKeyRefused(t *testing.T) {
+	sites := sshtest.New(t, 2)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native")
+	empty := filepath.Join(t.TempDir(), "known_hosts")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.SSH.KnownHosts = empty
+	_, err := sshbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
+	if !errors.Is(err, sshhost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
+		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
+	}
+}
+
+// TestSSHLostHost kills one host's sshd (and with it the agent) in the
+// middle of a cell: that cell fails, both hosts are cleaned once the
+// host is back, and the other cells are kept.
+func TestSSHLostHost(t *testing.T) {
+	sites := sshtest.New(t, 2)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native", "vxlan")
+	s.Tests = []string{scenario.TestTCPStream}
+	s.Duration = "4s"
+	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	s.Repetitions = 2
+	s.Order = "grouped"
+	killed := make(chan struct{})
+	cells, err := runSSH(t, sites, s, func(cfg *runner.Config) {
+		go func() {
+			// Into vxlan's first cell: native's two take ~5 s each.
+			time.Sleep(12 * time.Second)
+			if err := sites.Site[1].KillSSHD(); err != nil {
+				t.Errorf("kill sshd: %v", err)
+			}
+			time.Sleep(time.Second)
+			if err := sites.Site[1].RestartSSHD(); err != nil {
+				t.Errorf("restart sshd: %v", err)
+			}
+			close(killed)
+		}()
+	})
+	<-killed
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	var failed, ok int
+	for _, c := range cells {
+		switch c.Status {
+		case result.StatusOK:
+			ok++
+		case result.StatusFailed:
+			failed++
+			t.Logf("failed cell %s rep %d: %s", c.Key, c.Repetition, c.Error)
+		}
+	}
+	if len(cells) != 4 || failed < 1 || ok < 2 {
+		t.Errorf("cells %d, ok %d, failed %d: want 4 with the killed one failed and the rest kept", len(cells), ok, failed)
+	}
+}
