@@ -91,8 +91,10 @@ func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) 
 	}
 	return sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
 		Tools: []sshhost.Tool{{Program: "iperf3"}},
-		Dial:  func(site string) func(context.Context, string, string) (net.Conn, error) { return sshtest.DialIn(ns[site]) },
-		Log:   func(f string, a ...any) { t.Logf(f, a...) }}
+		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
+			return sshtest.DialIn(ns[site])
+		},
+		Log: func(f string, a ...any) { t.Logf(f, a...) }}
 }
 
 // runSSH runs s on the sites and returns the stored cells.
