@@ -46,6 +46,9 @@ type Run struct {
 
 // Host describes the machine (or guest) that ran the measurements.
 type Host struct {
+	// Site and Side name the host of an ssh testbed cell ("" locally).
+	Site      string            `json:"site,omitempty"`
+	Side      string            `json:"side,omitempty"`
 	Hostname  string            `json:"hostname"`
 	Kernel    string            `json:"kernel"`
 	Arch      string            `json:"arch"`
@@ -261,11 +264,20 @@ type UDPTrial struct {
 	PacketsPerSecond float64 `json:"packets_per_second"`
 	BitsPerSecond    float64 `json:"bits_per_second_bps"`
 	SentBitsPerSec   float64 `json:"sender_bits_per_second_bps"`
-	// One-way delay (exact on the local testbed: one clock), µs.
+	// One-way delay (exact on the local testbed: one clock), µs. Between
+	// hosts it is corrected by the clock offset tunbench measured
+	// (ClockOffset, known within ClockUncertainty); when that could not be
+	// measured the delays are zero and DelayNote says "unavailable".
 	DelayMin float64 `json:"delay_min_us"`
 	DelayP50 float64 `json:"delay_p50_us"`
 	DelayP99 float64 `json:"delay_p99_us"`
 	DelayMax float64 `json:"delay_max_us"`
+	// ClockOffset is the receiver's clock minus the sender's and
+	// ClockUncertainty its error bound, µs (sender and receiver on
+	// separate hosts only).
+	ClockOffset      float64 `json:"clock_offset_us,omitempty"`
+	ClockUncertainty float64 `json:"clock_uncertainty_us,omitempty"`
+	DelayNote        string  `json:"delay_note,omitempty"`
 	// Jitter is RFC 3550's interarrival jitter, µs.
 	Jitter        float64 `json:"jitter_us"`
 	SenderCores   float64 `json:"sender_cores"`
@@ -469,6 +481,9 @@ type Meta struct {
 	Kernel         string  `json:"kernel"`
 	// Devices are the devices on the path, with MTU and offload state.
 	Devices []Device `json:"devices"`
+	// Hosts describe each endpoint's machine when the endpoints are
+	// hosts of their own (ssh testbed): kernel, CPU, tool versions.
+	Hosts []Host `json:"hosts,omitempty"`
 	// Variant records which implementation variant actually ran
 	// (e.g. "kernel-libipsec", "netdev datapath").
 	Variant string            `json:"variant,omitempty"`

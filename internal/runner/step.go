@@ -87,6 +87,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		return cell
 	}
 	cell.Meta.BackgroundBusy = busy
+	cell.Meta.Hosts = remoteHosts(ctx, cfg.ID, tb)
 	cell.Meta.Busy = sample.IsBusy(busy)
 
 	env := &method.Env{

@@ -186,10 +186,36 @@ wait:
 		return nil, fmt.Errorf("%w (sender %v: %s; receiver %v: %s)", perr, swait, trim(serr.String()), rwait, trim(rerr.String()))
 	}
 	t := udpTrialOf(s, r)
+	if src.Host != dst.Host || src.Local() != dst.Local() {
+		correctDelay(ctx, &t, src, dst)
+	}
 	if cpu != nil {
 		t.SenderCores, t.ReceiverCores = cpu.SenderCores, cpu.ReceiverCores
 	}
 	return &t, nil
+}
+
+// correctDelay puts the one-way delays of a trial between two hosts on
+// one clock: the receiver stamped arrival with its clock and the sender
+// its departure with its own, so the measured delay includes the offset
+// between the clocks, which is measured over the control connection. When
+// it cannot be measured the delays are dropped, never shown wrong.
+func correctDelay(ctx context.Context, t *result.UDPTrial, src, dst *testbed.Endpoint) {
+	os, us, err1 := testbed.ClockOffset(ctx, src, 8)
+	od, ud, err2 := testbed.ClockOffset(ctx, dst, 8)
+	if err1 != nil || err2 != nil {
+		t.DelayMin, t.DelayP50, t.DelayP99, t.DelayMax = 0, 0, 0, 0
+		t.DelayNote = "unavailable: the clock offset between the hosts could not be measured"
+		return
+	}
+	off := float64((od - os).Nanoseconds()) / 1e3
+	t.ClockOffset = off
+	t.ClockUncertainty = float64((us + ud).Nanoseconds()) / 1e3
+	t.DelayMin -= off
+	t.DelayP50 -= off
+	t.DelayP99 -= off
+	t.DelayMax -= off
+	t.DelayNote = fmt.Sprintf("corrected by the hosts' clock offset %.0f µs, known within ±%.0f µs", off, t.ClockUncertainty)
 }
 
 // udpTrialOf combines the sender's and receiver's reports: loss is what

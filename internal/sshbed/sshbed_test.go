@@ -166,6 +166,9 @@ func TestSSHTwoHosts(t *testing.T) {
 		if c.Latency == nil {
 			t.Errorf("%s: no latency (rr through the hosts' tunbench)", name)
 		}
+		if len(c.Meta.Hosts) != 2 || c.Meta.Hosts[0].Site != c.Params.SiteA || c.Meta.Hosts[0].Kernel == "" || c.Meta.Hosts[1].CPUCount == 0 {
+			t.Errorf("%s: host metadata %+v, want both hosts' kernel and CPU, a first", name, c.Meta.Hosts)
+		}
 		if c.CPU == nil || c.CPU.Split != "hosts" || len(c.CPU.Hosts) != 2 || c.CPU.Hosts[0].Host != c.Params.SiteA {
 			t.Errorf("%s: cpu split %+v, want each host's own record, sender first", name, c.CPU)
 		}
@@ -252,5 +255,33 @@ func TestSSHLostHost(t *testing.T) {
 	}
 	if len(cells) != 4 || failed < 1 || ok < 2 {
 		t.Errorf("cells %d, ok %d, failed %d: want 4 with the killed one failed and the rest kept", len(cells), ok, failed)
+	}
+}
+
+// TestSSHOneWayDelay: UDP one-way delay between hosts is put on one clock
+// by the measured offset, and says so.
+func TestSSHOneWayDelay(t *testing.T) {
+	sites := sshtest.New(t, 2)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native")
+	s.Tests = []string{scenario.TestUDPSizes}
+	s.UDP.Sizes, s.UDP.Trial = []int{256}, "1s"
+	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	cells, err := runSSH(t, sites, s, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 1 || cells[0].Status != result.StatusOK || len(cells[0].UDPSizes) != 1 {
+		t.Fatalf("cells: %+v", cells)
+	}
+	tr := cells[0].UDPSizes[0].Result
+	if tr == nil {
+		t.Fatalf("no trial: %+v", cells[0].UDPSizes[0])
+	}
+	if !strings.Contains(tr.DelayNote, "corrected by the hosts' clock offset") || tr.ClockUncertainty <= 0 {
+		t.Errorf("delay note %q, uncertainty %v", tr.DelayNote, tr.ClockUncertainty)
+	}
+	if tr.DelayP50 < -tr.ClockUncertainty {
+		t.Errorf("one-way delay p50 %.0f µs below the uncertainty %.0f µs", tr.DelayP50, tr.ClockUncertainty)
 	}
 }

@@ -155,3 +155,19 @@ func TestAgentRefusesOtherVersion(t *testing.T) {
 		t.Fatalf("got %v, want a version mismatch naming the fix", err)
 	}
 }
+
+// TestClockOffsetOfAgent: the agent runs on this machine's clock, so the
+// measured offset must be zero within the stated uncertainty.
+func TestClockOffsetOfAgent(t *testing.T) {
+	_, pair, _ := testbedtest.AgentPair(t, 0)
+	off, unc, err := testbed.ClockOffset(context.Background(), pair.B, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if unc <= 0 {
+		t.Errorf("uncertainty %v: a round trip takes time", unc)
+	}
+	if off < -unc-time.Millisecond || off > unc+time.Millisecond {
+		t.Errorf("offset %v outside ±%v on one clock", off, unc)
+	}
+}
