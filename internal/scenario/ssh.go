@@ -117,6 +117,11 @@ func (s Scenario) validateSSH(c Catalog) []error {
 	if len(s.WAN) > 0 {
 		bad("wan", "testbed ssh measures the real network between the hosts and emulates none: drop wan")
 	}
+	for _, o := range s.Offloads {
+		if o != "on" {
+			bad("offloads", "%q: testbed ssh leaves the hosts' NIC settings as they are: use offloads: [on] (and set the NICs beforehand to compare)", o)
+		}
+	}
 	names := map[string]bool{}
 	for i, st := range s.SSH.Sites {
 		f := fmt.Sprintf("ssh.sites[%d]", i)

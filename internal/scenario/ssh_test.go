@@ -1,0 +1,70 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+const sshYAML = `
+testbed: ssh
+methods: [native, vxlan]
+ssh:
+  sites:
+    - {name: fra, address: 192.0.2.1, dev: eth1, ipv4: 10.0.0.1/24}
+    - {name: nyc, address: 192.0.2.2, dev: eth1, ipv4: 10.0.0.2/24}
+    - {name: sgp, address: 192.0.2.3, dev: eth1, ipv4: 10.0.0.3/24}
+`
+
+func TestSSHScenarioPairs(t *testing.T) {
+	s, err := scenario.Parse([]byte(sshYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(s.SitePairs()); got != 6 {
+		t.Errorf("every ordered pair of 3 sites: got %d, want 6", got)
+	}
+	s.SSH.Pairs = [][]string{{"fra", "sgp"}}
+	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"fra", "sgp"} {
+		t.Errorf("chosen pairs: %v", got)
+	}
+}
+
+// TestSSHScenarioRefusals: each bad ssh scenario is refused naming the
+// field and the fix.
+func TestSSHScenarioRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, edit, want string
+	}{
+		{"one site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}]}`, "ssh.sites: testbed ssh needs at least two sites"},
+		{"no dev", `ssh: {sites: [{name: a, address: x, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].dev: empty: name the underlay device"},
+		{"no address for family", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e}]}`, "ssh.sites[1].ipv4: empty, but families lists ipv4"},
+		{"bad prefix", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].ipv4: \"10.0.0.1\": give the ipv4 address of e with its prefix length"},
+		{"duplicate site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: a, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "is listed twice"},
+		{"unknown pair site", `ssh: {pairs: [[a, c]], sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.pairs[0]: unknown site \"c\": sites are a, b"},
+		{"offloads off", "offloads: [off]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "offloads: \"off\": testbed ssh leaves the hosts' NIC settings"},
+		{"local method", "methods: [srv6]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "methods: srv6 cannot run on testbed ssh yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := "testbed: ssh\n" + tc.edit + "\n"
+			if !strings.Contains(tc.edit, "methods:") {
+				doc += "methods: [native]\n"
+			}
+			s, err := scenario.Parse([]byte(doc))
+			if err == nil {
+				err = s.Validate(catalog{})
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
+			}
+		})
+	}
+	s, _ := scenario.Parse([]byte("testbed: local\nssh: {sites: []}\n"))
+	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), "ssh: hosts are only used by testbed ssh") {
+		t.Errorf("ssh section on the local testbed: %v", err)
+	}
+}
