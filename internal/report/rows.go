@@ -24,10 +24,13 @@ type baselineKey struct {
 	MSS         int
 	WAN         string
 	OffloadSet  string
+	// SiteA and SiteB: on an ssh testbed a method compares with native
+	// between the same two hosts.
+	SiteA, SiteB string
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet, p.SiteA, p.SiteB}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and

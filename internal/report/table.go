@@ -54,6 +54,7 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	if err := writeTestTables(&b, rows, v); err != nil {
 		return err
 	}
+	writeSiteMatrices(&b, rows)
 	writeProblems(&b, rows, v)
 	if ws := warnings(run, rows); len(ws) > 0 {
 		b.WriteString("\nwarnings:\n")

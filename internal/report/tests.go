@@ -276,6 +276,9 @@ func extraParams(p result.Params) []string {
 	if p.OffloadSet != "" {
 		ps = append(ps, "offload set "+p.OffloadSet)
 	}
+	if p.SiteA != "" {
+		ps = append(ps, p.SiteA+" → "+p.SiteB)
+	}
 	return ps
 }
 
