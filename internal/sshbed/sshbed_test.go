@@ -33,7 +33,9 @@ var (
 
 // tunbench builds the binary the hosts run (their agent and load tools)
 // and returns its path and build identity.
-func tunbench(t *testing.T) (string, string) {
+func tunbench(t *testing.T) (string, string) { return tunbenchB(t) }
+
+func tunbenchB(t testing.TB) (string, string) {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
@@ -95,6 +97,11 @@ func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) 
 			return sshtest.DialIn(ns[site])
 		},
 		Log: func(f string, a ...any) { t.Logf(f, a...) }}
+}
+
+// dialer reaches each site from inside its namespace.
+func dialer(ns map[string]string) func(string) func(context.Context, string, string) (net.Conn, error) {
+	return func(site string) func(context.Context, string, string) (net.Conn, error) { return sshtest.DialIn(ns[site]) }
 }
 
 // runSSH runs s on the sites and returns the stored cells.

@@ -1,0 +1,118 @@
+package sshbed_test
+
+import (
+	"context"
+	"math"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/sshbed"
+	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// BenchmarkSSHvsLocal measures, in one run with the two testbeds
+// alternating, what the ssh testbed costs over the local one: the harness
+// time per cell (a cell's wall time minus its measured seconds: setup,
+// teardown, sampling and control round trips) and native throughput over
+// the sites' veth against the local testbed's veth. Metrics:
+// overhead-s/cell-ssh and -local (medians), overhead-s/cell-extra (their
+// difference; target at most 1 s) and native-ssh/local (median ratio of
+// the rounds' geometric mean, each testbed first in half the rounds;
+// target within 5% of 1).
+//
+//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x ./internal/sshbed/
+func BenchmarkSSHvsLocal(b *testing.B) {
+	sites := sshtest.New(b, 2)
+	bin, bid := tunbenchB(b)
+	reg := method.Builtin()
+	s := scenario.Default()
+	s.Testbed = "ssh"
+	s.Methods, s.Repetitions = []string{"native"}, 1
+	s.Duration, s.Omit, s.Latency = "3s", "0s", "0s"
+	s.Tests = []string{scenario.TestTCPStream}
+	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
+	ns := map[string]string{}
+	for _, st := range sites.Site {
+		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr,
+			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
+		ns[st.Config.Name] = st.Namespace
+	}
+	local := s
+	local.Testbed, local.SSH = "local", nil
+	ctx := context.Background()
+	id := testbed.NewID()
+	tb, err := sshbed.Open(ctx, sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
+		Version: "devel", Binary: bin, Dial: dialer(ns)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tb.Close()
+	cell := func(sc scenario.Scenario, bed testbed.Testbed, runID string) result.Cell {
+		// A store per cell: the ssh cells share the testbed's run id.
+		st, err := store.Open(filepath.Join(b.TempDir(), "r.db"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: runID, BackgroundWindow: 100 * time.Millisecond})
+		if err != nil || len(out.Cells) != 1 || out.Cells[0].Status != result.StatusOK {
+			b.Fatalf("run: %v %+v", err, out)
+		}
+		return out.Cells[0]
+	}
+	overhead := func(c result.Cell) float64 {
+		return c.Finished.Sub(c.Started).Seconds() - c.Params.Duration - c.Params.Omit
+	}
+	var ohSSH, ohLocal, ratio []float64
+	// An even number of rounds: each testbed goes first in half of them
+	// (which goes second ran 10-20% faster in either order here).
+	rounds := 6
+	for i := 0; i < b.N*rounds; i++ {
+		lid := testbed.NewID()
+		l := cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
+		r := cell(s, tb, id)
+		if i%2 == 1 { // alternate which goes first
+			r = cell(s, tb, id)
+			l = cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
+		}
+		ohSSH, ohLocal = append(ohSSH, overhead(r)), append(ohLocal, overhead(l))
+		ratio = append(ratio, r.Throughput.BitsPerSecond/l.Throughput.BitsPerSecond)
+	}
+	b.ReportMetric(median(ohSSH), "overhead-s/cell-ssh")
+	b.ReportMetric(median(ohLocal), "overhead-s/cell-local")
+	b.ReportMetric(median(ohSSH)-median(ohLocal), "overhead-s/cell-extra")
+	b.ReportMetric(geomean(ratio), "native-ssh/local")
+	b.Logf("overhead ssh %v local %v; native ssh/local %v", ohSSH, ohLocal, ratio)
+}
+
+func geomean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += math.Log(x)
+	}
+	return math.Exp(sum / float64(len(v)))
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
