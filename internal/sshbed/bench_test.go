@@ -78,9 +78,11 @@ func BenchmarkSSHvsLocal(b *testing.B) {
 	rounds := 6
 	for i := 0; i < b.N*rounds; i++ {
 		lid := testbed.NewID()
-		l := cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
-		r := cell(s, tb, id)
-		if i%2 == 1 { // alternate which goes first
+		var l, r result.Cell
+		if i%2 == 0 { // alternate which goes first
+			l = cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
+			r = cell(s, tb, id)
+		} else {
 			r = cell(s, tb, id)
 			l = cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
 		}
