@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"strings"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
@@ -125,15 +124,4 @@ func background(ctx context.Context, tb *testbed.Pair, window time.Duration) (fl
 	}
 	busyB, err := sample.Background(ctx, procFS(tb.B), window)
 	return max(busy, busyB), err
-}
-
-// hostsLabel names the hosts of a pair for messages ("" when local).
-func hostsLabel(tb *testbed.Pair) string {
-	var hs []string
-	for _, ep := range tb.Endpoints() {
-		if ep.Host != "" {
-			hs = append(hs, ep.Host)
-		}
-	}
-	return strings.Join(hs, "→")
 }

@@ -101,7 +101,9 @@ func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) 
 
 // dialer reaches each site from inside its namespace.
 func dialer(ns map[string]string) func(string) func(context.Context, string, string) (net.Conn, error) {
-	return func(site string) func(context.Context, string, string) (net.Conn, error) { return sshtest.DialIn(ns[site]) }
+	return func(site string) func(context.Context, string, string) (net.Conn, error) {
+		return sshtest.DialIn(ns[site])
+	}
 }
 
 // runSSH runs s on the sites and returns the stored cells.

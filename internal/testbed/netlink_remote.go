@@ -39,14 +39,6 @@ func generic(l netlink.Link) netlink.Link {
 	return &netlink.GenericLink{LinkAttrs: attrs, LinkType: l.Type()}
 }
 
-func generics(ls []netlink.Link) []netlink.Link {
-	out := make([]netlink.Link, len(ls))
-	for i, l := range ls {
-		out[i] = generic(l)
-	}
-	return out
-}
-
 type nlArgs struct {
 	Link   wireLink
 	Name   string
