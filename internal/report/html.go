@@ -307,6 +307,13 @@ func (b *Built) WriteHTML(w io.Writer) error {
 }
 
 var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
+	"siteMatrices": SiteMatrices,
+	"gbpsOrDash": func(v *float64) string {
+		if v == nil {
+			return missing
+		}
+		return strconv.FormatFloat(*v, 'f', 2, 64)
+	},
 	"inlineSVG": inlineSVG,
 	"figs": func(r BuiltRun, section string) []figView {
 		var out []figView
@@ -497,6 +504,13 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <figcaption>{{.Main.Caption}} {{with .Alt}}<label class="toggle"><input type="checkbox" class="altscale"> {{scaleName .}}</label> {{end}}Files: <a href="{{$.FilesDir}}/{{.Main.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.Main.FileStem}}.png">PNG</a>{{with .Alt}}; {{scaleName .}}: <a href="{{$.FilesDir}}/{{.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.FileStem}}.png">PNG</a>{{end}}.</figcaption>
 </figure>
 {{end}}</div>
+{{end}}{{end}}
+{{with siteMatrices .Rows}}<h3 id="{{$run.Run.ID}}-sites">Site × site</h3>
+<p class="muted">Throughput in Gbit/s (mean over repetitions) between every measured ordered pair of hosts: the row's site sends to the column's.</p>
+{{range .}}<h4>{{.Label}} <span class="muted">({{.Params}})</span></h4>
+<div class="tw"><table><thead><tr><th class="l">sender \ receiver</th>{{range .Sites}}<th>{{.}}</th>{{end}}</tr></thead><tbody>
+{{$m := .}}{{range $i, $a := .Sites}}<tr><th class="l">{{$a}}</th>{{range $j, $b := $m.Sites}}<td>{{if eq $i $j}}·{{else}}{{gbpsOrDash (index (index $m.Gbps $i) $j)}}{{end}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
 {{end}}{{end}}
 <h3>Devices</h3>
 <details{{if $run.DevicesDiffer}} open{{end}}><summary>{{len .Devices}} devices on the measured paths</summary>

@@ -54,4 +54,15 @@ func TestSiteMatrix(t *testing.T) {
 	if !strings.Contains(b.String(), "site × site, Gbit/s") || !strings.Contains(b.String(), "fra → nyc") {
 		t.Errorf("table lacks the site matrix or the pair headings:\n%s", b.String())
 	}
+	built, err := Build([]RunRecords{{Run: run, Cells: cells}}, "files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h strings.Builder
+	if err := built.WriteHTML(&h); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(h.String(), "Site × site") || !strings.Contains(h.String(), "<th class=\"l\">nyc</th>") {
+		t.Errorf("HTML report lacks the site matrix")
+	}
 }
