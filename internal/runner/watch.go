@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -35,9 +34,11 @@ type watch struct {
 	seen   map[string]bool
 }
 
-// daemonProbe reports whether pid still runs (a zombie has exited).
-var daemonProbe = func(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// daemonProbe reports whether pid still runs on ep's host (a zombie has
+// exited). A host that cannot be asked (its connection is lost) counts as
+// the daemon gone.
+var daemonProbe = func(ep *testbed.Endpoint, pid int) bool {
+	data, err := ep.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
 	}
@@ -75,12 +76,24 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (conte
 			case <-t.C:
 			}
 			at := time.Since(start).Round(100 * time.Millisecond)
+			for _, ep := range tb.Endpoints() {
+				if lost := ep.Lost(); lost != nil {
+					w.fault(ep.Side+"/host", fmt.Sprintf("%s: %s %s into the measurement", ep.Side, lost, at))
+				}
+			}
 			for _, d := range path.Daemons {
-				if !daemonProbe(d.PID) {
+				ep := tb.A
+				if d.Side == "b" {
+					ep = tb.B
+				}
+				if !daemonProbe(ep, d.PID) {
 					w.fault(d.Side+"/"+d.Role, fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at))
 				}
 			}
 			for _, ep := range tb.Endpoints() {
+				if ep.Lost() != nil {
+					continue // said above
+				}
 				up, err := linkProbe(ep)
 				switch {
 				case err != nil:

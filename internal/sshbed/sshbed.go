@@ -88,24 +88,41 @@ func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 		cfg.Binary = exe
 	}
 	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
-	errs := make([]error, len(cfg.SSH.Sites))
-	hosts := make([]*host, len(cfg.SSH.Sites))
-	var wg sync.WaitGroup
-	for i, st := range cfg.SSH.Sites {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			hosts[i], errs[i] = t.connect(ctx, st, true)
-		}()
+	n := len(cfg.SSH.Sites)
+	errs := make([]error, n)
+	hosts := make([]*host, n)
+	each := func(fn func(i int)) {
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fn(i)
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
-	for i, h := range hosts {
-		if h != nil {
-			t.hosts[cfg.SSH.Sites[i].Name] = h
+	closeAll := func() {
+		for _, h := range hosts {
+			if h != nil {
+				h.close()
+			}
 		}
 	}
+	// First every host is reached and checked for tools, before anything
+	// is copied or started on any of them.
+	each(func(i int) { hosts[i], errs[i] = t.dial(ctx, cfg.SSH.Sites[i], true) })
 	if err := errors.Join(errs...); err != nil {
-		return nil, errors.Join(err, t.Close())
+		closeAll()
+		return nil, err
+	}
+	each(func(i int) { errs[i] = t.start(ctx, hosts[i], true) })
+	if err := errors.Join(errs...); err != nil {
+		closeAll()
+		return nil, err
+	}
+	for i, h := range hosts {
+		t.hosts[cfg.SSH.Sites[i].Name] = h
 	}
 	return t, nil
 }
@@ -126,9 +143,22 @@ func (t *Testbed) sshConfig(st scenario.Site) sshhost.Config {
 	return c
 }
 
-// connect logs in to st, checks it and starts its agent. check also
-// verifies tools, device and addresses (the first time).
+// connect logs in to st and starts its agent; check also verifies its
+// tools, device and addresses (the first time).
 func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+	h, err := t.dial(ctx, st, check)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.start(ctx, h, check); err != nil {
+		h.close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// dial logs in to st; check also looks for the tools the run needs.
+func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host, error) {
 	c := t.sshConfig(st)
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("site %s: %w", st.Name, err)
@@ -151,6 +181,14 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 			return fail(errors.New(r))
 		}
 	}
+	return h, nil
+}
+
+// start installs tunbench on h (unless given), starts its agent and, with
+// check, verifies the underlay device, addresses and MTU.
+func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
+	st, sh := h.site, h.ssh
+	var err error
 	exe := t.cfg.SSH.Binary
 	if exe == "" {
 		dir := t.cfg.SSH.Dir
@@ -160,7 +198,7 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 		// One directory per build: a binary found there is this one.
 		dir = path.Join(dir, buildDir(t.cfg.BuildID))
 		if exe, err = sh.InstallSelf(ctx, dir, t.cfg.Version, t.cfg.Binary); err != nil {
-			return fail(err)
+			return fmt.Errorf("site %s: %w", st.Name, err)
 		}
 	}
 	h.exe = exe
@@ -173,21 +211,19 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 	}
 	sess, err := sh.Start(context.WithoutCancel(ctx), exe, "agent")
 	if err != nil {
-		return fail(err)
+		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h.sess = sess
 	h.agent = testbed.NewAgentConn(st.Name, sess.Stdout, sess.Stdin, sessionCloser{sess})
 	if err := h.agent.Hello(ctx, h.hello); err != nil {
-		h.close()
-		return nil, fmt.Errorf("site %s: %w", st.Name, err)
+		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	if check {
 		if err := t.checkUnderlay(h); err != nil {
-			h.close()
-			return nil, fmt.Errorf("site %s: %w", st.Name, err)
+			return fmt.Errorf("site %s: %w", st.Name, err)
 		}
 	}
-	return h, nil
+	return nil
 }
 
 // sessionCloser ends the agent: EOF on its standard input makes it clean

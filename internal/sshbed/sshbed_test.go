@@ -294,3 +294,24 @@ func TestSSHOneWayDelay(t *testing.T) {
 		t.Errorf("one-way delay p50 %.0f µs below the uncertainty %.0f µs", tr.DelayP50, tr.ClockUncertainty)
 	}
 }
+
+// TestSSHMissingToolsReportedPerHost: a tool the hosts lack is reported
+// for every host with the install line, and nothing is created on any.
+func TestSSHMissingToolsReportedPerHost(t *testing.T) {
+	sites := sshtest.New(t, 2)
+	bin, _ := tunbench(t)
+	s := sshScenario(sites, bin, "native")
+	id := testbed.NewID()
+	cfg := config(t, sites, s, id)
+	cfg.Tools = append(cfg.Tools, sshhost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
+	_, err := sshbed.Open(context.Background(), cfg)
+	for _, st := range sites.Site {
+		want := "host " + st.Config.Name + " lacks tunbench-no-such-tool: apt-get install -y --no-install-recommends no-such-package"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v\nwant it to contain %q", err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(testbed.DefaultRoot, id)); err == nil {
+		t.Errorf("run directory created although the hosts were refused")
+	}
+}

@@ -58,6 +58,15 @@ func (e *Endpoint) hostOf() Host {
 	return e.h
 }
 
+// Lost returns why the endpoint's host can no longer be reached (its
+// connection is lost), nil while it can, and always nil on this machine.
+func (e *Endpoint) Lost() error {
+	if r, ok := e.hostOf().(remoteHost); ok {
+		return r.lost()
+	}
+	return nil
+}
+
 // Tunbench returns the path of tunbench on the endpoint's host.
 func (e *Endpoint) Tunbench() (string, error) {
 	if e.Exe != "" {

@@ -198,6 +198,16 @@ func (c *AgentConn) Endpoint(side string, h Hello) *Endpoint {
 // remoteHost is an endpoint's host reached through its agent.
 type remoteHost struct{ c *AgentConn }
 
+// lost reports why the connection to the host ended, nil while it is up.
+func (h remoteHost) lost() error {
+	select {
+	case <-h.c.Done():
+		return h.c.Err()
+	default:
+		return nil
+	}
+}
+
 func (remoteHost) Local() bool { return false }
 
 func (h remoteHost) Call(ctx context.Context, _ *Endpoint, name string, args []byte) ([]byte, error) {
