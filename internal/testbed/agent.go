@@ -101,7 +101,7 @@ func SiteDir(root, id, site string) string {
 // host: devices named with the run's prefix in its namespace, the site
 // directory. version is this binary's (Hello must match).
 func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) error {
-	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*Cmd{}, stdins: map[uint64]*io.PipeWriter{}}
+	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*Cmd{}, stdins: map[uint64]*inQueue{}}
 	dec := gob.NewDecoder(r)
 	defer a.shutdown()
 	var wg sync.WaitGroup
@@ -142,8 +142,54 @@ type agent struct {
 
 	mu     sync.Mutex
 	next   uint64
-	procs  map[uint64]*Cmd
-	stdins map[uint64]*io.PipeWriter
+	procs map[uint64]*Cmd
+	// stdins queue each process's standard input, written in order by
+	// one goroutine per process.
+	stdins map[uint64]*inQueue
+}
+
+// inQueue is a process's standard input: unbounded, so a process that
+// does not read stalls nothing else, and nothing is dropped.
+type inQueue struct {
+	mu   sync.Mutex
+	bufs [][]byte
+	eof  bool
+	wake chan struct{}
+}
+
+func newInQueue(w io.WriteCloser) *inQueue {
+	q := &inQueue{wake: make(chan struct{}, 1)}
+	go func() {
+		defer w.Close()
+		for range q.wake {
+			q.mu.Lock()
+			bufs, eof := q.bufs, q.eof
+			q.bufs = nil
+			q.mu.Unlock()
+			for _, b := range bufs {
+				if _, err := w.Write(b); err != nil {
+					return
+				}
+			}
+			if eof {
+				return
+			}
+		}
+	}()
+	return q
+}
+
+func (q *inQueue) push(data []byte, eof bool) {
+	q.mu.Lock()
+	if len(data) > 0 {
+		q.bufs = append(q.bufs, data)
+	}
+	q.eof = q.eof || eof
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default: // a wake-up is pending already
+	}
 }
 
 func (a *agent) send(r agentResp) {
@@ -281,13 +327,16 @@ func (a *agent) start(req agentReq) {
 	if s.Stderr {
 		c.Stderr = eventWriter{a, id, 2, ready}
 	}
-	var stdin *io.PipeWriter
+	var stdin *inQueue
 	if s.Stdin {
-		var r *io.PipeReader
-		r, stdin = io.Pipe()
+		r, pw := io.Pipe()
 		c.Stdin = r
+		stdin = newInQueue(pw)
 	}
 	if err := a.ep.Start(c); err != nil {
+		if stdin != nil {
+			stdin.push(nil, true)
+		}
 		a.reply(req.ID, nil, err)
 		return
 	}
@@ -305,8 +354,8 @@ func (a *agent) start(req agentReq) {
 		a.ep.Forget(c)
 		a.mu.Lock()
 		delete(a.procs, id)
-		if w := a.stdins[id]; w != nil {
-			w.Close()
+		if q := a.stdins[id]; q != nil {
+			q.push(nil, true)
 			delete(a.stdins, id)
 		}
 		a.mu.Unlock()
@@ -323,21 +372,16 @@ func (a *agent) start(req agentReq) {
 	}()
 }
 
+// stdin queues input for a process, in the order it arrives.
 func (a *agent) stdin(req agentReq) {
 	a.mu.Lock()
-	w := a.stdins[req.Proc]
+	q := a.stdins[req.Proc]
 	if req.EOF {
 		delete(a.stdins, req.Proc)
 	}
 	a.mu.Unlock()
-	if w == nil {
-		return
-	}
-	if len(req.Data) > 0 {
-		go func() { _, _ = w.Write(req.Data) }()
-	}
-	if req.EOF {
-		go func() { _ = w.Close() }()
+	if q != nil {
+		q.push(req.Data, req.EOF)
 	}
 }
 
