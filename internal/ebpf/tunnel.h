@@ -33,12 +33,20 @@ struct counters {
 };
 
 /* Key of the rules LPM trie: prefixlen is 32 + the prefix length of addr,
- * so that the family byte always matches. */
+ * so that the family byte always matches.
+ *
+ * The trie stores the value right after the key's data (the key minus
+ * prefixlen) in an 8-byte aligned node, so the data is padded to a multiple
+ * of 8 bytes (tail): then the 64-bit counters in the value are 8-byte
+ * aligned. Unaligned, an atomic add can straddle a cache line, a split
+ * lock; in the VMs this project runs on one such add costs ~0.5 us, which
+ * made the encap path 3.5 times as expensive (docs/performance.md). */
 struct rule_key {
 	__u32 prefixlen;
 	__u8 family; /* 4 or 6: family of the inner destination */
 	__u8 pad[3];
 	__u8 addr[16];
+	__u8 pad2[4]; /* see above; never part of the prefix */
 };
 
 /* Value of the rules map: how to encapsulate traffic to the prefix. */

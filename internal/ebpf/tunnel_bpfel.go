@@ -66,6 +66,7 @@ type tunnelRuleKey struct {
 	Family    uint8
 	Pad       [3]uint8
 	Addr      [16]uint8
+	Pad2      [4]uint8
 }
 
 // Names of all BPF objects in the ELF.
