@@ -62,6 +62,20 @@ type Host struct {
 	// such figures measure function, not performance.
 	Emulated bool              `json:"emulated"`
 	Sysctls  map[string]string `json:"sysctls,omitempty"`
+	// NIC is the underlay device a host of an ssh testbed measured over.
+	NIC *NIC `json:"nic,omitempty"`
+}
+
+// NIC describes a host's underlay device: what ethtool -i and the link
+// report.
+type NIC struct {
+	Dev       string `json:"dev"`
+	Driver    string `json:"driver"`
+	Version   string `json:"driver_version,omitempty"`
+	Firmware  string `json:"firmware_version,omitempty"`
+	BusInfo   string `json:"bus_info,omitempty"`
+	SpeedMbps int    `json:"speed_mbps,omitempty"`
+	MTU       int    `json:"mtu_bytes"`
 }
 
 // Params are the parameters of one cell of the matrix.

@@ -177,6 +177,8 @@ func TestSSHTwoHosts(t *testing.T) {
 		}
 		if len(c.Meta.Hosts) != 2 || c.Meta.Hosts[0].Site != c.Params.SiteA || c.Meta.Hosts[0].Kernel == "" || c.Meta.Hosts[1].CPUCount == 0 {
 			t.Errorf("%s: host metadata %+v, want both hosts' kernel and CPU, a first", name, c.Meta.Hosts)
+		} else if n := c.Meta.Hosts[1].NIC; n == nil || n.Driver != "veth" || n.MTU != 1500 {
+			t.Errorf("%s: receiver's underlay %+v, want driver veth, MTU 1500", name, n)
 		}
 		if c.CPU == nil || c.CPU.Split != "hosts" || len(c.CPU.Hosts) != 2 || c.CPU.Hosts[0].Host != c.Params.SiteA {
 			t.Errorf("%s: cpu split %+v, want each host's own record, sender first", name, c.CPU)
