@@ -140,8 +140,8 @@ type agent struct {
 	id   string
 	lock *os.File
 
-	mu     sync.Mutex
-	next   uint64
+	mu    sync.Mutex
+	next  uint64
 	procs map[uint64]*Cmd
 	// stdins queue each process's standard input, written in order by
 	// one goroutine per process.
