@@ -165,8 +165,12 @@ func udpColumn(c result.Cell) []string {
 	for _, u := range c.UDPSizes {
 		p := strconv.Itoa(u.FrameBytes) + ":"
 		if r := u.Result; r != nil {
+			p50, p99 := flt(r.DelayP50), flt(r.DelayP99)
+			if !r.DelayKnown() {
+				p50, p99 = "", ""
+			}
 			p += fmt.Sprintf("pps=%s,bps=%s,loss=%s%%,p50=%sus,p99=%sus,jitter=%sus", flt(r.PacketsPerSecond),
-				flt(r.BitsPerSecond), flt(r.LossPercent), flt(r.DelayP50), flt(r.DelayP99), flt(r.Jitter))
+				flt(r.BitsPerSecond), flt(r.LossPercent), p50, p99, flt(r.Jitter))
 		}
 		if len(u.Trials) > 0 {
 			p += fmt.Sprintf(",ndr=%s,pdr=%s", flt(u.NDRBitsPerSecond), flt(u.PDRBitsPerSecond))
@@ -210,6 +214,7 @@ var CSVHeader = []string{
 	"duration_s", "omit_s", "latency_duration_s", "latency_tool", "pin", "options",
 	"background_busy_percent", "background_busy", "emulated", "cpu_split",
 	"tests", "direction", "mss_bytes", "streams_per_process", "offload_set", "wan", "line_rate_bps",
+	"site_a", "site_b",
 	"frame_bytes", "process_port",
 	"metric", "value", "unit", "error",
 }
@@ -334,9 +339,15 @@ func measuredValues(c result.Cell) []measuredValue {
 			add("udp_lost", unitCount, strconv.FormatUint(r.Lost, 10))
 			add("udp_loss", unitPercent, flt(r.LossPercent))
 			add("udp_out_of_order", unitCount, strconv.FormatUint(r.OutOfOrder, 10))
-			add("udp_delay_min", unitMicroseconds, flt(r.DelayMin))
-			add("udp_delay_p50", unitMicroseconds, flt(r.DelayP50))
-			add("udp_delay_p99", unitMicroseconds, flt(r.DelayP99))
+			if r.DelayKnown() {
+				add("udp_delay_min", unitMicroseconds, flt(r.DelayMin))
+				add("udp_delay_p50", unitMicroseconds, flt(r.DelayP50))
+				add("udp_delay_p99", unitMicroseconds, flt(r.DelayP99))
+			}
+			if r.ClockUncertainty > 0 {
+				add("udp_clock_offset", unitMicroseconds, flt(r.ClockOffset))
+				add("udp_clock_uncertainty", unitMicroseconds, flt(r.ClockUncertainty))
+			}
 			add("udp_jitter", unitMicroseconds, flt(r.Jitter))
 			add("udp_sender_cpu", unitCores, flt(r.SenderCores))
 			add("udp_receiver_cpu", unitCores, flt(r.ReceiverCores))
@@ -377,7 +388,8 @@ func measuredValues(c result.Cell) []measuredValue {
 	return out
 }
 
-// tidyParams are the issue-12 parameters of the tidy CSV.
+// tidyParams are the parameters of the tidy CSV beyond the base ones
+// (issue 12's, and the sites of an ssh run).
 func tidyParams(p result.Params) []string {
 	mss, spp, rate := "", "", ""
 	if p.MSS > 0 {
@@ -393,7 +405,7 @@ func tidyParams(p result.Params) []string {
 	if w := p.WAN; w != nil {
 		wan = fmt.Sprintf("delay=%sms jitter=%sms loss=%s%% rate=%sbps qdisc=%s", flt(w.DelayMs), flt(w.JitterMs), flt(w.LossPercent), flt(w.RateBps), w.Qdisc)
 	}
-	return []string{strings.Join(p.Tests, " "), p.Direction, mss, spp, p.OffloadSet, wan, rate}
+	return []string{strings.Join(p.Tests, " "), p.Direction, mss, spp, p.OffloadSet, wan, rate, p.SiteA, p.SiteB}
 }
 
 // CSV writes the tidy CSV export: one row per measured value, with its

@@ -217,7 +217,10 @@ func udpSizeCharts(runID string, ps paramSet, byKey map[string][]result.Cell) []
 					pts = append(pts, pt)
 				}
 				pt.gbps = append(pt.gbps, t.BitsPerSecond/1e9)
-				pt.p50, pt.p99, pt.jit = append(pt.p50, t.DelayP50), append(pt.p99, t.DelayP99), append(pt.jit, t.Jitter)
+				if t.DelayKnown() {
+					pt.p50, pt.p99 = append(pt.p50, t.DelayP50), append(pt.p99, t.DelayP99)
+				}
+				pt.jit = append(pt.jit, t.Jitter)
 				pt.loss = append(pt.loss, t.LossPercent)
 				pt.snd, pt.rcv = append(pt.snd, t.SenderCores), append(pt.rcv, t.ReceiverCores)
 			}

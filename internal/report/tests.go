@@ -104,7 +104,10 @@ func summarizeUDP(reps []result.Cell) []UDPSizeSummary {
 				a.gbps = append(a.gbps, r.BitsPerSecond/1e9)
 				a.loss = append(a.loss, r.LossPercent)
 				a.ooo = append(a.ooo, float64(r.OutOfOrder))
-				a.p50, a.p99, a.jit = append(a.p50, r.DelayP50), append(a.p99, r.DelayP99), append(a.jit, r.Jitter)
+				if r.DelayKnown() {
+					a.p50, a.p99 = append(a.p50, r.DelayP50), append(a.p99, r.DelayP99)
+				}
+				a.jit = append(a.jit, r.Jitter)
 			}
 			if len(u.Trials) > 0 {
 				a.ndr, a.pdr = append(a.ndr, u.NDRBitsPerSecond/1e9), append(a.pdr, u.PDRBitsPerSecond/1e9)

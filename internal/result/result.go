@@ -8,6 +8,8 @@
 // touches the operating system.
 package result
 
+import "strings"
+
 import "time"
 
 // SchemaVersion is written into every exported record. Bump it when a field
@@ -297,6 +299,14 @@ type UDPTrial struct {
 	SenderCores   float64 `json:"sender_cores"`
 	ReceiverCores float64 `json:"receiver_cores"`
 }
+
+// DelayUnavailable starts UDPTrial.DelayNote when the one-way delay could
+// not be put on one clock and was dropped.
+const DelayUnavailable = "unavailable"
+
+// DelayKnown reports whether the trial's one-way delays are figures (on
+// one clock, or corrected by a measured offset) rather than dropped.
+func (t UDPTrial) DelayKnown() bool { return !strings.HasPrefix(t.DelayNote, DelayUnavailable) }
 
 // Cost bases: what a cost per packet is counted in.
 const (

@@ -205,7 +205,7 @@ func correctDelay(ctx context.Context, t *result.UDPTrial, src, dst *testbed.End
 	od, ud, err2 := testbed.ClockOffset(ctx, dst, 8)
 	if err1 != nil || err2 != nil {
 		t.DelayMin, t.DelayP50, t.DelayP99, t.DelayMax = 0, 0, 0, 0
-		t.DelayNote = "unavailable: the clock offset between the hosts could not be measured"
+		t.DelayNote = result.DelayUnavailable + ": the clock offset between the hosts could not be measured"
 		return
 	}
 	off := float64((od - os).Nanoseconds()) / 1e3
