@@ -275,19 +275,6 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 		return fmt.Errorf("collect host metadata: %w", err)
 	}
 	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host}
-	if s.Testbed == "ssh" {
-		cfg.ID = testbed.NewID()
-		tb, err := openSSH(ctx, s, reg, cfg.ID, stderr)
-		if err != nil {
-			return err
-		}
-		cfg.Bed = tb
-		defer func() {
-			if err := tb.Close(); err != nil {
-				fmt.Fprintf(stderr, "tunbench: %v\n", err)
-			}
-		}()
-	}
 	// Inside the kernel lab this run is the guest half of --testbed vm.
 	if os.Getenv(lab.EnvInLab) == "1" {
 		cfg.Testbed = "vm"
@@ -297,10 +284,23 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 }
 
 // runAndReport runs cfg and writes the export, the table or JSON and the
-// closing line.
-func runAndReport(cmd *cobra.Command, f runFlags, cfg runner.Config, dbPath string) error {
+// closing line. On testbed ssh it connects to the hosts first (under the
+// run's id, so a resumed run's objects carry its prefix) and, at the end,
+// ends their agents; a host left uncleaned makes the command fail.
+func runAndReport(cmd *cobra.Command, f runFlags, cfg runner.Config, dbPath string) (err error) {
 	ctx := cmd.Context()
 	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	if cfg.Scenario.Testbed == "ssh" {
+		if cfg.ID == "" {
+			cfg.ID = testbed.NewID()
+		}
+		tb, err := openSSH(ctx, cfg.Scenario, cfg.Methods, cfg.ID, stderr)
+		if err != nil {
+			return err
+		}
+		cfg.Bed = tb
+		defer func() { err = errors.Join(err, tb.Close()) }()
+	}
 	if !f.quiet {
 		cfg.Progress = stderr
 		cfg.Live = isTerminal(stderr)

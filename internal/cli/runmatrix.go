@@ -106,19 +106,5 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		cfg.Testbed = "vm"
 		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
 	}
-	if s.Testbed == "ssh" {
-		// The hosts are reached again under the run's id, so the
-		// resumed cells' objects carry its prefix.
-		tb, err := openSSH(cmd.Context(), s, reg, run.ID, cmd.ErrOrStderr())
-		if err != nil {
-			return err
-		}
-		cfg.Bed = tb
-		defer func() {
-			if err := tb.Close(); err != nil {
-				fmt.Fprintf(cmd.ErrOrStderr(), "tunbench: %v\n", err)
-			}
-		}()
-	}
 	return runAndReport(cmd, f, cfg, dbPath)
 }

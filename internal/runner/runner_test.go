@@ -222,15 +222,18 @@ func (s *memStore) FinishRun(_ context.Context, _, status, _ string, _ time.Time
 	return nil
 }
 
-func fakeRun(t *testing.T, ctx context.Context, m *fakeMethod, bed *fakeBed, reps int) (*Outcome, *memStore, error) {
+// newFakeBed is a fake testbed whose iperf3 prints captured output.
+func newFakeBed(t *testing.T) *fakeBed {
 	t.Helper()
 	data, err := os.ReadFile("../load/testdata/iperf3_tcp4_omit.json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bed.host == nil {
-		bed.host = &fakeHost{iperf3: data}
-	}
+	return &fakeBed{host: &fakeHost{iperf3: data}}
+}
+
+func fakeRun(t *testing.T, ctx context.Context, m *fakeMethod, bed testbed.Testbed, reps int) (*Outcome, *memStore, error) {
+	t.Helper()
 	sc := scenario.Default()
 	sc.Methods = []string{"fake"}
 	sc.Repetitions = reps
@@ -238,12 +241,12 @@ func fakeRun(t *testing.T, ctx context.Context, m *fakeMethod, bed *fakeBed, rep
 	sc.Tests = []string{scenario.TestTCPStream}
 	st := &memStore{}
 	out, err := Run(ctx, Config{Scenario: sc, Methods: method.NewRegistry(m), Store: st, Bed: bed,
-		ID: "f0f0f0", BackgroundWindow: 10 * time.Millisecond})
+		ID: testbed.NewID(), BackgroundWindow: 10 * time.Millisecond})
 	return out, st, err
 }
 
 func TestRunnerOnePairPerCell(t *testing.T) {
-	m, bed := &fakeMethod{}, &fakeBed{}
+	m, bed := &fakeMethod{}, newFakeBed(t)
 	out, st, err := fakeRun(t, context.Background(), m, bed, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +274,7 @@ func TestRunnerOnePairPerCell(t *testing.T) {
 }
 
 func TestRunnerFailedSetupIsAFailedCellAndTornDown(t *testing.T) {
-	m, bed := &fakeMethod{failSetup: errors.New("no such thing")}, &fakeBed{}
+	m, bed := &fakeMethod{failSetup: errors.New("no such thing")}, newFakeBed(t)
 	_, st, err := fakeRun(t, context.Background(), m, bed, 2)
 	if err != nil {
 		t.Fatal(err)
@@ -293,7 +296,8 @@ func TestRunnerFailedSetupIsAFailedCellAndTornDown(t *testing.T) {
 }
 
 func TestRunnerPairFailureIsAFailedCell(t *testing.T) {
-	m, bed := &fakeMethod{}, &fakeBed{failPair: errors.New("host gone")}
+	m, bed := &fakeMethod{}, newFakeBed(t)
+	bed.failPair = errors.New("host gone")
 	_, st, err := fakeRun(t, context.Background(), m, bed, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -307,19 +311,11 @@ func TestRunnerPairFailureIsAFailedCell(t *testing.T) {
 }
 
 func TestRunnerInterruptKeepsMeasuredCells(t *testing.T) {
-	m, bed := &fakeMethod{}, &fakeBed{}
+	m, bed := &fakeMethod{}, newFakeBed(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	// Interrupt as the second pair is built.
-	bed.host = nil
-	data, _ := os.ReadFile("../load/testdata/iperf3_tcp4_omit.json")
-	bed.host = &fakeHost{iperf3: data}
 	wrapped := &cancelBed{fakeBed: bed, after: 2, cancel: cancel}
-	sc := scenario.Default()
-	sc.Methods, sc.Repetitions = []string{"fake"}, 3
-	sc.Duration, sc.Omit, sc.Latency = "1s", "0s", "0s"
-	sc.Tests = []string{scenario.TestTCPStream}
-	st := &memStore{}
-	_, err := Run(ctx, Config{Scenario: sc, Methods: method.NewRegistry(m), Store: st, Bed: wrapped, ID: "f0f0f1", BackgroundWindow: 10 * time.Millisecond})
+	_, st, err := fakeRun(t, ctx, m, wrapped, 3)
 	if err == nil {
 		t.Fatal("interrupted run returned no error")
 	}

@@ -31,7 +31,7 @@ import (
 //	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x ./internal/sshbed/
 func BenchmarkSSHvsLocal(b *testing.B) {
 	sites := sshtest.New(b, 2)
-	bin, bid := tunbenchB(b)
+	bin, bid := tunbench(b)
 	reg := method.Builtin()
 	s := scenario.Default()
 	s.Testbed = "ssh"

@@ -188,18 +188,9 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 // check, verifies the underlay device, addresses and MTU.
 func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 	st, sh := h.site, h.ssh
-	var err error
-	exe := t.cfg.SSH.Binary
-	if exe == "" {
-		dir := t.cfg.SSH.Dir
-		if dir == "" {
-			dir = scenario.DefaultSSHDir
-		}
-		// One directory per build: a binary found there is this one.
-		dir = path.Join(dir, buildDir(t.cfg.BuildID))
-		if exe, err = sh.InstallSelf(ctx, dir, t.cfg.Version, t.cfg.Binary); err != nil {
-			return fmt.Errorf("site %s: %w", st.Name, err)
-		}
+	exe, err := t.cfg.install(ctx, sh)
+	if err != nil {
+		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h.exe = exe
 	h.hello = testbed.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe}
@@ -425,18 +416,11 @@ func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
 			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
 			continue
 		}
-		exe := cfg.SSH.Binary
-		if exe == "" {
-			dir := cfg.SSH.Dir
-			if dir == "" {
-				dir = scenario.DefaultSSHDir
-			}
-			exe, err = sh.InstallSelf(ctx, path.Join(dir, buildDir(cfg.BuildID)), cfg.Version, cfg.Binary)
-			if err != nil {
-				sh.Close()
-				errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
-				continue
-			}
+		exe, err := cfg.install(ctx, sh)
+		if err != nil {
+			sh.Close()
+			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
+			continue
 		}
 		argv := []string{exe, "clean"}
 		if id != "" {
@@ -453,6 +437,20 @@ func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// install returns the path of tunbench on the host: the scenario's binary,
+// or this build copied to a directory of its own (a binary found there is
+// this one).
+func (c Config) install(ctx context.Context, sh *sshhost.Host) (string, error) {
+	if c.SSH.Binary != "" {
+		return c.SSH.Binary, nil
+	}
+	dir := c.SSH.Dir
+	if dir == "" {
+		dir = scenario.DefaultSSHDir
+	}
+	return sh.InstallSelf(ctx, path.Join(dir, buildDir(c.BuildID)), c.Version, c.Binary)
 }
 
 // buildDir names the directory of one build on the hosts.

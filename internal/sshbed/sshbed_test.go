@@ -33,9 +33,7 @@ var (
 
 // tunbench builds the binary the hosts run (their agent and load tools)
 // and returns its path and build identity.
-func tunbench(t *testing.T) (string, string) { return tunbenchB(t) }
-
-func tunbenchB(t testing.TB) (string, string) {
+func tunbench(t testing.TB) (string, string) {
 	t.Helper()
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")

@@ -315,12 +315,9 @@ func (a *agent) start(req agentReq) {
 	a.mu.Unlock()
 	c := a.ep.Command(context.Background(), s.Args...)
 	c.Env, c.OutputFile, c.WaitDelay = s.Env, s.OutputFile, s.WaitDelay
+	// Output waits until the start response is out (or Start failed).
 	ready := make(chan struct{})
-	defer func() {
-		if ready != nil {
-			close(ready)
-		}
-	}()
+	defer close(ready)
 	if s.Stdout {
 		c.Stdout = eventWriter{a, id, 1, ready}
 	}
@@ -347,8 +344,6 @@ func (a *agent) start(req agentReq) {
 	}
 	a.mu.Unlock()
 	a.send(agentResp{ID: req.ID, Proc: id, Pid: c.Pid()})
-	close(ready)
-	ready = nil
 	go func() {
 		err := c.Wait()
 		a.ep.Forget(c)
@@ -392,7 +387,7 @@ func (a *agent) shutdown() {
 		return
 	}
 	_ = a.ep.StopAll()
-	_ = removeRunLinks(a.ep.NL, a.id)
+	_, _ = removeRunLinks(a.ep.NL, a.id)
 	a.ep.NL.Close()
 	_ = os.RemoveAll(a.ep.Dir)
 	_ = os.Remove(filepath.Dir(a.ep.Dir)) // the run directory, once empty
@@ -405,21 +400,25 @@ func (a *agent) shutdown() {
 }
 
 // removeRunLinks deletes the devices of run id (named DevicePrefix(id)...)
-// in the namespace of h.
-func removeRunLinks(h Netlink, id string) error {
+// in the namespace of h and returns their names.
+func removeRunLinks(h Netlink, id string) ([]string, error) {
 	links, err := h.LinkList()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var removed []string
 	var errs []error
 	for _, l := range links {
-		if runOfDevice(l.Attrs().Name) == id {
-			if err := h.LinkDel(l); err != nil {
-				errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
-			}
+		if runOfDevice(l.Attrs().Name) != id {
+			continue
 		}
+		if err := h.LinkDel(l); err != nil {
+			errs = append(errs, fmt.Errorf("delete %s: %w", l.Attrs().Name, err))
+			continue
+		}
+		removed = append(removed, l.Attrs().Name)
 	}
-	return errors.Join(errs...)
+	return removed, errors.Join(errs...)
 }
 
 // runOfDevice returns the run id of a device a run created ("tb<id>..."),

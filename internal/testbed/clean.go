@@ -316,16 +316,12 @@ func CleanSite(root, id, site string) ([]Leftover, error) {
 		errs = append(errs, survivorsError(survivors))
 	}
 	if h, err := netlink.NewHandle(); err == nil {
-		names, err := runLinks(h, id)
-		if err == nil {
-			err = removeRunLinks(h, id)
+		names, err := removeRunLinks(h, id)
+		for _, n := range names {
+			removed = append(removed, Leftover{"device", n})
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("testbed: remove devices of run %s: %w", id, err))
-		} else {
-			for _, n := range names {
-				removed = append(removed, Leftover{"device", n})
-			}
 		}
 		h.Close()
 	}
@@ -338,21 +334,6 @@ func CleanSite(root, id, site string) ([]Leftover, error) {
 	}
 	_ = os.Remove(filepath.Dir(dir))
 	return removed, errors.Join(errs...)
-}
-
-// runLinks lists the devices of run id in the namespace of h.
-func runLinks(h Netlink, id string) ([]string, error) {
-	links, err := h.LinkList()
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	for _, l := range links {
-		if runOfDevice(l.Attrs().Name) == id {
-			names = append(names, l.Attrs().Name)
-		}
-	}
-	return names, nil
 }
 
 // BPFPinRoot is where the ebpf-* methods pin their maps, one directory per

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -38,12 +37,6 @@ func NewEndpoint(side, hostName, dev string, h Host) *Endpoint {
 	return ep
 }
 
-// RunOp runs the registered operation name with gob-encoded args on ep,
-// here: what a Host does for Call when the endpoint is its own.
-func RunOp(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error) {
-	return localHost{}.Call(ctx, ep, name, args)
-}
-
 // Encode and Decode are the ops' argument and result encoding (gob).
 func Encode(v any) ([]byte, error) { return encode(v) }
 
@@ -61,7 +54,10 @@ var ErrRemote = errors.New("not available on a remote endpoint")
 // runs on either without being written twice. Register ops at package
 // initialisation (a package-level NewOp), so the agent, being the same
 // binary, knows them all. A and R must be gob-encodable.
-type Op[A, R any] struct{ name string }
+type Op[A, R any] struct {
+	name string
+	fn   func(ctx context.Context, ep *Endpoint, a A) (R, error)
+}
 
 type opFunc func(ctx context.Context, ep *Endpoint, args []byte) ([]byte, error)
 
@@ -88,19 +84,7 @@ func NewOp[A, R any](name string, fn func(ctx context.Context, ep *Endpoint, a A
 		}
 		return encode(r)
 	}
-	return Op[A, R]{name: name}
-}
-
-// Ops lists the registered operation names, sorted.
-func Ops() []string {
-	opsMu.RLock()
-	defer opsMu.RUnlock()
-	var names []string
-	for n := range ops {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return Op[A, R]{name: name, fn: fn}
 }
 
 func lookupOp(name string) (opFunc, bool) {
@@ -110,8 +94,12 @@ func lookupOp(name string) (opFunc, bool) {
 	return fn, ok
 }
 
-// Call runs the operation on ep's host.
+// Call runs the operation on ep's host: directly for an endpoint on this
+// machine, encoded through its Host otherwise.
 func (o Op[A, R]) Call(ctx context.Context, ep *Endpoint, a A) (R, error) {
+	if _, local := ep.hostOf().(localHost); local {
+		return o.fn(ctx, ep, a)
+	}
 	var r R
 	args, err := encode(a)
 	if err != nil {
