@@ -44,7 +44,7 @@ func loadForTest(t *testing.T) *Objects {
 
 // packet serializes an Ethernet frame around ls, with lengths and
 // checksums computed.
-func packet(t *testing.T, ls ...gopacket.SerializableLayer) []byte {
+func packet(t testing.TB, ls ...gopacket.SerializableLayer) []byte {
 	t.Helper()
 	buf := gopacket.NewSerializeBuffer()
 	for _, l := range ls {
@@ -77,17 +77,17 @@ func ip6(src, dst netip.Addr, next layers.IPProtocol) *layers.IPv6 {
 	return &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: next, SrcIP: src.AsSlice(), DstIP: dst.AsSlice()}
 }
 
-func tcp4(t *testing.T, dst netip.Addr, payload int) []byte {
+func tcp4(t testing.TB, dst netip.Addr, payload int) []byte {
 	return packet(t, eth(layers.EthernetTypeIPv4), ip4(inner4[0], dst, layers.IPProtocolTCP),
 		&layers.TCP{SrcPort: 40000, DstPort: 5201, Seq: 1, ACK: true, Window: 512}, gopacket.Payload(bytes.Repeat([]byte{'t'}, payload)))
 }
 
-func udp4(t *testing.T, dst netip.Addr) []byte {
+func udp4(t testing.TB, dst netip.Addr) []byte {
 	return packet(t, eth(layers.EthernetTypeIPv4), ip4(inner4[0], dst, layers.IPProtocolUDP),
 		&layers.UDP{SrcPort: 40001, DstPort: 5001}, gopacket.Payload([]byte("hello over udp")))
 }
 
-func tcp6(t *testing.T, dst netip.Addr) []byte {
+func tcp6(t testing.TB, dst netip.Addr) []byte {
 	return packet(t, eth(layers.EthernetTypeIPv6), ip6(inner6[0], dst, layers.IPProtocolTCP),
 		&layers.TCP{SrcPort: 40002, DstPort: 5201, Seq: 1, ACK: true, Window: 512}, gopacket.Payload(bytes.Repeat([]byte{'6'}, 100)))
 }
@@ -146,13 +146,13 @@ func TestProgEncapDecap(t *testing.T) {
 	type tc struct {
 		name   string
 		rule   Rule
-		pkt    func(*testing.T, netip.Addr) []byte
+		pkt    func(testing.TB, netip.Addr) []byte
 		dst    netip.Addr
 		family string // outer
 		encap  string
 		proto  uint8
 	}
-	tcpv4 := func(t *testing.T, d netip.Addr) []byte { return tcp4(t, d, 1000) }
+	tcpv4 := func(t testing.TB, d netip.Addr) []byte { return tcp4(t, d, 1000) }
 	tests := []tc{
 		{"geneve/ipv4-tcp", Rule{Encap: Geneve, VNI: 42}, tcpv4, inner4[1], wire.IPv4, wire.EncapGeneve, wire.ProtoUDP},
 		{"geneve/ipv4-udp", Rule{Encap: Geneve, VNI: 42}, udp4, inner4[1], wire.IPv4, wire.EncapGeneve, wire.ProtoUDP},

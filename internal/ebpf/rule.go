@@ -1,8 +1,10 @@
 package ebpf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"net"
 	"net/netip"
 	"slices"
@@ -252,3 +254,33 @@ func decodeRule(k tunnelRuleKey, v tunnelRule) (Rule, Counters) {
 }
 
 func decapKey(d Decap) tunnelDecapKey { return tunnelDecapKey{Encap: uint8(d.Encap), Vni: d.VNI} }
+
+// FillerAddrs returns up to n addresses in block other than skip, for the
+// rules that fill a map in scale measurements: the j-th is the block's
+// address whose host part is j with its bits reversed (0, half, a
+// quarter, three quarters, ...), the host part taken as at most 64 bits.
+// Any first n are spread evenly over the block, so a trie holding them
+// has about log2(n) levels above every address of the block, and the
+// first n of a larger count are the same n addresses.
+func FillerAddrs(block netip.Prefix, n int, skip ...netip.Addr) []netip.Addr {
+	hostBits := block.Addr().BitLen() - block.Bits()
+	if hostBits > 64 {
+		hostBits = 64
+	}
+	base := block.Masked().Addr().As16() // IPv4 as ::ffff:a.b.c.d
+	out := make([]netip.Addr, 0, n)
+	for j := uint64(0); len(out) < n && (hostBits == 64 || j < 1<<hostBits); j++ {
+		v := bits.Reverse64(j) >> (64 - hostBits)
+		b := base
+		lo := binary.BigEndian.Uint64(b[8:]) | v
+		binary.BigEndian.PutUint64(b[8:], lo)
+		a := netip.AddrFrom16(b)
+		if block.Addr().Is4() {
+			a = a.Unmap()
+		}
+		if !slices.Contains(skip, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}

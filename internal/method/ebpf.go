@@ -65,20 +65,25 @@ func (m EBPF) Overhead(family string) int {
 	return m.encap.Overhead(m.underlay(family), false)
 }
 
-// Rule capacity and the filler rules of the scale measurement: IPv4
-// fillers are host routes in 198.19.128.0/17, IPv6 ones in
-// 2001:2:0:8000::/49; neither is ever routed.
+// The filler rules of the scale measurement (option rules) are host
+// prefixes around the peer's overlay address that carry no traffic: IPv4
+// ones in 198.19.0.0/17, IPv6 ones in the overlay /64. They are spread
+// over the block (see ebpf.FillerAddrs), so the peer's own lookup walks a trie
+// as deep as that many rules make it, as it would in a mesh of that many
+// sites, rather than branching off above them.
 var (
-	fillerBase4 = netip.MustParseAddr("198.19.128.0")
-	fillerBase6 = netip.MustParseAddr("2001:2:0:8000::")
+	fillerBlock4 = netip.MustParsePrefix("198.19.0.0/17")
+	fillerBlock6 = netip.MustParsePrefix("2001:2:0:1::/64")
 )
 
-const maxFillers4 = 1 << 15
+// maxFillers4 is how many IPv4 fillers fit: the /17 less the two overlay
+// addresses.
+const maxFillers4 = 1<<15 - 2
 
 // Options declares the scenario options (see Option).
 func (m EBPF) Options() []Option {
 	rules := Option{Name: "rules", Default: "1", Min: 1, Max: ebpf.DefaultMaxRules,
-		Help: "rules in the map: the peer's plus filler rules that are never matched (scale measurement; IPv4 holds at most 32769)"}
+		Help: "rules in the map: the peer's plus filler rules spread around its address, never matched (scale measurement; IPv4 holds at most 32767)"}
 	switch m.encap {
 	case ebpf.Geneve, ebpf.VXLAN:
 		return []Option{vniOption, {Name: "srcport", Default: "0", Min: 0, Max: 65535,
@@ -125,8 +130,8 @@ func (m EBPF) params(env *Env) (ebpfParams, error) {
 	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
 		srcPort: uint16(opts.Int("srcport")), rules: opts.Int("rules")}
 	if env.Family == IPv4 && p.rules-1 > maxFillers4 {
-		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s/17; measure more with ipv6",
-			m.Name(), p.rules, maxFillers4, fillerBase4)
+		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s; measure more with ipv6",
+			m.Name(), p.rules, maxFillers4, fillerBlock4)
 	}
 	if m.encap == ebpf.GRE {
 		p.vni = uint32(opts.Uint64("key"))
@@ -224,22 +229,19 @@ func (m EBPF) setupSide(env *Env, ep *testbed.Endpoint, p ebpfParams) error {
 	})
 }
 
-// fillerRules returns n rules for host prefixes that carry no traffic,
-// shaped like like.
+// fillerRules returns n rules shaped like like for filler host prefixes
+// (ebpf.FillerAddrs), with IDs from 2.
 func fillerRules(family string, n int, like ebpf.Rule) []ebpf.Rule {
-	rules := make([]ebpf.Rule, n)
-	for i := range rules {
+	block, skip := fillerBlock4, []netip.Addr{OverlayA4.Addr(), OverlayB4.Addr()}
+	if family == IPv6 {
+		block, skip = fillerBlock6, []netip.Addr{OverlayA6.Addr(), OverlayB6.Addr()}
+	}
+	addrs := ebpf.FillerAddrs(block, n, skip...)
+	rules := make([]ebpf.Rule, len(addrs))
+	for i, a := range addrs {
 		r := like
 		r.ID = uint32(i + 2)
-		if family == IPv6 {
-			b := fillerBase6.As16()
-			b[12], b[13], b[14], b[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
-			r.Dst = host(netip.AddrFrom16(b))
-		} else {
-			b := fillerBase4.As4()
-			b[2], b[3] = b[2]+byte(i>>8), byte(i)
-			r.Dst = host(netip.AddrFrom4(b))
-		}
+		r.Dst = host(a)
 		rules[i] = r
 	}
 	return rules

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	cebpf "github.com/cilium/ebpf"
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
@@ -18,34 +19,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// scaleRules returns n filler rules (IDs from first) for IPv6 host
-// prefixes in 2001:2:0:8000::/49, toward remote, which no traffic matches.
-func scaleRules(first, n int, like ebpf.Rule) []ebpf.Rule {
-	rules := make([]ebpf.Rule, n)
-	for i := range rules {
-		r := like
-		r.ID = uint32(first + i)
-		b := netip.MustParseAddr("2001:2:0:8000::").As16()
-		j := first + i
-		b[12], b[13], b[14], b[15] = byte(j>>24), byte(j>>16), byte(j>>8), byte(j)
-		r.Dst = netip.PrefixFrom(netip.AddrFrom16(b), 128)
-		rules[i] = r
-	}
-	return rules
-}
-
-// BenchmarkEBPFScale carries one TCP stream over ebpf-geneve (IPv6, where
-// a million filler host rules fit in 2001:2:0:8000::/49) with 1, 100,
-// 10,000 and 1,000,000 rules in the LPM map, in one testbed: the rules are
-// added and removed live between measurements, ascending then descending,
-// so drift hits every count alike. It reports the median Gbit/s of each
-// count, its ratio to 1 rule (target: within 5%), and how long installing
-// the rules took per 100,000 (target: 1 s or less). Run it with
-// -benchtime 1x (see docs/performance.md).
+// BenchmarkEBPFScale carries one TCP stream over ebpf-geneve (IPv6) with
+// 1, 100, 10,000 and 1,000,000 rules in the LPM map, in one testbed: the
+// filler rules (method option rules: host prefixes spread around the
+// peer's address, so its lookup walks a trie as deep as that many rules
+// make) are added and removed live between measurements, ascending then
+// descending, so drift hits every count alike. It reports the median
+// Gbit/s of each count and its ratio to 1 rule (target: within 5%), the
+// egress program's own run time per packet on that traffic (the kernel's
+// BPF statistics, enabled for the benchmark) and its difference from 1
+// rule, and how long installing the rules took per 100,000 (target: 1 s
+// or less). Run it with -benchtime 1x (see docs/performance.md).
 func BenchmarkEBPFScale(b *testing.B) {
 	requireEBPF(b)
 	counts := []int{1, 100, 10_000, 1_000_000}
 	rounds, seconds := 4, 4
+	stats, err := cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		b.Skipf("cannot enable BPF run-time statistics: %v", err)
+	}
+	defer stats.Close()
 	for range b.N {
 		l, env, path := methodtest.Setup(b, method.EBPFGeneve, method.IPv6, 1500, nil)
 		p, err := ebpf.OpenPinned(filepath.Join(ebpf.PinRoot, env.Prefix+"-a"))
@@ -53,11 +46,13 @@ func BenchmarkEBPFScale(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer p.Close()
+		egress := attachedEgress(b, l.A, env.A.Dev)
 		like := ebpf.Rule{Encap: ebpf.Geneve, VNI: 42, Local: l.A.Addr6.Addr(), Remote: l.B.Addr6.Addr()}
+		fillers := method.FillerRules(method.IPv6, counts[len(counts)-1]-1, like)
 		have := 1
 		var installed time.Duration
 		var added int
-		gbps := map[int][]float64{}
+		gbps, progNS := map[int][]float64{}, map[int][]float64{}
 		for round := range rounds {
 			order := slices.Clone(counts)
 			if round%2 == 1 {
@@ -65,35 +60,78 @@ func BenchmarkEBPFScale(b *testing.B) {
 			}
 			for _, n := range order {
 				if n > have {
-					rules := scaleRules(have+1, n-have, like)
 					start := time.Now()
-					if err := p.PutRules(rules); err != nil {
+					if err := p.PutRules(fillers[have-1 : n-1]); err != nil {
 						b.Fatal(err)
 					}
 					installed += time.Since(start)
-					added += len(rules)
+					added += n - have
 				} else {
-					for _, r := range scaleRules(n+1, have-n, like) {
+					for _, r := range fillers[n-1 : have-1] {
 						if err := p.DeleteRule(r.Dst); err != nil {
 							b.Fatal(err)
 						}
 					}
 				}
 				have = n
+				before := progStats(b, egress)
 				g := methodtest.Gbps(b, methodtest.Iperf3(b, l, path, seconds))
+				after := progStats(b, egress)
+				ns := float64(after.Runtime-before.Runtime) / float64(after.RunCount-before.RunCount)
 				gbps[n] = append(gbps[n], g)
-				b.Logf("round %d, %d rules: %.2f Gbit/s", round+1, n, g)
+				progNS[n] = append(progNS[n], ns)
+				b.Logf("round %d, %d rules: %.2f Gbit/s, egress program %.0f ns per packet", round+1, n, g, ns)
 			}
 		}
-		base := median(gbps[1])
+		base, baseNS := median(gbps[1]), median(progNS[1])
 		for _, n := range counts {
 			b.ReportMetric(median(gbps[n]), fmt.Sprintf("Gbps-%d-rules", n))
+			b.ReportMetric(median(progNS[n]), fmt.Sprintf("egress-ns-%d-rules", n))
 			if n > 1 {
 				b.ReportMetric(median(gbps[n])/base, fmt.Sprintf("ratio-%d-rules", n))
+				b.ReportMetric(median(progNS[n])-baseNS, fmt.Sprintf("extra-ns-%d-rules", n))
 			}
 		}
 		b.ReportMetric(float64(installed.Milliseconds())*100_000/float64(added), "ms/100k-rules")
 	}
+}
+
+// attachedEgress returns the tc egress program attached to dev on ep.
+func attachedEgress(b *testing.B, ep *testbed.Endpoint, dev string) *cebpf.Program {
+	b.Helper()
+	h, ok := ep.NL.(*netlink.Handle)
+	if !ok {
+		b.Fatalf("%s: not a local endpoint", ep.Side)
+	}
+	link, err := h.LinkByName(dev)
+	if err != nil {
+		b.Fatal(err)
+	}
+	filters, err := h.FilterList(link, netlink.HANDLE_MIN_EGRESS)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, f := range filters {
+		if bf, ok := f.(*netlink.BpfFilter); ok {
+			prog, err := cebpf.NewProgramFromID(cebpf.ProgramID(bf.Id))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { prog.Close() })
+			return prog
+		}
+	}
+	b.Fatalf("%s: no egress program on %s", ep.Side, dev)
+	return nil
+}
+
+func progStats(b *testing.B, p *cebpf.Program) *cebpf.ProgramStats {
+	b.Helper()
+	s, err := p.Stats()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
 }
 
 func median(xs []float64) float64 {
@@ -111,7 +149,7 @@ func median(xs []float64) float64 {
 func BenchmarkEBPFInstall(b *testing.B) {
 	requireEBPF(b)
 	like := ebpf.Rule{Encap: ebpf.Geneve, VNI: 42, Local: netip.MustParseAddr("2001:2::1"), Remote: netip.MustParseAddr("2001:2::2")}
-	rules := scaleRules(1, 100_000, like)
+	rules := method.FillerRules(method.IPv6, 100_000, like)
 	var times []time.Duration
 	for range b.N {
 		o, err := ebpf.Load(ebpf.Config{})

@@ -14,3 +14,6 @@ func SetupEBPFSide(m EBPF, env *Env, ep *testbed.Endpoint) error {
 
 // TeardownEBPFSide removes what SetupEBPFSide made.
 func TeardownEBPFSide(m EBPF, env *Env, ep *testbed.Endpoint) error { return m.teardownSide(env, ep) }
+
+// FillerRules exposes the scale measurement's filler rules.
+var FillerRules = fillerRules

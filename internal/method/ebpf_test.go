@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
@@ -112,7 +115,7 @@ func TestEBPFOptions(t *testing.T) {
 		{method.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are rules, srcport, vni`},
 		{method.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key, rules`},
 		{method.EBPFIPIP, method.IPv6, nil, "ebpf-ipip carries only ipv4, not ipv6"},
-		{method.EBPFGeneve, method.IPv4, map[string]string{"rules": "40000"}, "rules=40000: IPv4 filler rules fit 32768 host prefixes"},
+		{method.EBPFGeneve, method.IPv4, map[string]string{"rules": "40000"}, "rules=40000: IPv4 filler rules fit 32766 host prefixes"},
 		{method.EBPFGeneve, method.IPv6, map[string]string{"rules": "2000000"}, `option rules="2000000"`},
 		{method.EBPFVXLAN, method.IPv4, map[string]string{"srcport": "65536"}, `option srcport="65536"`},
 	}
@@ -141,5 +144,44 @@ func TestEBPFRequirements(t *testing.T) {
 		if !feature {
 			t.Errorf("%s: no probed kernel feature among its requirements", m.Name())
 		}
+	}
+}
+
+// TestFillerAddrs: the scale measurement's fillers spread evenly over
+// their block in bit-reversed order, stay inside it, skip the overlay
+// addresses, and stop when the block is full.
+func TestFillerAddrs(t *testing.T) {
+	got := ebpf.FillerAddrs(netip.MustParsePrefix("198.19.0.0/17"), 4)
+	want := []netip.Addr{netip.MustParseAddr("198.19.0.0"), netip.MustParseAddr("198.19.64.0"),
+		netip.MustParseAddr("198.19.32.0"), netip.MustParseAddr("198.19.96.0")}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("first IPv4 fillers (-want +got):\n%s", diff)
+	}
+	got = ebpf.FillerAddrs(netip.MustParsePrefix("2001:2:0:1::/64"), 3)
+	want = []netip.Addr{netip.MustParseAddr("2001:2:0:1::"), netip.MustParseAddr("2001:2:0:1:8000::"),
+		netip.MustParseAddr("2001:2:0:1:4000::")}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("first IPv6 fillers (-want +got):\n%s", diff)
+	}
+
+	like := ebpf.Rule{Encap: ebpf.Geneve, VNI: 42}
+	all := method.FillerRules(method.IPv4, 40_000, like)
+	if len(all) != 1<<15-2 {
+		t.Fatalf("IPv4 fillers: %d, want the /17 less the two overlay addresses (%d)", len(all), 1<<15-2)
+	}
+	block := netip.MustParsePrefix("198.19.0.0/17")
+	seen := map[netip.Prefix]bool{}
+	for i, r := range all {
+		if r.ID != uint32(i+2) || r.Dst.Bits() != 32 || !block.Contains(r.Dst.Addr()) || seen[r.Dst] {
+			t.Fatalf("filler %d: ID %d, %s: want ID %d, a new host prefix in %s", i, r.ID, r.Dst, i+2, block)
+		}
+		if a := r.Dst.Addr(); a == method.OverlayA4.Addr() || a == method.OverlayB4.Addr() {
+			t.Fatalf("filler %d is an overlay address: %s", i, a)
+		}
+		seen[r.Dst] = true
+	}
+	if diff := cmp.Diff(method.FillerRules(method.IPv6, 10, like), method.FillerRules(method.IPv6, 1000, like)[:10],
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }), cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("the first 10 of 1000 IPv6 fillers are not the 10 fillers (-10 +1000):\n%s", diff)
 	}
 }
