@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/stats"
 )
 
 // unitSuffixes are the endings that name a unit in a key.
@@ -221,5 +223,29 @@ func TestTidyCSV(t *testing.T) {
 		if units[m] != want {
 			t.Errorf("unit of %s = %q, want %q", m, units[m], want)
 		}
+	}
+}
+
+// TestPacingWarning: a local run whose host used BBR gets the warning that
+// BBR's pacing can hold veth throughput down; cubic, or another testbed
+// (the vm guest has its own default), does not.
+func TestPacingWarning(t *testing.T) {
+	rows := []Summary{{Method: "native", Throughput: Figure{Unit: "Gbit/s", Summary: stats.Summary{N: 3, Mean: 10}}}}
+	run := func(testbed, cc string) result.Run {
+		return result.Run{Testbed: testbed, Host: result.Host{Sysctls: map[string]string{"net.ipv4.tcp_congestion_control": cc}}}
+	}
+	has := func(ws []string) bool {
+		return slices.ContainsFunc(ws, func(w string) bool { return strings.HasPrefix(w, "TCP congestion control is bbr") })
+	}
+	if ws := warnings(run("local", "bbr"), rows); !has(ws) {
+		t.Errorf("local run with bbr: warnings %q, want the pacing warning", ws)
+	}
+	for _, r := range []result.Run{run("local", "cubic"), run("vm", "bbr")} {
+		if ws := warnings(r, rows); has(ws) {
+			t.Errorf("testbed %s with %s: warnings %q, want no pacing warning", r.Testbed, r.Host.Sysctls["net.ipv4.tcp_congestion_control"], ws)
+		}
+	}
+	if ws := warnings(run("local", "bbr"), nil); has(ws) {
+		t.Errorf("no throughput rows: warnings %q, want no pacing warning", ws)
 	}
 }

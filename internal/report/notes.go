@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
@@ -119,6 +120,9 @@ func warnings(run result.Run, rows []Summary) []string {
 	if emulated {
 		out = append(out, EmulatedNote+".")
 	}
+	if w := pacingWarning(run, rows); w != "" {
+		out = append(out, w)
+	}
 	if len(unstable) > 0 {
 		out = append(out, fmt.Sprintf("%s unstable: the coefficient of variation over repetitions is above 10%% for %s; "+
 			"treat these figures as rough, or rerun with more repetitions on a quieter machine.",
@@ -143,6 +147,25 @@ func warnings(run result.Run, rows []Summary) []string {
 			"others approximately.", markApprox, strings.Join(mixed, ", ")))
 	}
 	return out
+}
+
+// pacingWarning is the doubt about TCP throughput measured with BBR on
+// the local testbed: the namespaces inherit the host's congestion control,
+// and BBR paces its own sending where the device has no fq qdisc (veth
+// has none). On this kind of machine that held native veth throughput to
+// about a third of cubic's, with the CPUs partly idle, and hid the
+// difference between data paths (docs/performance.md).
+func pacingWarning(run result.Run, rows []Summary) string {
+	if run.Testbed != "local" || run.Host.Sysctls["net.ipv4.tcp_congestion_control"] != "bbr" {
+		return ""
+	}
+	if !slices.ContainsFunc(rows, func(r Summary) bool { return r.Throughput.N > 0 }) {
+		return ""
+	}
+	return "TCP congestion control is bbr (the host's net.ipv4.tcp_congestion_control, which the namespaces inherit): " +
+		"BBR paces its own sending where the device has no fq qdisc, and veth has none; on a veth testbed that can " +
+		"hold throughput well below what the CPUs carry and hide the difference between data paths " +
+		"(docs/performance.md). To compare data paths, run with sysctl -w net.ipv4.tcp_congestion_control=cubic set first."
 }
 
 // definitions explain the table's columns; always printed under it.
