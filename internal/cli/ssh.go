@@ -29,7 +29,7 @@ func sshTools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
 			if r.Program == "" {
 				continue
 			}
-			t := sshhost.Tool{Program: r.Program, Package: r.Package}
+			t := sshhost.Tool{Program: r.Program, Package: r.Package, Install: r.Install}
 			if !slices.Contains(tools, t) {
 				tools = append(tools, t)
 			}

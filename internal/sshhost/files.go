@@ -110,6 +110,9 @@ func (h *Host) remoteVersion(ctx context.Context, remote string) (string, error)
 type Tool struct {
 	Program string
 	Package string // empty: the package is named like the program
+	// Install is the command that installs Program when that is not an
+	// apt-get install of Package (wireguard-go: go install).
+	Install string
 }
 
 func (t Tool) pkg() string {
@@ -151,23 +154,32 @@ func (h *Host) MissingTools(ctx context.Context, tools []Tool) ([]Tool, error) {
 	return lack, nil
 }
 
-// MissingReport words what host lacks and the line that installs it:
+// MissingReport words what host lacks and the lines that install it:
 // "host NAME lacks iperf3, ethtool: apt-get install -y
-// --no-install-recommends iperf3 ethtool". It is "" when nothing is
+// --no-install-recommends iperf3 ethtool", then "; " and the Install
+// command of each tool that has its own. It is "" when nothing is
 // missing.
 func MissingReport(host string, missing []Tool) string {
 	if len(missing) == 0 {
 		return ""
 	}
-	var progs, pkgs []string
+	var progs, pkgs, cmds []string
 	seen := map[string]bool{}
 	for _, t := range missing {
 		progs = append(progs, t.Program)
-		if !seen[t.pkg()] {
+		switch {
+		case t.Install != "":
+			if !seen["install "+t.Install] {
+				seen["install "+t.Install] = true
+				cmds = append(cmds, t.Install)
+			}
+		case !seen[t.pkg()]:
 			seen[t.pkg()] = true
 			pkgs = append(pkgs, t.pkg())
 		}
 	}
-	return fmt.Sprintf("host %s lacks %s: apt-get install -y --no-install-recommends %s",
-		host, strings.Join(progs, ", "), strings.Join(pkgs, " "))
+	if len(pkgs) > 0 {
+		cmds = append([]string{"apt-get install -y --no-install-recommends " + strings.Join(pkgs, " ")}, cmds...)
+	}
+	return fmt.Sprintf("host %s lacks %s: %s", host, strings.Join(progs, ", "), strings.Join(cmds, "; "))
 }

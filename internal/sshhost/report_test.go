@@ -30,6 +30,16 @@ func TestMissingReport(t *testing.T) {
 	if got != want {
 		t.Errorf("MissingReport =\n %s\nwant\n %s", got, want)
 	}
+	got = MissingReport("s2", []Tool{{Program: "iperf3"}, {Program: "wireguard-go", Install: "go install golang.zx2c4.com/wireguard@v0.0.20250522"}})
+	want = "host s2 lacks iperf3, wireguard-go: apt-get install -y --no-install-recommends iperf3; go install golang.zx2c4.com/wireguard@v0.0.20250522"
+	if got != want {
+		t.Errorf("MissingReport with a go install =\n %s\nwant\n %s", got, want)
+	}
+	got = MissingReport("s3", []Tool{{Program: "wireguard-go", Install: "go install golang.zx2c4.com/wireguard@v0.0.20250522"}})
+	want = "host s3 lacks wireguard-go: go install golang.zx2c4.com/wireguard@v0.0.20250522"
+	if got != want {
+		t.Errorf("MissingReport with only a go install =\n %s\nwant\n %s", got, want)
+	}
 	if got := MissingReport("s1", nil); got != "" {
 		t.Errorf("MissingReport of nothing = %q, want empty", got)
 	}
