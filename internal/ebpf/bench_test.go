@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/tunbench/tunbench/internal/stats"
 )
 
 // BenchmarkEgressRules times the egress program on one IPv6 TCP packet
@@ -67,12 +69,12 @@ func BenchmarkEgressRules(b *testing.B) {
 					}
 					ns = append(ns, float64(d.Nanoseconds()))
 				}
-				perCount[n] = append(perCount[n], median(ns))
+				perCount[n] = append(perCount[n], stats.Median(ns))
 			}
 		}
-		base := median(perCount[1])
+		base := stats.Median(perCount[1])
 		for _, n := range counts {
-			m := median(perCount[n])
+			m := stats.Median(perCount[n])
 			b.Logf("%d rules: median %.0f ns per packet (rounds %v), %+.0f ns against 1 rule", n, m, perCount[n], m-base)
 			b.ReportMetric(m, fmt.Sprintf("ns/pkt-%d-rules", n))
 			if n > 1 {
@@ -98,13 +100,4 @@ func BenchmarkEgressRules(b *testing.B) {
 			b.Errorf("%d rules: the rule encapsulated %d packets, want %d", n, got, want)
 		}
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }

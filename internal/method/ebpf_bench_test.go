@@ -13,6 +13,7 @@ import (
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
+	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
@@ -34,11 +35,11 @@ func BenchmarkEBPFScale(b *testing.B) {
 	requireEBPF(b)
 	counts := []int{1, 100, 10_000, 1_000_000}
 	rounds, seconds := 4, 4
-	stats, err := cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	runTime, err := cebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
 		b.Skipf("cannot enable BPF run-time statistics: %v", err)
 	}
-	defer stats.Close()
+	defer runTime.Close()
 	for range b.N {
 		l, env, path := methodtest.Setup(b, method.EBPFGeneve, method.IPv6, 1500, nil)
 		p, err := ebpf.OpenPinned(filepath.Join(ebpf.PinRoot, env.Prefix+"-a"))
@@ -83,13 +84,13 @@ func BenchmarkEBPFScale(b *testing.B) {
 				b.Logf("round %d, %d rules: %.2f Gbit/s, egress program %.0f ns per packet", round+1, n, g, ns)
 			}
 		}
-		base, baseNS := median(gbps[1]), median(progNS[1])
+		base, baseNS := stats.Median(gbps[1]), stats.Median(progNS[1])
 		for _, n := range counts {
-			b.ReportMetric(median(gbps[n]), fmt.Sprintf("Gbps-%d-rules", n))
-			b.ReportMetric(median(progNS[n]), fmt.Sprintf("egress-ns-%d-rules", n))
+			b.ReportMetric(stats.Median(gbps[n]), fmt.Sprintf("Gbps-%d-rules", n))
+			b.ReportMetric(stats.Median(progNS[n]), fmt.Sprintf("egress-ns-%d-rules", n))
 			if n > 1 {
-				b.ReportMetric(median(gbps[n])/base, fmt.Sprintf("ratio-%d-rules", n))
-				b.ReportMetric(median(progNS[n])-baseNS, fmt.Sprintf("extra-ns-%d-rules", n))
+				b.ReportMetric(stats.Median(gbps[n])/base, fmt.Sprintf("ratio-%d-rules", n))
+				b.ReportMetric(stats.Median(progNS[n])-baseNS, fmt.Sprintf("extra-ns-%d-rules", n))
 			}
 		}
 		b.ReportMetric(float64(installed.Milliseconds())*100_000/float64(added), "ms/100k-rules")
@@ -132,15 +133,6 @@ func progStats(b *testing.B, p *cebpf.Program) *cebpf.ProgramStats {
 		b.Fatal(err)
 	}
 	return s
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	return s[len(s)/2]
 }
 
 // BenchmarkEBPFInstall writes 100,000 rules (batched map updates) into a

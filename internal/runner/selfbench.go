@@ -3,12 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -19,7 +19,7 @@ type FidelityReport struct {
 	DurationS   float64   `json:"duration_s"`
 	TunbenchBps []float64 `json:"tunbench_bps"`
 	HandBps     []float64 `json:"hand_run_bps"`
-	MedianRatio float64   `json:"median_ratio"` // median(tunbench) / median(hand-run)
+	MedianRatio float64   `json:"median_ratio"` // stats.Median(tunbench) / stats.Median(hand-run)
 	TunbenchMed float64   `json:"tunbench_median_bps"`
 	HandMed     float64   `json:"hand_run_median_bps"`
 	Explanation string    `json:"explanation"`
@@ -55,7 +55,7 @@ func Fidelity(ctx context.Context, root string, rounds int, dur time.Duration) (
 		}
 		rep.HandBps = append(rep.HandBps, hand)
 	}
-	rep.TunbenchMed, rep.HandMed = median(rep.TunbenchBps), median(rep.HandBps)
+	rep.TunbenchMed, rep.HandMed = stats.Median(rep.TunbenchBps), stats.Median(rep.HandBps)
 	if rep.HandMed > 0 {
 		rep.MedianRatio = rep.TunbenchMed / rep.HandMed
 	}
@@ -80,16 +80,4 @@ func handIperf3(ctx context.Context, tb *testbed.Pair, path *method.Path, dur ti
 		return 0, err
 	}
 	return thr.BitsPerSecond, nil
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"math"
 	"path/filepath"
-	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -89,9 +89,9 @@ func BenchmarkSSHvsLocal(b *testing.B) {
 		ohSSH, ohLocal = append(ohSSH, overhead(r)), append(ohLocal, overhead(l))
 		ratio = append(ratio, r.Throughput.BitsPerSecond/l.Throughput.BitsPerSecond)
 	}
-	b.ReportMetric(median(ohSSH), "overhead-s/cell-ssh")
-	b.ReportMetric(median(ohLocal), "overhead-s/cell-local")
-	b.ReportMetric(median(ohSSH)-median(ohLocal), "overhead-s/cell-extra")
+	b.ReportMetric(stats.Median(ohSSH), "overhead-s/cell-ssh")
+	b.ReportMetric(stats.Median(ohLocal), "overhead-s/cell-local")
+	b.ReportMetric(stats.Median(ohSSH)-stats.Median(ohLocal), "overhead-s/cell-extra")
 	b.ReportMetric(geomean(ratio), "native-ssh/local")
 	b.Logf("overhead ssh %v local %v; native ssh/local %v", ohSSH, ohLocal, ratio)
 }
@@ -105,16 +105,4 @@ func geomean(v []float64) float64 {
 		sum += math.Log(x)
 	}
 	return math.Exp(sum / float64(len(v)))
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -29,6 +29,18 @@ func Quantile(sorted []float64, q float64) float64 {
 	return sorted[lo] + frac*(sorted[lo+1]-sorted[lo])
 }
 
+// Median returns the median of xs, which need not be sorted and is not
+// modified: the middle value, or the mean of the two middle ones; 0 for an
+// empty slice.
+func Median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return Quantile(s, 0.5)
+}
+
 // CDF returns one point of the cumulative distribution of xs per fraction,
 // in the order given: the value below which that fraction of xs lies. xs
 // need not be sorted and is not modified. It returns nil when xs is empty,

@@ -71,3 +71,18 @@ func TestFractions(t *testing.T) {
 		t.Errorf("Fractions(0) is not nil")
 	}
 }
+
+func TestMedian(t *testing.T) {
+	xs := []float64{5, 1, 3}
+	for _, tc := range []struct {
+		xs   []float64
+		want float64
+	}{{xs, 3}, {[]float64{4, 1, 3, 2}, 2.5}, {[]float64{7}, 7}, {nil, 0}} {
+		if got := Median(tc.xs); got != tc.want {
+			t.Errorf("Median(%v) = %v, want %v", tc.xs, got, tc.want)
+		}
+	}
+	if !slices.Equal(xs, []float64{5, 1, 3}) {
+		t.Errorf("Median sorted its argument: %v", xs)
+	}
+}

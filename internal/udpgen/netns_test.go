@@ -9,12 +9,12 @@ import (
 	"math"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/load"
+	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/udpgen"
@@ -211,16 +211,10 @@ func BenchmarkPacketRateVsIperf3(b *testing.B) {
 				runGen()
 			}
 		}
-		g, i := median(gen), median(ip)
+		g, i := stats.Median(gen), stats.Median(ip)
 		b.Logf("udpgen rx pps %v; iperf3 rx pps %v", gen, ip)
 		b.ReportMetric(g, "udpgen_rx_pps")
 		b.ReportMetric(i, "iperf3_rx_pps")
 		b.ReportMetric(g/i, "ratio")
 	}
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
 }
