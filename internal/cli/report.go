@@ -91,15 +91,22 @@ type exitError struct {
 func (e *exitError) Error() string { return e.err.Error() }
 func (e *exitError) Unwrap() error { return e.err }
 
-// ExitRegression is the exit status of "tunbench compare" when a cell
-// regresses beyond the threshold (errors exit with 1).
-const ExitRegression = 2
+// Exit statuses of "tunbench compare" (errors exit with 1).
+const (
+	// ExitRegression: a figure regressed beyond the threshold.
+	ExitRegression = 2
+	// ExitNoCommon: the two runs share no cell; nothing was compared.
+	ExitNoCommon = 3
+	// ExitLost: a cell ok in run A is missing or failed in run B.
+	ExitLost = 4
+)
 
 func newCompareCmd() *cobra.Command {
 	var (
 		db, threshold string
 		confidence    float64
 		asJSON        bool
+		allowMissing  bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
@@ -108,9 +115,17 @@ func newCompareCmd() *cobra.Command {
 for every cell in both runs, each figure's means, the change in percent, and a
 verdict of better, worse or no significant change from Welch's t-test at the
 stated confidence, never from the raw means. Cells present in only one run
-are listed. The exit status is 2 when any figure is significantly worse by
-more than --threshold, so a CI pipeline can gate on it (1 on errors, 0
-otherwise).`,
+are listed, and so are the cells that were ok in run A but are missing from
+run B or failed in every repetition there ("lost": a method that stopped
+working is the worst regression).
+
+Exit status, so that a CI pipeline can gate on it:
+  0  pass: no figure regressed and no cell was lost
+  1  an error (bad arguments, unknown run, unreadable database)
+  2  regression: a figure is significantly worse by more than --threshold
+  3  no common cells: the runs share no cell, nothing was compared
+  4  lost: a cell ok in run A is missing or failed in run B (outranks 2);
+     --allow-missing accepts lost cells for a matrix changed on purpose`,
 		Example: `  tunbench compare 601ca0 7be2d1
   tunbench compare 601ca0 latest --threshold 10% --json`,
 		Args: cobra.ExactArgs(2),
@@ -135,7 +150,7 @@ otherwise).`,
 			if err != nil {
 				return err
 			}
-			c := report.Compare(runA, cellsA, runB, cellsB, report.CompareOptions{Confidence: confidence, ThresholdPercent: th})
+			c := report.Compare(runA, cellsA, runB, cellsB, report.CompareOptions{Confidence: confidence, ThresholdPercent: th, AllowMissing: allowMissing})
 			if asJSON {
 				err = report.ComparisonJSON(cmd.OutOrStdout(), c)
 			} else {
@@ -144,7 +159,13 @@ otherwise).`,
 			if err != nil {
 				return err
 			}
-			if c.Regressions > 0 {
+			switch c.Outcome {
+			case report.OutcomeNoCommon:
+				return &exitError{code: ExitNoCommon, err: fmt.Errorf("compare: runs %s and %s have no cell in common, so nothing was compared; compare runs of the same matrix", runA.ID, runB.ID)}
+			case report.OutcomeLost:
+				return &exitError{code: ExitLost, err: fmt.Errorf("compare: %d cell(s) ok in run %s are missing or failed in run %s; --allow-missing accepts them if the matrix changed on purpose",
+					len(c.Lost), runA.ID, runB.ID)}
+			case report.OutcomeRegression:
 				return &exitError{code: ExitRegression, err: fmt.Errorf("compare: %d figure(s) of run %s regress by more than %s against run %s",
 					c.Regressions, runB.ID, threshold, runA.ID)}
 			}
@@ -155,6 +176,7 @@ otherwise).`,
 	cmd.Flags().StringVar(&threshold, "threshold", "5%", "a significantly worse figure regresses when it changes by more than this")
 	cmd.Flags().Float64Var(&confidence, "confidence", report.DefaultConfidence, "two-sided confidence level of the t-test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
+	cmd.Flags().BoolVar(&allowMissing, "allow-missing", false, "accept cells ok in run A that are missing or failed in run B (list them, exit 0 unless a figure regressed)")
 	return cmd
 }
 

@@ -56,6 +56,20 @@ func fixtureDB(t *testing.T) (string, []string) {
 // vxlan throughput is 30% lower: a known regression.
 func addRegressedCopy(t *testing.T, db, id string) string {
 	t.Helper()
+	return addCopy(t, db, id, "slow", func(c *result.Cell) bool {
+		if c.Method == "vxlan" && c.Throughput != nil {
+			tp := *c.Throughput
+			tp.BitsPerSecond *= 0.7
+			c.Throughput = &tp
+		}
+		return true
+	})
+}
+
+// addCopy stores a copy of run id as run id-suffix, each cell passed
+// through edit first; cells edit returns false for are left out.
+func addCopy(t *testing.T, db, id, suffix string, edit func(*result.Cell) bool) string {
+	t.Helper()
 	st, err := store.Open(db)
 	if err != nil {
 		t.Fatal(err)
@@ -66,17 +80,15 @@ func addRegressedCopy(t *testing.T, db, id string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	run.ID = id + "-slow"
+	run.ID = id + "-" + suffix
 	run.Started = run.Started.Add(time.Hour)
 	if err := st.BeginRun(ctx, &run); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range cells {
 		c.RunID = run.ID
-		if c.Method == "vxlan" && c.Throughput != nil {
-			tp := *c.Throughput
-			tp.BitsPerSecond *= 0.7
-			c.Throughput = &tp
+		if !edit(&c) {
+			continue
 		}
 		if _, err := st.AddCell(ctx, &c); err != nil {
 			t.Fatal(err)
@@ -125,40 +137,83 @@ func TestReportCommand(t *testing.T) {
 	}
 }
 
+// TestCompareCommand: every outcome of compare with its exit status and
+// what it prints: no change, better, worse within the threshold, a
+// regression, no cell in common, a cell missing from run B and a cell that
+// failed in run B (each refused unless --allow-missing).
 func TestCompareCommand(t *testing.T) {
 	db, ids := fixtureDB(t)
 	a := ids[0]
-
-	t.Run("identical runs", func(t *testing.T) {
-		code, stdout, stderr := run(t, "compare", "--db", db, a, a)
-		if code != 0 {
-			t.Fatalf("exit %d: %s", code, stderr)
+	scaled := func(f float64) func(*result.Cell) bool {
+		return func(c *result.Cell) bool {
+			if c.Method == "vxlan" && c.Throughput != nil {
+				tp := *c.Throughput
+				tp.BitsPerSecond *= f
+				c.Throughput = &tp
+			}
+			return true
 		}
-		if !strings.Contains(stdout, "verdict: no significant change\n") {
-			t.Errorf("identical runs not called unchanged:\n%s", stdout)
-		}
-	})
-
+	}
 	slow := addRegressedCopy(t, db, a)
-	t.Run("known regression", func(t *testing.T) {
-		code, stdout, stderr := run(t, "compare", "--db", db, "--threshold", "5%", a, slow)
-		if code != ExitRegression {
-			t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s", code, ExitRegression, stdout, stderr)
-		}
-		if !strings.Contains(stdout, "worse (regression)") || !strings.Contains(stderr, "regress by more than 5%") {
-			t.Errorf("regression not reported:\nstdout:\n%s\nstderr: %s", stdout, stderr)
-		}
-		// A 30% drop is under a 50% threshold: worse, but no failure.
-		code, _, stderr = run(t, "compare", "--db", db, "--threshold", "50%", a, slow)
-		if code != 0 {
-			t.Errorf("exit %d with --threshold 50%%: %s", code, stderr)
-		}
+	fast := addCopy(t, db, a, "fast", scaled(1.5))
+	other := addCopy(t, db, a, "other", func(c *result.Cell) bool {
+		c.Key = "other-matrix/" + c.Key
+		return true
 	})
+	missing := addCopy(t, db, a, "missing", func(c *result.Cell) bool { return c.Method != "vxlan" })
+	failed := addCopy(t, db, a, "failed", func(c *result.Cell) bool {
+		if c.Method == "vxlan" {
+			c.Status, c.Error = result.StatusFailed, "setup: vxlan: operation not supported"
+			c.Throughput, c.Latency, c.CPU, c.Derived = nil, nil, nil, nil
+		}
+		return true
+	})
+
+	tests := []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     []string
+		stderr     string
+		noInStdout string
+	}{
+		{"no change", []string{a, a}, 0, []string{"verdict: no significant change\n"}, "", "lost"},
+		{"better", []string{a, fast}, 0, []string{" better ", "verdict: better\n"}, "", "(regression)"},
+		{"worse within the threshold", []string{"--threshold", "50%", a, slow}, 0, []string{" worse ", "verdict: some figures worse, none by more than 50%"}, "", "(regression)"},
+		{"regression", []string{"--threshold", "5%", a, slow}, ExitRegression, []string{"worse (regression)", "verdict: regression:"}, "regress by more than 5%", ""},
+		{"no common cells", []string{a, other}, ExitNoCommon, []string{"0 figures compared", "verdict: no common cells"}, "no cell in common", ""},
+		{"no common cells, missing allowed", []string{"--allow-missing", a, other}, ExitNoCommon, []string{"verdict: no common cells"}, "no cell in common", ""},
+		{"a cell missing", []string{a, missing}, ExitLost, []string{"lost: ok in run A, missing or failed in run B", "vxlan", ": missing", "verdict: lost: "}, "--allow-missing", ""},
+		{"a cell missing, allowed", []string{"--allow-missing", a, missing}, 0, []string{"(allowed by --allow-missing)", "lost cell(s) allowed"}, "", ""},
+		{"a cell failed", []string{a, failed}, ExitLost, []string{": failed: setup: vxlan: operation not supported", "verdict: lost: "}, "missing or failed", ""},
+		{"a cell failed, allowed", []string{"--allow-missing", a, failed}, 0, []string{": failed: setup: vxlan"}, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, stdout, stderr := run(t, append([]string{"compare", "--db", db}, tt.args...)...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr: %s", code, tt.code, stdout, stderr)
+			}
+			for _, want := range tt.stdout {
+				if !strings.Contains(stdout, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, stdout)
+				}
+			}
+			if !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("stderr lacks %q: %s", tt.stderr, stderr)
+			}
+			if tt.noInStdout != "" && strings.Contains(stdout, tt.noInStdout) {
+				t.Errorf("stdout has %q:\n%s", tt.noInStdout, stdout)
+			}
+		})
+	}
 
 	t.Run("json and one-sided cells", func(t *testing.T) {
 		code, stdout, stderr := run(t, "compare", "--db", db, "--json", ids[0], ids[1])
-		if code != 0 && code != ExitRegression {
-			t.Fatalf("exit %d: %s", code, stderr)
+		// The matrix run has MTU 9000 and offloads-off cells the streams
+		// run lacks: lost, so the gate fails.
+		if code != ExitLost {
+			t.Fatalf("exit %d, want %d: %s", code, ExitLost, stderr)
 		}
 		var c report.Comparison
 		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
@@ -167,10 +222,17 @@ func TestCompareCommand(t *testing.T) {
 		if c.Schema != report.CompareSchema || c.Confidence != 0.95 || len(c.Rows) == 0 {
 			t.Errorf("comparison: schema %q, confidence %g, %d rows", c.Schema, c.Confidence, len(c.Rows))
 		}
-		// The matrix run has MTU 9000 and offloads-off cells the streams
-		// run lacks, and the streams run has 4-stream cells.
+		// The streams run has 4-stream cells the matrix run lacks.
 		if len(c.OnlyA) == 0 || len(c.OnlyB) == 0 {
 			t.Errorf("cells in only one run not listed: only A %q, only B %q", c.OnlyA, c.OnlyB)
+		}
+		if c.Outcome != report.OutcomeLost || len(c.Lost) == 0 {
+			t.Errorf("outcome %q with %d lost cells, want %q", c.Outcome, len(c.Lost), report.OutcomeLost)
+		}
+		for _, l := range c.Lost {
+			if l.Status != "missing" {
+				t.Errorf("lost cell %s: status %q, want missing", l.Name, l.Status)
+			}
 		}
 	})
 

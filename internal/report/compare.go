@@ -32,6 +32,10 @@ type CompareOptions struct {
 	// ThresholdPercent is the size of a significant worsening, in percent
 	// of run A's mean, above which a cell counts as a regression.
 	ThresholdPercent float64
+	// AllowMissing accepts cells that were ok in run A and are missing or
+	// failed in run B (a matrix changed on purpose): they are still listed,
+	// but the outcome no longer says lost.
+	AllowMissing bool
 }
 
 func (o CompareOptions) withDefaults() CompareOptions {
@@ -57,6 +61,11 @@ type Comparison struct {
 	// OnlyA and OnlyB name the cells present in only one run.
 	OnlyA []string `json:"only_in_a"`
 	OnlyB []string `json:"only_in_b"`
+	// Lost are the cells with at least one ok repetition in run A that
+	// are missing from run B or have no ok repetition there.
+	Lost []LostCell `json:"lost"`
+	// AllowMissing is true when lost cells were accepted.
+	AllowMissing bool `json:"allow_missing"`
 	// Counts of verdicts over Rows.
 	Better      int `json:"better"`
 	Worse       int `json:"worse"`
@@ -66,6 +75,36 @@ type Comparison struct {
 	Regressions int `json:"regressions"`
 	// Verdict sums the comparison up in one phrase.
 	Verdict string `json:"verdict"`
+	// Outcome is what a gate acts on: one of the Outcome constants.
+	Outcome string `json:"outcome"`
+}
+
+// Outcomes of a comparison, from the gate's point of view. tunbench
+// compare exits 0 for OutcomePass, 2 for OutcomeRegression, 3 for
+// OutcomeNoCommon and 4 for OutcomeLost.
+const (
+	// OutcomePass: no figure regressed and no cell was lost (or lost
+	// cells were allowed).
+	OutcomePass = "pass"
+	// OutcomeRegression: a figure is significantly worse by more than the
+	// threshold.
+	OutcomeRegression = "regression"
+	// OutcomeNoCommon: the runs share no cell, so nothing was compared.
+	OutcomeNoCommon = "no common cells"
+	// OutcomeLost: a cell ok in run A is missing or failed in run B. It
+	// outranks a regression: a method that stopped working is the worst one.
+	OutcomeLost = "lost"
+)
+
+// LostCell is a cell that was ok in run A and is not in run B.
+type LostCell struct {
+	Key  string `json:"key"`
+	Name string `json:"name"`
+	// Status is "missing" (run B has no such cell) or "failed" (run B has
+	// it, with no ok repetition).
+	Status string `json:"status"`
+	// Reason is run B's first error for a failed cell.
+	Reason string `json:"reason,omitempty"`
 }
 
 // CompareSchema names the JSON document of a comparison.
@@ -130,14 +169,23 @@ func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []re
 	c := Comparison{
 		Schema: CompareSchema, RunA: runA.ID, RunB: runB.ID, Test: "welch-t",
 		Confidence: opt.Confidence, ThresholdPercent: opt.ThresholdPercent,
-		Rows: []CompareRow{}, OnlyA: []string{}, OnlyB: []string{},
+		Rows: []CompareRow{}, OnlyA: []string{}, OnlyB: []string{}, Lost: []LostCell{},
+		AllowMissing: opt.AllowMissing,
 	}
+	common := 0
 	for _, a := range rowsA {
 		inA[a.Key] = true
 		b, ok := inB[a.Key]
 		if !ok {
 			c.OnlyA = append(c.OnlyA, rowName(a, v))
+			if a.OK > 0 {
+				c.Lost = append(c.Lost, LostCell{Key: a.Key, Name: rowName(a, v), Status: "missing"})
+			}
 			continue
+		}
+		common++
+		if a.OK > 0 && b.OK == 0 {
+			c.Lost = append(c.Lost, LostCell{Key: a.Key, Name: rowName(a, v), Status: "failed", Reason: firstProblem(b)})
 		}
 		for _, m := range compareMetrics {
 			fa, fb := m.get(a), m.get(b)
@@ -170,9 +218,25 @@ func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []re
 			c.Regressions++
 		}
 	}
+	c.Outcome = OutcomePass
 	switch {
+	case common == 0:
+		// Every cell of run A is only in run A: listed there, not as lost.
+		c.Verdict, c.Outcome, c.Lost = OutcomeNoCommon, OutcomeNoCommon, []LostCell{}
+		return c
+	case len(c.Lost) > 0 && !opt.AllowMissing:
+		c.Outcome = OutcomeLost
+	case c.Regressions > 0:
+		c.Outcome = OutcomeRegression
+	}
+	switch {
+	case len(c.Lost) > 0 && !opt.AllowMissing:
+		c.Verdict = fmt.Sprintf("lost: %d cell(s) ok in run A are missing or failed in run B", len(c.Lost))
+		if c.Regressions > 0 {
+			c.Verdict += fmt.Sprintf(", and %d figure(s) worse by more than %s%%", c.Regressions, fmtFloat(opt.ThresholdPercent))
+		}
 	case len(c.Rows) == 0:
-		c.Verdict = "no common cells"
+		c.Verdict = "nothing measured in both runs"
 	case c.Regressions > 0:
 		c.Verdict = fmt.Sprintf("regression: %d figure(s) worse by more than %s%%", c.Regressions, fmtFloat(opt.ThresholdPercent))
 	case c.Better == 0 && c.Worse == 0 && c.NotCompared == 0:
@@ -184,7 +248,24 @@ func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []re
 	default:
 		c.Verdict = VerdictNoChange + " where comparable"
 	}
+	if len(c.Lost) > 0 && opt.AllowMissing {
+		c.Verdict += fmt.Sprintf(" (%d lost cell(s) allowed)", len(c.Lost))
+	}
 	return c
+}
+
+// firstProblem is the first error of a cell's failed or skipped
+// repetitions, or its status when it has no error text.
+func firstProblem(s Summary) string {
+	for _, p := range s.Problems {
+		if p.Error != "" {
+			return p.Error
+		}
+	}
+	if len(s.Problems) > 0 {
+		return s.Problems[0].Status
+	}
+	return ""
 }
 
 func doubt(side string, s Summary) string {
@@ -197,6 +278,9 @@ func doubt(side string, s Summary) string {
 	}
 	if s.Emulated {
 		ds = append(ds, "emulated")
+	}
+	if s.Failed > 0 && s.OK > 0 {
+		ds = append(ds, fmt.Sprintf("%d of %d repetitions failed", s.Failed, s.Repetitions))
 	}
 	if len(ds) == 0 {
 		return ""
@@ -309,6 +393,20 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	if len(c.OnlyB) > 0 {
 		fmt.Fprintf(&b, "\nonly in run B (%s):\n", c.RunB)
 		writeWrapped(&b, c.OnlyB, "  ")
+	}
+	if len(c.Lost) > 0 {
+		head := "\nlost: ok in run A, missing or failed in run B"
+		if c.AllowMissing {
+			head += " (allowed by --allow-missing)"
+		}
+		fmt.Fprintf(&b, "%s:\n", head)
+		for _, l := range c.Lost {
+			line := "  " + l.Name + ": " + l.Status
+			if l.Reason != "" {
+				line += ": " + l.Reason
+			}
+			fmt.Fprintln(&b, line)
+		}
 	}
 	fmt.Fprintf(&b, "\n%d figures compared: %d better, %d worse, %d no significant change, %d not comparable.\n",
 		len(c.Rows), c.Better, c.Worse, c.NoChange, c.NotCompared)

@@ -3,7 +3,10 @@ package report
 import (
 	"bytes"
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/tunbench/tunbench/internal/result"
 )
 
 // TestWelchP against values computed with R's t.test(var.equal = FALSE)
@@ -79,4 +82,65 @@ func TestFixtureComparison(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "fixture.compare.golden", b.Bytes())
+}
+
+// TestCompareOutcomes: the gate's outcome for each kind of second run.
+func TestCompareOutcomes(t *testing.T) {
+	rr := fixtureDB(t)[0]
+	edit := func(f func(*result.Cell) bool) []result.Cell {
+		var out []result.Cell
+		for _, c := range rr.Cells {
+			if f(&c) {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	noVxlan := edit(func(c *result.Cell) bool { return c.Method != "vxlan" })
+	vxlanFailed := edit(func(c *result.Cell) bool {
+		if c.Method == "vxlan" {
+			c.Status, c.Error, c.Throughput, c.Latency = result.StatusFailed, "setup: boom", nil, nil
+		}
+		return true
+	})
+	otherKeys := edit(func(c *result.Cell) bool { c.Key = "x/" + c.Key; return true })
+	tests := []struct {
+		name    string
+		b       []result.Cell
+		allow   bool
+		outcome string
+		lost    int
+		status  string
+	}{
+		{"identical", rr.Cells, false, OutcomePass, 0, ""},
+		{"regression", scaleThroughput(rr.Cells, "vxlan", 0.7), false, OutcomeRegression, 0, ""},
+		{"no common cells", otherKeys, false, OutcomeNoCommon, 0, ""},
+		{"no common cells, allowed", otherKeys, true, OutcomeNoCommon, 0, ""},
+		{"missing", noVxlan, false, OutcomeLost, -1, "missing"},
+		{"missing, allowed", noVxlan, true, OutcomePass, -1, "missing"},
+		{"failed", vxlanFailed, false, OutcomeLost, -1, "failed"},
+		{"failed, allowed", vxlanFailed, true, OutcomePass, -1, "failed"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Compare(rr.Run, rr.Cells, rr.Run, tt.b, CompareOptions{AllowMissing: tt.allow})
+			if c.Outcome != tt.outcome {
+				t.Errorf("outcome %q (verdict %q), want %q", c.Outcome, c.Verdict, tt.outcome)
+			}
+			if tt.lost == 0 && len(c.Lost) != 0 {
+				t.Errorf("lost %+v, want none", c.Lost)
+			}
+			if tt.lost < 0 && len(c.Lost) == 0 {
+				t.Errorf("no lost cell reported")
+			}
+			for _, l := range c.Lost {
+				if tt.status != "" && (l.Status != tt.status || !strings.HasPrefix(l.Key, "vxlan/")) {
+					t.Errorf("lost %+v, want vxlan cells %s", l, tt.status)
+				}
+				if l.Status == "failed" && l.Reason != "setup: boom" {
+					t.Errorf("failed cell's reason %q, want its error", l.Reason)
+				}
+			}
+		})
+	}
 }
