@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,8 +13,22 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
+
+// siteName is the name site i of sites goes by in the test's scenario:
+// its sshtest name (s0, s1, ...) with the sites' own id appended. The
+// agents name their run directories after it (testbed.SiteDir:
+// DefaultRoot/<run id>/<site>), and sshtest's id is this test's alone
+// while it lives (its lock is held and its directory DefaultRoot/<id>
+// was created exclusively), so a directory named after one of these
+// sites is this test's, whatever run created it: not one of the plain
+// s0, s1 the sshbed tests' runs, on the same machine at the same time,
+// leave in DefaultRoot/<their run id>/.
+func siteName(sites *sshtest.Sites, i int) string {
+	return sites.Site[i].Config.Name + "-" + filepath.Base(sites.Dir)
+}
 
 // sshYAML is a scenario over the test's sites, binary given (no copy).
 func sshYAML(t *testing.T, sites *sshtest.Sites, bin, knownHosts, duration, extra string) string {
@@ -21,9 +36,9 @@ func sshYAML(t *testing.T, sites *sshtest.Sites, bin, knownHosts, duration, extr
 	var b strings.Builder
 	fmt.Fprintf(&b, "testbed: ssh\nmethods: [native, vxlan]\nrepetitions: 1\nduration: %s\nomit: 0s\nlatency: 1s\n%s", duration, extra)
 	fmt.Fprintf(&b, "ssh:\n  known_hosts: %s\n  binary: %s\n  sites:\n", knownHosts, bin)
-	for _, st := range sites.Site {
+	for i, st := range sites.Site {
 		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24}\n",
-			st.Config.Name, st.Config.Addr, sites.IdentityFile, st.Dev, st.Addr4)
+			siteName(sites, i), st.Config.Addr, sites.IdentityFile, st.Dev, st.Addr4)
 	}
 	path := filepath.Join(t.TempDir(), "ssh.yaml")
 	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
@@ -46,11 +61,13 @@ func TestSSHRunFromTheCommandLine(t *testing.T) {
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "2s", "tests: [tcp_stream, tcp_rr]\n")
 	dir := t.TempDir()
-	out, err := inSite(sites, bin, "run", "-f", scen, "--db", filepath.Join(dir, "r.db"), "--export", filepath.Join(dir, "e.json")).CombinedOutput()
+	db := filepath.Join(dir, "r.db")
+	out, err := inSite(sites, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json")).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
 	}
-	for _, want := range []string{"site × site, Gbit/s", "s0 → s1", "s1 → s0", "4 cells"} {
+	s0, s1 := siteName(sites, 0), siteName(sites, 1)
+	for _, want := range []string{"site × site, Gbit/s", s0 + " → " + s1, s1 + " → " + s0, "4 cells"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -59,12 +76,12 @@ func TestSSHRunFromTheCommandLine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"site_a": "s0"`, `"split": "hosts"`, `"testbed": "ssh"`} {
+	for _, want := range []string{`"site_a": "` + s0 + `"`, `"split": "hosts"`, `"testbed": "ssh"`} {
 		if !strings.Contains(string(export), want) {
 			t.Errorf("export lacks %s", want)
 		}
 	}
-	noSSHLeftovers(t, sites)
+	noSSHLeftovers(t, sites, db)
 }
 
 // TestSSHRunRefusesUnknownHostKey: a host not in known_hosts stops the run
@@ -87,7 +104,7 @@ func TestSSHRunRefusesUnknownHostKey(t *testing.T) {
 			t.Errorf("error lacks %q:\n%s", want, out)
 		}
 	}
-	noSSHLeftovers(t, sites)
+	noSSHLeftovers(t, sites, db)
 }
 
 // TestSSHControllerKilled: a controller killed mid-run leaves nothing on
@@ -97,7 +114,8 @@ func TestSSHControllerKilled(t *testing.T) {
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "20s", "tests: [tcp_stream]\n")
-	cmd := inSite(sites, bin, "run", "-f", scen, "--db", filepath.Join(t.TempDir(), "r.db"), "--quiet")
+	db := filepath.Join(t.TempDir(), "r.db")
+	cmd := inSite(sites, bin, "run", "-f", scen, "--db", db, "--quiet")
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -119,10 +137,10 @@ func TestSSHControllerKilled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("clean --testbed ssh: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "s0: ") || !strings.Contains(string(out), "s1: ") {
+	if !strings.Contains(string(out), siteName(sites, 0)+": ") || !strings.Contains(string(out), siteName(sites, 1)+": ") {
 		t.Errorf("clean does not report per site:\n%s", out)
 	}
-	noSSHLeftovers(t, sites)
+	noSSHLeftovers(t, sites, db)
 }
 
 // runDevice matches the devices a run creates (tb<id>-...), not the
@@ -141,10 +159,30 @@ func runningIn(ns, name string) bool {
 	return false
 }
 
-// noSSHLeftovers checks the sites for what runs leave: run devices,
-// agents, load tools, run directories.
-func noSSHLeftovers(t *testing.T, sites *sshtest.Sites) {
+// noSSHLeftovers checks the sites for what the test's own runs leave:
+// run devices, agents and load tools, run directories. It looks only at
+// what this test created, never at everything on the machine: the
+// sshbed tests (another package, run in parallel by go test) have agents
+// and run directories of their own on the same machine at the same time.
+//
+//   - Devices: in the sites' namespaces only.
+//   - Processes: those living in the sites' namespaces (ip netns pids),
+//     where sshd runs every command of the test's runs, agents included;
+//     apart from the sites' own sshd every one is a leftover, a
+//     "tunbench agent" being named as such.
+//   - Run directories: the agents create DefaultRoot/<run id>/<site>
+//     (testbed.SiteDir) and remove it, and DefaultRoot/<run id> once
+//     empty, when they end. Every run stored in the test's database db
+//     (runner.Run records the run under the id its agents got) must have
+//     no DefaultRoot/<id> left at all. That misses a run refused or
+//     killed before it was stored, whose id no one knows, so in addition
+//     no DefaultRoot/*/<site> may exist for any of the test's sites: the
+//     site names are the test's own (siteName), so this never sees
+//     another test's runs however they are timed, and it catches a
+//     leftover of the test's run whether or not the run was stored.
+func noSSHLeftovers(t *testing.T, sites *sshtest.Sites, db string) {
 	t.Helper()
+	ids := storedRuns(t, db)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		var left []string
@@ -156,24 +194,24 @@ func noSSHLeftovers(t *testing.T, sites *sshtest.Sites) {
 				}
 			}
 		}
-		out, _ := exec.Command("pgrep", "-af", " agent$").Output()
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if strings.Contains(l, "tunbench") {
-				left = append(left, "agent "+l)
+		for _, ns := range sites.Namespaces {
+			left = append(left, processesIn(ns)...)
+		}
+		for _, id := range ids {
+			dir := filepath.Join(testbed.DefaultRoot, id)
+			if _, err := os.Stat(dir); err == nil {
+				subs, _ := os.ReadDir(dir)
+				var names []string
+				for _, s := range subs {
+					names = append(names, s.Name())
+				}
+				left = append(left, fmt.Sprintf("directory %s of run %s (holding %v)", dir, id, names))
 			}
 		}
-		entries, _ := os.ReadDir(testbed.DefaultRoot)
-		for _, e := range entries {
-			if strings.HasPrefix(sites.Dir, filepath.Join(testbed.DefaultRoot, e.Name())) {
-				continue // the sites' own files
-			}
-			subs, _ := os.ReadDir(filepath.Join(testbed.DefaultRoot, e.Name()))
-			for _, s := range subs {
-				for _, st := range sites.Site {
-					if s.Name() == st.Config.Name {
-						left = append(left, "directory "+filepath.Join(testbed.DefaultRoot, e.Name(), s.Name()))
-					}
-				}
+		for i := range sites.Site {
+			dirs, _ := filepath.Glob(filepath.Join(testbed.DefaultRoot, "*", siteName(sites, i)))
+			for _, d := range dirs {
+				left = append(left, "directory "+d)
 			}
 		}
 		if len(left) == 0 {
@@ -184,4 +222,59 @@ func noSSHLeftovers(t *testing.T, sites *sshtest.Sites) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// storedRuns returns the ids of the runs stored in the results database
+// db (none when the run never got as far as creating it).
+func storedRuns(t *testing.T, db string) []string {
+	t.Helper()
+	if _, err := os.Stat(db); err != nil {
+		return nil
+	}
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatalf("open the test's results database: %v", err)
+	}
+	defer st.Close()
+	runs, err := st.Runs(context.Background())
+	if err != nil {
+		t.Fatalf("list the test's runs: %v", err)
+	}
+	var ids []string
+	for _, r := range runs {
+		if !testbed.ValidID(r.ID) {
+			t.Fatalf("stored run id %q is not a run id", r.ID)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// processesIn describes the processes living in namespace ns other than
+// the sites' sshd (listener and per-connection processes) and zombies.
+func processesIn(ns string) []string {
+	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
+	var left []string
+	for _, pid := range strings.Fields(string(out)) {
+		stat, err := os.ReadFile("/proc/" + pid + "/stat")
+		if err != nil {
+			continue // gone meanwhile
+		}
+		s := string(stat)
+		if end := strings.LastIndexByte(s, ')'); end < 0 || end+2 >= len(s) || s[end+2] == 'Z' || s[end+2] == 'X' {
+			continue
+		}
+		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+		if strings.TrimSpace(string(comm)) == "sshd" {
+			continue
+		}
+		raw, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		cmdline := strings.TrimSpace(strings.Join(strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"), " "))
+		kind := "process"
+		if strings.Contains(cmdline, "tunbench") && strings.HasSuffix(cmdline, " agent") {
+			kind = "agent"
+		}
+		left = append(left, fmt.Sprintf("%s %s (pid %s in %s)", kind, cmdline, pid, ns))
+	}
+	return left
 }
