@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"time"
@@ -47,24 +48,38 @@ var daemonProbe = func(ep *testbed.Endpoint, pid int) bool {
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// linkProbe reports whether ep's underlay device is up and running.
+// linkProbe reports whether ep's underlay device is up and running: set
+// up, and not operationally down (devices whose driver reports no
+// operstate read "unknown", and count as up).
 var linkProbe = func(ep *testbed.Endpoint) (bool, error) {
 	l, err := ep.NL.LinkByName(ep.Dev)
 	if err != nil {
 		return false, err
 	}
 	a := l.Attrs()
-	return a.Flags&netFlagUp != 0 && a.OperState != netlink.OperDown && a.OperState != netlink.OperLowerLayerDown, nil
+	return a.Flags&net.FlagUp != 0 && a.OperState != netlink.OperDown && a.OperState != netlink.OperLowerLayerDown, nil
 }
-
-const netFlagUp = 1 // net.FlagUp
 
 // startWatch starts watching path's daemons and tb's underlay devices and
 // returns the context to measure with.
+//
+// An underlay device faults when it vanishes, or when it goes down after
+// having been seen up: at the start of the measurement or at any tick
+// since. A device that is not up yet when the measurement begins (the
+// ssh testbed measures over the hosts' own devices, whose state tunbench
+// does not set) has not gone down; its figures fail on their own if it
+// carries nothing.
 func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (context.Context, *watch) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watch{cancel: cancel, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	start := time.Now()
+	wasUp := map[string]bool{}
+	for _, ep := range tb.Endpoints() {
+		if ep.Lost() == nil {
+			up, err := linkProbe(ep)
+			wasUp[ep.Side] = err == nil && up
+		}
+	}
 	go func() {
 		defer close(w.done)
 		t := time.NewTicker(watchInterval)
@@ -98,8 +113,10 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (conte
 				switch {
 				case err != nil:
 					w.fault(ep.Side+"/link", fmt.Sprintf("%s: underlay device %s vanished %s into the measurement: %v", ep.Side, ep.Dev, at, err))
-				case !up:
+				case !up && wasUp[ep.Side]:
 					w.fault(ep.Side+"/link", fmt.Sprintf("%s: underlay device %s went down %s into the measurement", ep.Side, ep.Dev, at))
+				case up:
+					wasUp[ep.Side] = true
 				}
 			}
 		}

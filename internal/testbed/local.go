@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -109,7 +110,44 @@ func NewLocal(cfg Config) (l *Local, err error) {
 			return l, err
 		}
 	}
+	for _, e := range []*Endpoint{l.A, l.B} {
+		if err := WaitOperUp(e.NL, e.Dev, operUpTimeout); err != nil {
+			return l, fmt.Errorf("testbed: %s: %w", e.Side, err)
+		}
+	}
 	return l, nil
+}
+
+// operUpTimeout bounds the wait for a new veth pair to be operationally
+// up: the kernel's link watch defers a carrier change by up to a second.
+const operUpTimeout = 5 * time.Second
+
+// WaitOperUp waits until dev is operationally up (IFF_RUNNING, operstate
+// up), polling every 10 ms for at most timeout.
+//
+// Setting a device up is not enough before measuring over it: the kernel
+// turns a carrier change into IFF_RUNNING and operstate up in its link
+// watch work, which it may defer by up to a second (events it does not
+// deem urgent are batched at most once a second). Until then the device
+// already passes packets (IFF_LOWER_UP is set) but reads as down. In the
+// kernel lab's emulated guest a cell often began within that second, and
+// its fault watch took the pending state for a link that went down.
+func WaitOperUp(nl Netlink, dev string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := nl.LinkByName(dev)
+		if err != nil {
+			return fmt.Errorf("wait for %s to come up: %w", dev, err)
+		}
+		a := l.Attrs()
+		if a.RawFlags&unix.IFF_RUNNING != 0 && a.OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s is not operationally up %v after it was set up (flags %v, operstate %v)", dev, timeout, a.Flags, a.OperState)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // createLock creates the run's lock file. Another run's Close may remove

@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/lab/labtest"
+	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// envTestBinary names a tunbench binary built by the host side of a lab
+// test, so that the guest does not build one under emulation.
+const envTestBinary = "TUNBENCH_TEST_BINARY"
+
+// TestKernelLabRunEveryRepetitionOK runs tunbench as a user would in the
+// kernel lab, four kernel-only methods three times each, and checks that
+// every repetition it asked for is ok: a run that loses repetitions to a
+// fault that did not happen hides half of the lab's figures.
+func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
+	if labtest.InLab() {
+		t.Skip("already inside the kernel lab")
+	}
+	bin := tunbenchBinary(t)
+	_ = labtest.Config(t) // skips without the lab; one guest at a time
+	dir := t.TempDir()
+	export := filepath.Join(dir, "run.json")
+	cmd := exec.Command(bin, "run", "--testbed", "vm", "--methods", "geneve,gre,wireguard,ipsec",
+		"--reps", "3", "--duration", "1s", "--omit", "0s", "--latency", "0s",
+		"--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tunbench run --testbed vm: %v\n%s", err, out)
+	}
+	data, err := os.ReadFile(export)
+	if err != nil {
+		t.Fatalf("no export: %v\n%s", err, out)
+	}
+	var doc report.Document
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	reps := map[string]int{}
+	for _, c := range doc.Cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("%s repetition %d: %s: %s", c.Method, c.Repetition, c.Status, c.Error)
+			continue
+		}
+		reps[c.Method]++
+	}
+	for _, m := range []string{"geneve", "gre", "wireguard", "ipsec"} {
+		if reps[m] != 3 {
+			t.Errorf("%s: %d of 3 repetitions ok", m, reps[m])
+		}
+	}
+	if t.Failed() {
+		t.Logf("output:\n%s", out)
+	}
+}
+
+// TestKernelLabFaults runs the TestLabFault* tests of this package inside
+// the kernel lab, with the tunbench binary built here.
+func TestKernelLabFaults(t *testing.T) {
+	if labtest.InLab() {
+		t.Skip("already inside the kernel lab")
+	}
+	bin := tunbenchBinary(t)
+	labtest.RunTestsInGuestWith(t, ".", "^TestLabFault", labtest.Options{Env: []string{envTestBinary + "=" + bin}})
+}
+
+// TestLabFaultUnderlayDown, in the guest: an underlay set down mid-cell
+// still fails that cell with the watch's message, and the next cell (a
+// kernel-only method) is measured as usual.
+func TestLabFaultUnderlayDown(t *testing.T) {
+	labtest.RequireLab(t)
+	if !labtest.InLab() {
+		t.Skip("runs inside the kernel lab (TestKernelLabFaults)")
+	}
+	underlayDownFailsTheCell(t, tunbenchBinary(t), "geneve")
+}

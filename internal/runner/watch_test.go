@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// fakeLinks replaces linkProbe with a script of states per side: each
+// probe of a side takes its next state and keeps the last one.
+type fakeLinks struct {
+	mu     sync.Mutex
+	states map[string][]string // "up", "down", "gone"
+}
+
+func (f *fakeLinks) probe(ep *testbed.Endpoint) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	q := f.states[ep.Side]
+	st := q[0]
+	if len(q) > 1 {
+		f.states[ep.Side] = q[1:]
+	}
+	switch st {
+	case "gone":
+		return false, errors.New("Link not found")
+	case "down":
+		return false, nil
+	}
+	return true, nil
+}
+
+// TestWatchUnderlay: the watch faults on a device that was up and went
+// down, or vanished, and not on one that was still coming up when the
+// measurement began.
+func TestWatchUnderlay(t *testing.T) {
+	tests := []struct {
+		name string
+		b    []string // side b's states: at start, then one per tick
+		want string   // "" for no fault
+	}{
+		{"up throughout", []string{"up"}, ""},
+		{"coming up when the measurement began", []string{"down", "down", "up"}, ""},
+		{"up, then down", []string{"up", "up", "down"}, "b: underlay device tb000000-b went down"},
+		{"came up, then went down", []string{"down", "up", "down"}, "b: underlay device tb000000-b went down"},
+		{"vanished", []string{"up", "gone"}, "b: underlay device tb000000-b vanished"},
+		{"vanished before it came up", []string{"down", "gone"}, "b: underlay device tb000000-b vanished"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := &fakeLinks{states: map[string][]string{"a": {"up"}, "b": tt.b}}
+			old := linkProbe
+			linkProbe = f.probe
+			defer func() { linkProbe = old }()
+			pair := testbed.NewPair(&testbed.Endpoint{Side: "a", Dev: "tb000000-a"}, &testbed.Endpoint{Side: "b", Dev: "tb000000-b"}, "", nil)
+			ctx, w := startWatch(context.Background(), pair, &method.Path{})
+			time.Sleep(time.Duration(len(tt.b)+3) * watchInterval)
+			err := w.stop()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("fault %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("fault %v, want %q", err, tt.want)
+			case tt.want != "" && !strings.Contains(context.Cause(ctx).Error(), tt.want):
+				t.Errorf("the measurement's context ended with %v, want the fault", context.Cause(ctx))
+			}
+		})
+	}
+}
