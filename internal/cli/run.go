@@ -278,7 +278,7 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	// Inside the kernel lab this run is the guest half of --testbed vm.
 	if os.Getenv(lab.EnvInLab) == "1" {
 		cfg.Testbed = "vm"
-		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
+		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
 	}
 	return runAndReport(cmd, f, cfg, dbPath)
 }

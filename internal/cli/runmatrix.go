@@ -104,7 +104,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host, ID: run.ID, Resume: &run, Stored: stored}
 	if os.Getenv(lab.EnvInLab) == "1" {
 		cfg.Testbed = "vm"
-		cfg.Host.Emulated = os.Getenv(lab.EnvEmulated) == "1"
+		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
 	}
 	return runAndReport(cmd, f, cfg, dbPath)
 }

@@ -15,7 +15,9 @@ func TestCollectFromCapturedProc(t *testing.T) {
 	f := &fakeRunner{replies: map[string]fakeReply{
 		"iperf3 --version": {out: readTestdata(t, "tools", "iperf3.txt")},
 	}}
-	h, err := collector{procDir: "testdata/proc", run: f, tools: Tools}.collect(context.Background())
+	root := "testdata/class/firecracker-kvm"
+	c := readCapturedCPUID(t, root)
+	h, err := collector{procDir: "testdata/proc", root: root, cpuid: func() CPUIDInfo { return c }, run: f, tools: Tools}.collect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,6 +39,24 @@ func TestCollectFromCapturedProc(t *testing.T) {
 	}
 	if h.Emulated {
 		t.Error("Collect claims an emulated machine")
+	}
+	if h.Class != "vm" || h.Hypervisor != "Firecracker" || h.ClassEvidence == "" || h.OSRelease != "Debian GNU/Linux 12 (bookworm)" {
+		t.Errorf("class %q (%q, %q), os release %q; want vm (Firecracker), Debian GNU/Linux 12 (bookworm)",
+			h.Class, h.Hypervisor, h.ClassEvidence, h.OSRelease)
+	}
+}
+
+// A capture of the lab's emulated guest makes Collect mark the host
+// emulated by itself.
+func TestCollectEmulated(t *testing.T) {
+	root := "testdata/class/lab-qemu-tcg"
+	c := readCapturedCPUID(t, root)
+	h, err := collector{procDir: "testdata/proc", root: root, cpuid: func() CPUIDInfo { return c }, run: &fakeRunner{}}.collect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Class != "emulated" || h.Hypervisor != "QEMU TCG" || !h.Emulated || !h.IsEmulated() || h.ClassLabel() != "emulated (QEMU TCG)" {
+		t.Errorf("class %q (%q), emulated %v, label %q", h.Class, h.Hypervisor, h.Emulated, h.ClassLabel())
 	}
 }
 

@@ -11,6 +11,13 @@
 // installed but gives no recognisable version is listed as "unknown".
 // Sysctls that do not exist on the running kernel are left out.
 //
+// Host class: DecideClass is pure; it decides bare-metal, vm (with the
+// hypervisor) or emulated (QEMU TCG) from a ClassInput: CPUID's hypervisor
+// bit and leaf 0x40000000 signature, /proc/cpuinfo, /sys/hypervisor/type,
+// DMI and the ACPI tables' OEM ID. ReadClass reads that input from the
+// running machine (CPUID through github.com/klauspost/cpuid); Collect
+// records the answer and sets Host.Emulated for an emulated host.
+//
 // Kernel configuration: ParseKernelConfig is pure. LoadKernelConfig reads
 // /proc/config.gz, else /boot/config-$(uname -r), else fails with
 // ErrNoKernelConfig. HasKernelFeature counts "=y" and "=m" alike;

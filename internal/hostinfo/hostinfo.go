@@ -16,15 +16,20 @@ import (
 // Collect describes this machine: hostname, kernel release, machine
 // architecture (uname -m), CPU model and count, memory, the tunbench and Go
 // versions, the versions of the installed Tools (run through r, each with
-// a 2 s timeout) and the Sysctls. It leaves Host.Emulated false: only the
-// testbed knows whether it runs in an emulated guest.
+// a 2 s timeout), the Sysctls, the OS release, and the host's class
+// (ReadClass: bare-metal, vm with its hypervisor, or emulated). It sets
+// Host.Emulated when the class is emulated; a testbed that knows better
+// (the kernel lab under software emulation) may set it too.
 func Collect(ctx context.Context, r Runner) (result.Host, error) {
-	return collector{procDir: "/proc", run: r, tools: Tools}.collect(ctx)
+	return collector{procDir: "/proc", root: "/", cpuid: ReadCPUID, run: r, tools: Tools}.collect(ctx)
 }
 
-// collector holds what tests replace: the /proc tree and the runner.
+// collector holds what tests replace: the /proc tree, the root the class
+// and OS release are read under, CPUID and the runner.
 type collector struct {
 	procDir string
+	root    string
+	cpuid   func() CPUIDInfo
 	run     Runner
 	tools   []Tool
 }
@@ -71,6 +76,10 @@ func (c collector) collect(ctx context.Context) (result.Host, error) {
 		GoVersion: runtime.Version(),
 		Tools:     toolVersions(ctx, c.run, c.tools),
 		Sysctls:   sysctls,
+		OSRelease: readOSRelease(c.root),
 	}
+	hc := DecideClass(readClassInput(c.root, c.cpuid()))
+	h.Class, h.Hypervisor, h.ClassEvidence = hc.Class, hc.Hypervisor, hc.Evidence
+	h.Emulated = hc.Class == result.ClassEmulated
 	return h, nil
 }

@@ -60,12 +60,52 @@ type Host struct {
 	Tunbench  string            `json:"tunbench_version"`
 	GoVersion string            `json:"go_version"`
 	Tools     map[string]string `json:"tools,omitempty"` // tool name -> version string
+	// OSRelease is the distribution's PRETTY_NAME from /etc/os-release;
+	// "" when unknown.
+	OSRelease string `json:"os_release,omitempty"`
+	// Class is what kind of machine this is: ClassBareMetal, ClassVM,
+	// ClassEmulated or ClassUnknown; "" in records older than the field.
+	Class string `json:"host_class,omitempty"`
+	// Hypervisor names the hypervisor of a vm or emulated host ("KVM",
+	// "Firecracker", "Xen", "Hyper-V", "VMware", "QEMU TCG", ...).
+	Hypervisor string `json:"hypervisor,omitempty"`
+	// ClassEvidence says what Class and Hypervisor were decided from.
+	ClassEvidence string `json:"host_class_evidence,omitempty"`
 	// Emulated is true when the endpoints ran in a software-emulated VM:
-	// such figures measure function, not performance.
+	// such figures measure function, not performance. It is true when
+	// Class is ClassEmulated or the testbed says so (the kernel lab under
+	// software emulation), and is kept for older records and readers.
 	Emulated bool              `json:"emulated"`
 	Sysctls  map[string]string `json:"sysctls,omitempty"`
 	// NIC is the underlay device a host of an ssh testbed measured over.
 	NIC *NIC `json:"nic,omitempty"`
+}
+
+// Host classes (Host.Class).
+const (
+	ClassBareMetal = "bare-metal"
+	ClassVM        = "vm"       // a virtual machine with hardware virtualisation
+	ClassEmulated  = "emulated" // software emulation (QEMU TCG)
+	ClassUnknown   = "unknown"  // nothing to decide from
+)
+
+// IsEmulated reports whether figures measured on h come from software
+// emulation: Emulated is set, or Class says so.
+func (h Host) IsEmulated() bool { return h.Emulated || h.Class == ClassEmulated }
+
+// ClassLabel is Class with the hypervisor, e.g. "vm (KVM)" or "emulated
+// (QEMU TCG)"; "" when Class is unknown to the record. A record older
+// than Class that is marked Emulated reads "emulated".
+func (h Host) ClassLabel() string {
+	switch {
+	case h.Class == "" && h.Emulated:
+		return ClassEmulated
+	case h.Class == "":
+		return ""
+	case h.Hypervisor != "" && (h.Class == ClassVM || h.Class == ClassEmulated):
+		return h.Class + " (" + h.Hypervisor + ")"
+	}
+	return h.Class
 }
 
 // NIC describes a host's underlay device: what ethtool -i and the link
