@@ -38,7 +38,7 @@ func NewDocument(run result.Run, cells []result.Cell) Document {
 		Run:      run,
 		Cells:    cells,
 		Summary:  rows,
-		Emulated: run.Host.Emulated,
+		Emulated: run.Host.IsEmulated(),
 		Warnings: warnings(run, rows),
 	}
 	for _, r := range rows {
@@ -124,7 +124,7 @@ func wideRow(run result.Run, c result.Cell) []string {
 	row = append(row,
 		flt(c.Meta.BackgroundBusy),
 		strconv.FormatBool(c.Meta.Busy),
-		strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated),
+		strconv.FormatBool(cellEmulated(run, c)),
 		c.Error,
 	)
 	return append(row, csvTestColumns(c)...)
@@ -426,7 +426,7 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 			strconv.Itoa(p.Streams), flt(p.Duration), flt(p.Omit), flt(p.Latency), p.LatencyTool,
 			strconv.FormatBool(p.Pin), options(p.Options),
 			flt(c.Meta.BackgroundBusy), strconv.FormatBool(c.Meta.Busy),
-			strconv.FormatBool(c.Meta.Emulated || run.Host.Emulated), cpuSplit(c),
+			strconv.FormatBool(cellEmulated(run, c)), cpuSplit(c),
 		}
 		base = append(base, tidyParams(p)...)
 		values := measuredValues(c)

@@ -202,8 +202,10 @@ func environment(runs []result.Run) Environment {
 	add("started", func(r result.Run) string { return r.Started.UTC().Format("2006-01-02 15:04:05 UTC") })
 	add("status", func(r result.Run) string { return r.Status })
 	add("testbed", func(r result.Run) string { return r.Testbed })
-	add("emulated", func(r result.Run) string { return strconv.FormatBool(r.Host.Emulated) })
+	add("emulated", func(r result.Run) string { return strconv.FormatBool(r.Host.IsEmulated()) })
+	add("host class", func(r result.Run) string { return r.Host.ClassLabel() })
 	add("hostname", func(r result.Run) string { return r.Host.Hostname })
+	add("OS", func(r result.Run) string { return r.Host.OSRelease })
 	add("kernel", func(r result.Run) string { return r.Host.Kernel })
 	add("arch", func(r result.Run) string { return r.Host.Arch })
 	add("CPU", func(r result.Run) string { return r.Host.CPUModel })
@@ -474,7 +476,7 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <section id="{{.Run.ID}}">
 <h2>Run {{.Run.ID}}</h2>
 <p>{{.Run.Status}}, testbed {{.Run.Testbed}}, started {{.Run.Started.UTC.Format "2006-01-02 15:04:05 UTC"}}; kernel {{.Run.Host.Kernel}}, {{.Run.Host.CPUModel}} ({{.Run.Host.CPUCount}} CPUs).</p>
-{{if .Run.Host.Emulated}}<p class="warn"><strong>Emulated:</strong> figures measure function, not performance.</p>{{end}}
+{{if .Run.Host.IsEmulated}}<p class="warn"><strong>Emulated:</strong> figures measure function, not performance.</p>{{end}}
 {{range .Warnings}}<p class="warn">{{.}}</p>
 {{end}}
 <h3 id="{{.Run.ID}}-takeaways">Take-aways</h3>

@@ -95,7 +95,7 @@ func warnings(run result.Run, rows []Summary) []string {
 	v := varyingParams(rows)
 	var (
 		out                    []string
-		emulated               = run.Host.Emulated
+		emulated               = run.Host.IsEmulated()
 		unstable, busy, approx []string
 		mixed                  []string
 		busyMax                float64
@@ -119,6 +119,9 @@ func warnings(run result.Run, rows []Summary) []string {
 	}
 	if emulated {
 		out = append(out, EmulatedNote+".")
+	}
+	if n := vmNote(rows); n != "" {
+		out = append(out, n)
 	}
 	if w := pacingWarning(run, rows); w != "" {
 		out = append(out, w)

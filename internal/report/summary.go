@@ -105,6 +105,10 @@ type Summary struct {
 	// Emulated is true when the endpoints ran in a software-emulated VM:
 	// the figures measure function, not performance.
 	Emulated bool `json:"emulated"`
+	// VMs name the virtual machines the row was measured on by hypervisor
+	// ("KVM"; on the ssh testbed "site: KVM" per host); empty on bare
+	// metal, under emulation and in records older than host classes.
+	VMs []string `json:"vm_hosts,omitempty"`
 	// Tests are the figures of the parallel and latency_under_load tests
 	// and the derived figures; nil for cells that have none.
 	Tests *TestSummary `json:"tests,omitempty"`
@@ -164,12 +168,13 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 		Implementation: first.Implementation,
 		Params:         first.Params,
 		Repetitions:    len(reps),
-		Emulated:       run.Host.Emulated,
+		Emulated:       run.Host.IsEmulated(),
 	}
 	var gbps, p50, p99, snd, rcv, sirq, busy, perCore []float64
 	splits := map[string]bool{}
 	for _, c := range reps {
-		s.Emulated = s.Emulated || c.Meta.Emulated
+		s.Emulated = s.Emulated || cellEmulated(run, c)
+		s.VMs = addVMs(s.VMs, run, c)
 		switch c.Status {
 		case result.StatusOK:
 			s.OK++

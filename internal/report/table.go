@@ -84,13 +84,19 @@ func writeRunHeader(b *strings.Builder, run result.Run) {
 		line += fmt.Sprintf(", took %s", run.Finished.Sub(run.Started).Round(time.Second))
 	}
 	h := run.Host
-	host := fmt.Sprintf("host %s, kernel %s, %s, %s (%d CPUs), %d MiB", orDash(h.Hostname), orDash(h.Kernel),
+	host := "host " + orDash(h.Hostname)
+	for _, s := range []string{h.ClassLabel(), h.OSRelease} { // absent from older records
+		if s != "" {
+			host += ", " + s
+		}
+	}
+	host += fmt.Sprintf(", kernel %s, %s, %s (%d CPUs), %d MiB", orDash(h.Kernel),
 		orDash(h.Arch), orDash(h.CPUModel), h.CPUCount, h.MemoryMiB)
 	lines := []string{line, host}
 	if run.Error != "" {
 		lines = append(lines, "run error: "+run.Error)
 	}
-	if h.Emulated {
+	if h.IsEmulated() {
 		lines = append(lines, "EMULATED: figures measure function, not performance.")
 	}
 	writeWrapped(b, lines, "")
