@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os/exec"
@@ -44,6 +45,13 @@ func (p *probe) HasKernel(option string) (bool, error) {
 	return hostinfo.HasKernelFeature(p.cfg, option) && p.cfg[option] == "y", nil
 }
 
+// CongestionControls returns the TCP congestion control algorithms this
+// machine offers after trying to load the modules of those of want it
+// lacks.
+func (p *probe) CongestionControls(want []string) ([]string, error) {
+	return hostinfo.AvailableCongestion(context.Background(), want)
+}
+
 func (p *probe) HasProgram(name string) bool {
 	_, err := exec.LookPath(name)
 	return err == nil
@@ -71,6 +79,9 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 		errs = append(errs, fmt.Errorf("load tools: %w", err))
 	}
 	if err := wanRequirements(s, p); err != nil {
+		errs = append(errs, err)
+	}
+	if err := congestionRequirements(s, p); err != nil {
 		errs = append(errs, err)
 	}
 	for _, name := range s.Methods {
@@ -137,4 +148,27 @@ func wanRequirements(s scenario.Scenario, p method.Probe) error {
 		return fmt.Errorf("wan (delay, jitter and loss need netem; a rate alone needs tbf): %w", err)
 	}
 	return nil
+}
+
+// congestionProbe is a probe that can list the congestion control
+// algorithms the machine offers (the host probe; test fakes may not).
+type congestionProbe interface {
+	CongestionControls(want []string) ([]string, error)
+}
+
+// congestionRequirements refuses a congestion control algorithm this
+// machine does not offer, naming those it does. On the vm testbed the
+// guest's kernel decides (the guest's own run checks it); on ssh each host
+// is checked when the testbed opens.
+func congestionRequirements(s scenario.Scenario, p method.Probe) error {
+	cp, ok := p.(congestionProbe)
+	if !ok || s.Testbed != "local" {
+		return nil
+	}
+	want := s.CongestionControls()
+	avail, err := cp.CongestionControls(want)
+	if err != nil {
+		return fmt.Errorf("congestion_control: %w", err)
+	}
+	return hostinfo.CongestionError("", hostinfo.MissingCongestion(want, avail), avail)
 }

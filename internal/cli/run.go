@@ -48,6 +48,7 @@ type runFlags struct {
 	tests       []string
 	directions  []string
 	mss         []int
+	cc          []string
 	udpSizes    []int
 	udpRate     string
 	fragment    bool
@@ -64,7 +65,8 @@ func newRunCmd() *cobra.Command {
 		Use:   "run [flags]",
 		Short: "Run a benchmark matrix and print the comparison table",
 		Long: `Run a benchmark: every combination of methods, families, MTUs, offload
-states, directions, MSS values and stream counts, each running the
+states, directions, MSS values, TCP congestion control algorithms and
+stream counts, each running the
 scenario's tests (tcp_stream and tcp_rr by default; also parallel and
 latency_under_load), each repeated. The matrix comes from the default
 scenario, a YAML file (-f), and flags, in that order of precedence (flags
@@ -72,10 +74,12 @@ win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.
 
 Default: methods native, vxlan and srv6, IPv4, MTU 1500, offloads on, one
-TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
-3 repetitions: about two and a half minutes.`,
+TCP stream with cubic (set inside tunbench's own namespaces; the host's
+setting is never touched) for 10 s after 1 s of warm-up, 3 s of
+request/response latency, 3 repetitions: about two and a half minutes.`,
 		Example: `  tunbench run
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
+  tunbench run --cc cubic,bbr
   tunbench run -f examples/paper-parallel.yaml --dry-run
   tunbench run -f examples/paper-singlestream.yaml --scale 0.1
   tunbench run --resume latest
@@ -112,6 +116,7 @@ TCP stream for 10 s after 1 s of warm-up, 3 s of request/response latency,
 	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
 	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
 	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
+	fl.StringSliceVar(&f.cc, "cc", nil, "TCP congestion control algorithms, e.g. cubic,bbr (default cubic, set in tunbench's namespaces; on ssh per connection, default the hosts')")
 	fl.IntVar(&f.spp, "streams-per-process", 0, "parallel test: streams per iperf3 process, 1 to 128 (default 128)")
 	fl.IntSliceVar(&f.udpSizes, "udp-sizes", nil, "udp_sizes test: Ethernet frame sizes, e.g. 64,512,1514 (default seed 002's 13 sizes)")
 	fl.StringVar(&f.udpRate, "udp-rate", "", "udp_sizes test: unlimited (default), search (NDR/PDR) or an offered rate such as 1G")
@@ -181,6 +186,9 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	}
 	if set("mss") {
 		s.MSS = f.mss
+	}
+	if set("cc") {
+		s.CongestionControl = f.cc
 	}
 	if set("streams-per-process") {
 		s.StreamsPerProcess = f.spp

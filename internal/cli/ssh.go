@@ -43,7 +43,8 @@ func sshConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writ
 	return sshbed.Config{
 		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs,
 		ID: id, BuildID: BuildID(), Version: Version(),
-		Tools: sshTools(s, reg),
+		Tools:              sshTools(s, reg),
+		CongestionControls: s.CongestionControls(),
 		Log: func(format string, args ...any) {
 			if log != nil {
 				fmt.Fprintf(log, "ssh testbed: "+format+"\n", args...)

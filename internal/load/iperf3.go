@@ -32,10 +32,21 @@ type Iperf3Client struct {
 	Reverse  bool          // -R, the server sends
 	Bidir    bool          // --bidir, both send at once
 	MSS      int           // -M, TCP maximum segment size; 0 is the kernel's
-	UDP      bool          // -u
-	Bitrate  string        // -b, iperf3 syntax: "200M", "1G", "10M/100" (rate/burst)
-	Bind     netip.Addr    // -B, local address (optional)
+	// Congestion is -C, the TCP congestion control of the test's sockets
+	// on both ends (iperf3 passes it to the server); "" is the hosts'.
+	Congestion string
+	UDP        bool       // -u
+	Bitrate    string     // -b, iperf3 syntax: "200M", "1G", "10M/100" (rate/burst)
+	Bind       netip.Addr // -B, local address (optional)
 }
+
+// congestionRe is a TCP congestion control algorithm's name as the kernel
+// knows it (TCP_CA_NAME_MAX is 16 bytes with the NUL).
+var congestionRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,14}$`)
+
+// CongestionName reports whether name can be a TCP congestion control
+// algorithm (cubic, bbr, reno, dctcp, ...).
+func CongestionName(name string) bool { return congestionRe.MatchString(name) }
 
 // bitrateRe is iperf3's -b syntax: a number, an optional K/M/G/T suffix and
 // an optional /burst packet count.
@@ -63,6 +74,9 @@ func (c Iperf3Client) Validate() error {
 	}
 	if c.MSS < 0 || c.MSS > 65495 || (c.MSS > 0 && c.MSS < 88) {
 		return fmt.Errorf("iperf3 client: mss %d outside 88..65495", c.MSS)
+	}
+	if c.Congestion != "" && !CongestionName(c.Congestion) {
+		return fmt.Errorf("iperf3 client: congestion control %q is not an algorithm name", c.Congestion)
 	}
 	if c.Bitrate != "" && !bitrateRe.MatchString(c.Bitrate) {
 		return fmt.Errorf("iperf3 client: bitrate %q is not iperf3 syntax (e.g. 200M, 1G, 10M/100)", c.Bitrate)
@@ -100,6 +114,9 @@ func (c Iperf3Client) Args() []string {
 	}
 	if c.MSS > 0 {
 		args = append(args, "-M", strconv.Itoa(c.MSS))
+	}
+	if c.Congestion != "" && !c.UDP {
+		args = append(args, "-C", c.Congestion)
 	}
 	if c.UDP {
 		args = append(args, "-u")

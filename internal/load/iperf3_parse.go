@@ -41,6 +41,8 @@ type iperf3Report struct {
 			HostTotal   float64 `json:"host_total"`
 			RemoteTotal float64 `json:"remote_total"`
 		} `json:"cpu_utilization_percent"`
+		SenderCongestion   string `json:"sender_tcp_congestion"`
+		ReceiverCongestion string `json:"receiver_tcp_congestion"`
 	} `json:"end"`
 	Error string `json:"error"`
 }
@@ -119,6 +121,8 @@ func ParseIperf3(data []byte) (*result.Throughput, error) {
 		Retransmits:         toInt(sent.Retransmits),
 		Seconds:             recv.Seconds,
 		Intervals:           make([]result.Interval, 0, len(r.Intervals)),
+		SenderCongestion:    r.End.SenderCongestion,
+		ReceiverCongestion:  r.End.ReceiverCongestion,
 	}
 	if rs, rr := r.End.SumSentReverse, r.End.SumReceivedReverse; rs != nil && rr != nil {
 		// --bidir: both halves ran at once; the totals are their sums and

@@ -24,12 +24,18 @@ type RRServer struct {
 	Bind netip.Addr
 	Port int
 	Exe  string
+	// Congestion is the TCP congestion control of the accepted
+	// connections ("" for the namespace's default).
+	Congestion string
 }
 
 // Validate reports whether s can be turned into a correct argv.
 func (s RRServer) Validate() error {
 	if err := validPort(s.Port); err != nil {
 		return fmt.Errorf("tunbench-rr server: %w", err)
+	}
+	if s.Congestion != "" && !CongestionName(s.Congestion) {
+		return fmt.Errorf("tunbench-rr server: congestion control %q is not an algorithm name", s.Congestion)
 	}
 	return nil
 }
@@ -42,7 +48,11 @@ func (s RRServer) Args() []string {
 	if s.Bind.IsValid() {
 		args = append(args, "--addr", s.Bind.Unmap().String())
 	}
-	return append(args, "--port", strconv.Itoa(portOr(s.Port, RRDefaultPort)), "--once")
+	args = append(args, "--port", strconv.Itoa(portOr(s.Port, RRDefaultPort)), "--once")
+	if s.Congestion != "" {
+		args = append(args, "--cc", s.Congestion)
+	}
+	return args
 }
 
 // RRClient describes one run of tunbench's request/response tool, with
@@ -60,6 +70,9 @@ type RRClient struct {
 	Duration, Warmup          time.Duration
 	RequestSize, ResponseSize int
 	Exe                       string // as in RRServer
+	// Congestion is the connection's TCP congestion control ("" for the
+	// namespace's default); the report says what it used.
+	Congestion string
 }
 
 // rrDefaultWarmup is the tool's default warm-up (rr.DefaultWarmup).
@@ -75,6 +88,9 @@ func (c RRClient) Validate() error {
 	}
 	if c.Duration <= 0 {
 		return fmt.Errorf("tunbench-rr client: duration %s is not positive", c.Duration)
+	}
+	if c.Congestion != "" && !CongestionName(c.Congestion) {
+		return fmt.Errorf("tunbench-rr client: congestion control %q is not an algorithm name", c.Congestion)
 	}
 	for _, s := range []struct {
 		what string
@@ -100,13 +116,17 @@ func (c RRClient) Args() []string {
 	case warmup < 0:
 		warmup = 0
 	}
-	return []string{exeOr(c.Exe), "rr", "client",
+	args := []string{exeOr(c.Exe), "rr", "client",
 		"--addr", c.Server.Unmap().String(),
 		"--port", strconv.Itoa(portOr(c.Port, RRDefaultPort)),
 		"--duration", c.Duration.String(),
 		"--warmup", warmup.String(),
 		"--request", strconv.Itoa(max(c.RequestSize, 1)),
 		"--response", strconv.Itoa(max(c.ResponseSize, 1))}
+	if c.Congestion != "" {
+		args = append(args, "--cc", c.Congestion)
+	}
+	return args
 }
 
 func exeOr(exe string) string {

@@ -31,6 +31,7 @@ type rrReport struct {
 	P99          float64           `json:"p99_rtt_us"`
 	Max          float64           `json:"max_rtt_us"`
 	CDF          []result.Quantile `json:"cdf"`
+	Congestion   string            `json:"congestion_control"`
 }
 
 // ParseRR parses the stdout of "tunbench rr client" into a latency record
@@ -75,7 +76,7 @@ func ParseRR(out []byte) (*result.Latency, error) {
 	return &result.Latency{
 		Tool: rrTool, Version: r.Version, Samples: r.Transactions,
 		Min: r.Min, Mean: r.Mean, P50: r.P50, P90: r.P90, P99: r.P99, Max: r.Max, StdDev: r.StdDev,
-		CDF: r.CDF,
+		CDF: r.CDF, Congestion: r.Congestion,
 	}, nil
 }
 

@@ -18,10 +18,10 @@ func TestDirectionAndMSSDimensions(t *testing.T) {
 	s.Repetitions = 1
 	steps := plan.Build(s, overheads{})
 	want := []string{
-		"1/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 mss=1220 rep=1",
-		"2/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 mss=216 rep=1",
-		"3/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 direction=reverse mss=1220 rep=1",
-		"4/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 direction=reverse mss=216 rep=1",
+		"1/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 mss=1220 cc=cubic rep=1",
+		"2/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 mss=216 cc=cubic rep=1",
+		"3/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 direction=reverse mss=1220 cc=cubic rep=1",
+		"4/4 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 direction=reverse mss=216 cc=cubic rep=1",
 	}
 	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
@@ -33,7 +33,7 @@ func TestDirectionAndMSSDimensions(t *testing.T) {
 	if len(keys) != 4 {
 		t.Errorf("keys not distinct: %v", keys)
 	}
-	if steps[3].Key != "native/ipv4/mtu1500/offloads-on/p1/reverse/mss216" {
+	if steps[3].Key != "native/ipv4/mtu1500/offloads-on/p1/reverse/mss216/cc-cubic" {
 		t.Errorf("key = %s", steps[3].Key)
 	}
 }
@@ -118,9 +118,9 @@ func TestOffloadSets(t *testing.T) {
 	}
 	steps := plan.Build(s, overheads{})
 	want := []string{
-		"1/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=1",
-		"2/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=udp-tnl-seg-off streams=1 rep=1",
-		"3/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=mine streams=1 rep=1",
+		"1/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 cc=cubic rep=1",
+		"2/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=udp-tnl-seg-off streams=1 cc=cubic rep=1",
+		"3/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=mine streams=1 cc=cubic rep=1",
 	}
 	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
@@ -129,11 +129,40 @@ func TestOffloadSets(t *testing.T) {
 	if !p.Offloads || p.OffloadSet != "udp-tnl-seg-off" || p.OffloadFeatures["tx-udp_tnl-csum-segmentation"] != false || len(p.OffloadFeatures) != 2 {
 		t.Errorf("params %+v", p)
 	}
-	if steps[2].Params.OffloadFeatures["rx-gro"] != false || steps[2].Key != "vxlan/ipv4/mtu1500/offloads-mine/p1" {
+	if steps[2].Params.OffloadFeatures["rx-gro"] != false || steps[2].Key != "vxlan/ipv4/mtu1500/offloads-mine/p1/cc-cubic" {
 		t.Errorf("custom set: %+v %s", steps[2].Params.OffloadFeatures, steps[2].Key)
 	}
 	s.Offloads = []string{"turbo"}
 	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `unknown value "turbo": use on, off (TSO/GSO/GRO on the path) or a feature set: gro-off, gso-off, mine, tso-off, udp-tnl-seg-off, udp-tnl-seg-on`) {
 		t.Errorf("unknown set: %v", err)
+	}
+}
+
+// TestCongestionControlDimension: cubic is the local default; a list is a
+// dimension whose value is in every cell's key; on ssh the default leaves
+// the hosts' own algorithm (no cc in the key).
+func TestCongestionControlDimension(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"native"}
+	s.Repetitions = 1
+	if got := plan.Lines(plan.Build(s, overheads{})); len(got) != 1 || !strings.HasSuffix(got[0], " cc=cubic rep=1") {
+		t.Errorf("default plan %q, want cubic", got)
+	}
+	s.CongestionControl = []string{"cubic", "bbr"}
+	steps := plan.Build(s, overheads{})
+	want := []string{
+		"1/2 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 cc=cubic rep=1",
+		"2/2 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 cc=bbr rep=1",
+	}
+	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if steps[1].Key != "native/ipv4/mtu1500/offloads-on/p1/cc-bbr" || steps[1].Params.CongestionControl != "bbr" {
+		t.Errorf("cell %s with %q", steps[1].Key, steps[1].Params.CongestionControl)
+	}
+	s.CongestionControl = nil
+	s.Testbed = "ssh"
+	if ccs := s.CongestionControls(); len(ccs) != 1 || ccs[0] != "" {
+		t.Errorf("ssh default %q, want the hosts' own", ccs)
 	}
 }

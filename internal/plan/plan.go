@@ -44,6 +44,7 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 	if len(mss) == 0 {
 		mss = []int{0}
 	}
+	ccs := s.CongestionControls()
 	dirs := s.Directions
 	if len(dirs) == 0 {
 		dirs = []string{scenario.DirForward}
@@ -91,31 +92,34 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 					for _, wan := range wans {
 						for _, dir := range dirs {
 							for _, seg := range mss {
-								for _, streams := range s.Streams {
-									p := result.Params{
-										Family:            f,
-										UnderlayMTU:       mtu,
-										OverlayMTU:        mtu - o.Overhead(m, f),
-										Offloads:          off != "off",
-										Streams:           streams,
-										Duration:          t.Duration.Seconds(),
-										Omit:              t.Omit.Seconds(),
-										Latency:           t.Latency.Seconds(),
-										LatencyTool:       s.LatencyTool,
-										Pin:               s.Pin,
-										Options:           s.Options[m],
-										Tests:             tests,
-										Direction:         dir,
-										MSS:               seg,
-										StreamsPerProcess: spp,
-										LineRate:          lineRate,
-										UDP:               udp,
-										WAN:               wan,
+								for _, cc := range ccs {
+									for _, streams := range s.Streams {
+										p := result.Params{
+											Family:            f,
+											UnderlayMTU:       mtu,
+											OverlayMTU:        mtu - o.Overhead(m, f),
+											Offloads:          off != "off",
+											Streams:           streams,
+											Duration:          t.Duration.Seconds(),
+											Omit:              t.Omit.Seconds(),
+											Latency:           t.Latency.Seconds(),
+											LatencyTool:       s.LatencyTool,
+											Pin:               s.Pin,
+											Options:           s.Options[m],
+											Tests:             tests,
+											Direction:         dir,
+											MSS:               seg,
+											CongestionControl: cc,
+											StreamsPerProcess: spp,
+											LineRate:          lineRate,
+											UDP:               udp,
+											WAN:               wan,
+										}
+										if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
+											p.OffloadSet, p.OffloadFeatures = off, set
+										}
+										cells = append(cells, cell{Key(m, p), m, p})
 									}
-									if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
-										p.OffloadSet, p.OffloadFeatures = off, set
-									}
-									cells = append(cells, cell{Key(m, p), m, p})
 								}
 							}
 						}
@@ -176,6 +180,9 @@ func Key(method string, p result.Params) string {
 	if p.MSS > 0 {
 		k += fmt.Sprintf("/mss%d", p.MSS)
 	}
+	if p.CongestionControl != "" {
+		k += "/cc-" + p.CongestionControl
+	}
 	if p.WAN != nil {
 		k += "/wan-" + WANLabel(p.WAN)
 	}
@@ -209,7 +216,8 @@ func formatOptions(o map[string]string) string {
 }
 
 // Line renders a step as one line of text. Direction and MSS appear only
-// when they differ from the default (forward, the kernel's MSS).
+// when they differ from the default (forward, the kernel's MSS), the
+// congestion control when one is set.
 func (s Step) Line(total int) string {
 	extra := ""
 	if d := s.Params.Direction; d != "" && d != scenario.DirForward {
@@ -217,6 +225,9 @@ func (s Step) Line(total int) string {
 	}
 	if s.Params.MSS > 0 {
 		extra += fmt.Sprintf(" mss=%d", s.Params.MSS)
+	}
+	if cc := s.Params.CongestionControl; cc != "" {
+		extra += " cc=" + cc
 	}
 	if s.Params.WAN != nil {
 		extra += " wan=" + WANLabel(s.Params.WAN)

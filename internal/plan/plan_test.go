@@ -35,14 +35,14 @@ func TestInterleavedPlan(t *testing.T) {
 	s.MTUs = []int{1500, 9000}
 	s.Repetitions = 2
 	want := []string{
-		"1/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 rep=1",
-		"2/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 rep=1",
-		"3/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=1",
-		"4/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 rep=1",
-		"5/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 rep=2",
-		"6/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 rep=2",
-		"7/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 rep=2",
-		"8/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 rep=2",
+		"1/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 cc=cubic rep=1",
+		"2/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 cc=cubic rep=1",
+		"3/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 cc=cubic rep=1",
+		"4/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 cc=cubic rep=1",
+		"5/8 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 cc=cubic rep=2",
+		"6/8 native family=ipv4 mtu=9000 overlay_mtu=9000 offloads=on streams=1 cc=cubic rep=2",
+		"7/8 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 cc=cubic rep=2",
+		"8/8 vxlan family=ipv4 mtu=9000 overlay_mtu=8950 offloads=on streams=1 cc=cubic rep=2",
 	}
 	if diff := cmp.Diff(want, plan.Lines(plan.Build(s, overheads{}))); diff != "" {
 		t.Errorf("plan (-want +got):\n%s", diff)
@@ -57,12 +57,12 @@ func TestGroupedPlanSkipsUnsupportedFamilies(t *testing.T) {
 	s.Repetitions = 2
 	s.Order = "grouped"
 	want := []string{
-		"1/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 rep=1",
-		"2/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 rep=2",
-		"3/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 rep=1",
-		"4/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 rep=2",
-		"5/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 rep=1",
-		"6/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 rep=2",
+		"1/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 cc=cubic rep=1",
+		"2/6 ipip family=ipv4 mtu=1500 overlay_mtu=1480 offloads=off streams=1 cc=cubic rep=2",
+		"3/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 cc=cubic rep=1",
+		"4/6 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=off streams=1 cc=cubic rep=2",
+		"5/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 cc=cubic rep=1",
+		"6/6 vxlan family=ipv6 mtu=1500 overlay_mtu=1430 offloads=off streams=1 cc=cubic rep=2",
 	}
 	steps := plan.Build(s, overheads{})
 	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {

@@ -114,6 +114,9 @@ func (k baselineKey) slug() string {
 	if k.Pin {
 		s += "-pin"
 	}
+	if k.CongestionControl != "" {
+		s += "-cc-" + k.CongestionControl
+	}
 	return s
 }
 
@@ -133,12 +136,24 @@ func describe(p result.Params, v varying) string {
 	if v.streams {
 		ps = append(ps, "with "+streams(p.Streams))
 	}
+	if v.cc {
+		ps = append(ps, "with "+ccName(p.CongestionControl))
+	}
 	return strings.Join(ps, " ")
 }
 
 // describeAll names a parameter set fully, for figure titles.
 func describeAll(p result.Params) string {
-	return fmt.Sprintf("%s, MTU %d, offloads %s, %s", p.Family, p.UnderlayMTU, onOff(p.Offloads), streams(p.Streams))
+	return fmt.Sprintf("%s, MTU %d, offloads %s, %s", p.Family, p.UnderlayMTU, onOff(p.Offloads), streams(p.Streams)) + ccSuffix(p)
+}
+
+// ccSuffix names the congestion control asked for in a title, when one
+// was.
+func ccSuffix(p result.Params) string {
+	if p.CongestionControl == "" {
+		return ""
+	}
+	return ", " + ccName(p.CongestionControl)
 }
 
 // slugLabel makes a row label file-name safe.

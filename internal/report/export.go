@@ -77,6 +77,9 @@ var WideCSVHeader = []string{
 	"ceiling_fraction", "percent_of_ceiling", "percent_of_line_rate", "load_tool_saturated",
 	"cost_basis", "sender_ns_per_packet", "receiver_ns_per_packet", "sender_ns_per_byte", "receiver_ns_per_byte",
 	"udp_sizes", "path_mtu_bytes", "mtu_mismatch", "mss_probe_bytes", "mss_probe_bits_per_second", "mss_probe_stalled",
+	// Issue 20: the congestion control asked for and the one the
+	// connections used.
+	"congestion_control", "congestion_control_used",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -127,7 +130,8 @@ func wideRow(run result.Run, c result.Cell) []string {
 		strconv.FormatBool(cellEmulated(run, c)),
 		c.Error,
 	)
-	return append(row, csvTestColumns(c)...)
+	row = append(row, csvTestColumns(c)...)
+	return append(row, p.CongestionControl, c.Meta.CongestionControl)
 }
 
 // csvTestColumns are the issue-12 columns: empty where not measured.
@@ -214,7 +218,7 @@ var CSVHeader = []string{
 	"duration_s", "omit_s", "latency_duration_s", "latency_tool", "pin", "options",
 	"background_busy_percent", "background_busy", "emulated", "cpu_split",
 	"tests", "direction", "mss_bytes", "streams_per_process", "offload_set", "wan", "line_rate_bps",
-	"site_a", "site_b",
+	"site_a", "site_b", "congestion_control", "congestion_control_used",
 	"frame_bytes", "process_port",
 	"metric", "value", "unit", "error",
 }
@@ -405,7 +409,7 @@ func tidyParams(p result.Params) []string {
 	if w := p.WAN; w != nil {
 		wan = fmt.Sprintf("delay=%sms jitter=%sms loss=%s%% rate=%sbps qdisc=%s", flt(w.DelayMs), flt(w.JitterMs), flt(w.LossPercent), flt(w.RateBps), w.Qdisc)
 	}
-	return []string{strings.Join(p.Tests, " "), p.Direction, mss, spp, p.OffloadSet, wan, rate, p.SiteA, p.SiteB}
+	return []string{strings.Join(p.Tests, " "), p.Direction, mss, spp, p.OffloadSet, wan, rate, p.SiteA, p.SiteB, p.CongestionControl}
 }
 
 // CSV writes the tidy CSV export: one row per measured value, with its
@@ -429,6 +433,7 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 			strconv.FormatBool(cellEmulated(run, c)), cpuSplit(c),
 		}
 		base = append(base, tidyParams(p)...)
+		base = append(base, c.Meta.CongestionControl)
 		values := measuredValues(c)
 		if len(values) == 0 {
 			values = []measuredValue{{}}

@@ -230,22 +230,33 @@ func TestTidyCSV(t *testing.T) {
 // BBR's pacing can hold veth throughput down; cubic, or another testbed
 // (the vm guest has its own default), does not.
 func TestPacingWarning(t *testing.T) {
-	rows := []Summary{{Method: "native", Throughput: Figure{Unit: "Gbit/s", Summary: stats.Summary{N: 3, Mean: 10}}}}
+	row := func(asked, used string) Summary {
+		return Summary{Method: "native", Params: result.Params{CongestionControl: asked}, Congestion: used,
+			Throughput: Figure{Unit: "Gbit/s", Summary: stats.Summary{N: 3, Mean: 10}}}
+	}
 	run := func(testbed, cc string) result.Run {
 		return result.Run{Testbed: testbed, Host: result.Host{Sysctls: map[string]string{"net.ipv4.tcp_congestion_control": cc}}}
 	}
 	has := func(ws []string) bool {
-		return slices.ContainsFunc(ws, func(w string) bool { return strings.HasPrefix(w, "TCP congestion control is bbr") })
+		return slices.ContainsFunc(ws, func(w string) bool { return strings.HasPrefix(w, "TCP congestion control bbr") })
 	}
-	if ws := warnings(run("local", "bbr"), rows); !has(ws) {
-		t.Errorf("local run with bbr: warnings %q, want the pacing warning", ws)
+	tests := []struct {
+		name string
+		run  result.Run
+		rows []Summary
+		want bool
+	}{
+		{"default run: cubic asked and used, host bbr", run("local", "bbr"), []Summary{row("cubic", "cubic")}, false},
+		{"bbr asked and used", run("local", "bbr"), []Summary{row("bbr", "bbr")}, true},
+		{"cubic and bbr in one run", run("local", "cubic"), []Summary{row("cubic", "cubic"), row("bbr", "bbr")}, true},
+		{"record older than the dimension, host bbr", run("local", "bbr"), []Summary{row("", "")}, true},
+		{"record older than the dimension, host cubic", run("local", "cubic"), []Summary{row("", "")}, false},
+		{"vm testbed", run("vm", "bbr"), []Summary{row("bbr", "bbr")}, false},
+		{"no throughput rows", run("local", "bbr"), nil, false},
 	}
-	for _, r := range []result.Run{run("local", "cubic"), run("vm", "bbr")} {
-		if ws := warnings(r, rows); has(ws) {
-			t.Errorf("testbed %s with %s: warnings %q, want no pacing warning", r.Testbed, r.Host.Sysctls["net.ipv4.tcp_congestion_control"], ws)
+	for _, tt := range tests {
+		if got := has(warnings(tt.run, tt.rows)); got != tt.want {
+			t.Errorf("%s: pacing warning %v, want %v", tt.name, got, tt.want)
 		}
-	}
-	if ws := warnings(run("local", "bbr"), nil); has(ws) {
-		t.Errorf("no throughput rows: warnings %q, want no pacing warning", ws)
 	}
 }

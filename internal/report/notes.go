@@ -24,7 +24,7 @@ const (
 // parameters become headings over groups of rows; the overlay MTU, which
 // also depends on the method, becomes a column.
 type varying struct {
-	family, underlay, overlay, offloads, streams bool
+	family, underlay, overlay, offloads, streams, cc bool
 }
 
 func varyingParams(rows []Summary) varying {
@@ -40,6 +40,7 @@ func varyingParams(rows []Summary) varying {
 		v.underlay = v.underlay || p.UnderlayMTU != p0.UnderlayMTU
 		v.offloads = v.offloads || p.Offloads != p0.Offloads
 		v.streams = v.streams || p.Streams != p0.Streams
+		v.cc = v.cc || p.CongestionControl != p0.CongestionControl
 		if m, ok := overlay[r.Label]; ok && m != p.OverlayMTU {
 			v.overlay = true
 		}
@@ -67,6 +68,9 @@ func rowName(r Summary, v varying) string {
 	}
 	if v.streams {
 		ps = append(ps, streams(r.Params.Streams))
+	}
+	if v.cc {
+		ps = append(ps, ccName(r.Params.CongestionControl))
 	}
 	ps = append(ps, extraParams(r.Params)...)
 	if len(ps) == 0 {
@@ -152,23 +156,69 @@ func warnings(run result.Run, rows []Summary) []string {
 	return out
 }
 
+// ccName names a congestion control setting in a heading or a note.
+func ccName(cc string) string {
+	if cc == "" {
+		return "cc host default"
+	}
+	return "cc " + cc
+}
+
 // pacingWarning is the doubt about TCP throughput measured with BBR on
-// the local testbed: the namespaces inherit the host's congestion control,
-// and BBR paces its own sending where the device has no fq qdisc (veth
-// has none). On this kind of machine that held native veth throughput to
-// about a third of cubic's, with the CPUs partly idle, and hid the
-// difference between data paths (docs/performance.md).
+// the local testbed: BBR paces its own sending where the device has no fq
+// qdisc (veth has none). On this kind of machine that held native veth
+// throughput to about a third of cubic's, with the CPUs partly idle, and
+// hid the difference between data paths (docs/performance.md). A row ran
+// BBR when its connections reported it (Summary.Congestion), or, in
+// records older than that, when the host's default was bbr and no
+// algorithm was asked for.
 func pacingWarning(run result.Run, rows []Summary) string {
-	if run.Testbed != "local" || run.Host.Sysctls["net.ipv4.tcp_congestion_control"] != "bbr" {
+	if run.Testbed != "local" {
 		return ""
 	}
-	if !slices.ContainsFunc(rows, func(r Summary) bool { return r.Throughput.N > 0 }) {
+	v := varyingParams(rows)
+	var bbr []string
+	for _, r := range rows {
+		used := r.Congestion
+		if used == "" && r.Params.CongestionControl == "" {
+			used = run.Host.Sysctls["net.ipv4.tcp_congestion_control"]
+		}
+		if r.Throughput.N > 0 && slices.Contains(strings.Split(used, "+"), "bbr") {
+			bbr = append(bbr, rowName(r, v))
+		}
+	}
+	if len(bbr) == 0 {
 		return ""
 	}
-	return "TCP congestion control is bbr (the host's net.ipv4.tcp_congestion_control, which the namespaces inherit): " +
+	what := strings.Join(bbr, ", ")
+	if len(bbr) == len(rows) {
+		what = "all rows"
+	}
+	return "TCP congestion control bbr (" + what + "): " +
 		"BBR paces its own sending where the device has no fq qdisc, and veth has none; on a veth testbed that can " +
 		"hold throughput well below what the CPUs carry and hide the difference between data paths " +
-		"(docs/performance.md). To compare data paths, run with sysctl -w net.ipv4.tcp_congestion_control=cubic set first."
+		"(docs/performance.md). To compare data paths, measure with cubic (the default, or --cc cubic)."
+}
+
+// congestionLine says which TCP congestion control the figures were
+// measured with, as the connections' sockets reported it: in the
+// headings when it is a dimension, here otherwise.
+func congestionLine(rows []Summary, v varying) string {
+	if v.cc {
+		return "cc: the TCP congestion control asked for (in the headings); every connection's socket reported using it."
+	}
+	var used []string
+	for _, r := range rows {
+		for _, u := range strings.Split(r.Congestion, "+") {
+			if u != "" && !slices.Contains(used, u) {
+				used = append(used, u)
+			}
+		}
+	}
+	if len(used) == 0 {
+		return ""
+	}
+	return "TCP congestion control: " + strings.Join(used, ", ") + ", as every connection's socket reported it."
 }
 
 // definitions explain the table's columns; always printed under it.

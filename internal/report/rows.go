@@ -27,10 +27,13 @@ type baselineKey struct {
 	// SiteA and SiteB: on an ssh testbed a method compares with native
 	// between the same two hosts.
 	SiteA, SiteB string
+	// CongestionControl: a method compares with native under the same
+	// algorithm.
+	CongestionControl string
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet, p.SiteA, p.SiteB}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and

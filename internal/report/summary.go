@@ -16,6 +16,8 @@ package report
 
 import (
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/stats"
@@ -102,6 +104,10 @@ type Summary struct {
 	// BackgroundBusyMax is the highest background utilisation measured
 	// before a counted repetition, in percent of the whole machine.
 	BackgroundBusyMax float64 `json:"background_busy_max_percent"`
+	// Congestion is the TCP congestion control the repetitions'
+	// connections used, as their sockets reported it (distinct names
+	// joined with "+"); empty for older records.
+	Congestion string `json:"congestion_control_used,omitempty"`
 	// Emulated is true when the endpoints ran in a software-emulated VM:
 	// the figures measure function, not performance.
 	Emulated bool `json:"emulated"`
@@ -174,6 +180,7 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 	splits := map[string]bool{}
 	for _, c := range reps {
 		s.Emulated = s.Emulated || cellEmulated(run, c)
+		s.Congestion = joinDistinct(s.Congestion, c.Meta.CongestionControl)
 		s.VMs = addVMs(s.VMs, run, c)
 		switch c.Status {
 		case result.StatusOK:
@@ -244,4 +251,16 @@ func figure(unit string, xs []float64) Figure {
 // flag a row unstable.
 func (s *Summary) figures() []Figure {
 	return []Figure{s.Throughput, s.P50RTT, s.P99RTT, s.SenderCPU, s.ReceiverCPU, s.GbpsPerCore}
+}
+
+// joinDistinct adds the "+"-joined names of add to those of set that it
+// lacks.
+func joinDistinct(set, add string) string {
+	names := strings.FieldsFunc(set, func(r rune) bool { return r == '+' })
+	for _, n := range strings.FieldsFunc(add, func(r rune) bool { return r == '+' }) {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, "+")
 }

@@ -51,6 +51,9 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	if err := renderGrid(&b, cols, grid); err != nil {
 		return err
 	}
+	if l := congestionLine(rows, v); l != "" {
+		writeWrapped(&b, []string{l}, "")
+	}
 	if err := writeTestTables(&b, rows, v); err != nil {
 		return err
 	}
@@ -179,6 +182,9 @@ func paramsHeading(p result.Params, v varying) string {
 	}
 	if v.streams {
 		ps = append(ps, streams(p.Streams))
+	}
+	if v.cc {
+		ps = append(ps, ccName(p.CongestionControl))
 	}
 	ps = append(ps, extraParams(p)...)
 	if len(ps) == 0 {

@@ -148,6 +148,11 @@ type Params struct {
 	// MSS is the TCP maximum segment size asked of the load tool; 0 is
 	// the kernel's choice.
 	MSS int `json:"mss_bytes,omitempty"`
+	// CongestionControl is the TCP congestion control algorithm asked
+	// for (set in the testbed's namespaces and on every connection); empty
+	// leaves the hosts' default. What the connections really used is
+	// Meta.CongestionControl.
+	CongestionControl string `json:"congestion_control,omitempty"`
 	// StreamsPerProcess is the parallel test's layout (0 when it did not run).
 	StreamsPerProcess int `json:"streams_per_process,omitempty"`
 	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
@@ -245,7 +250,10 @@ type ProcessThroughput struct {
 	Retransmits            int64   `json:"retransmits"`
 	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
 	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`
-	Error                  string  `json:"error,omitempty"`
+	// Congestion is the TCP congestion control of the process's sending
+	// sockets, as iperf3 read it.
+	Congestion string `json:"congestion_control,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
 // LatencyUnderLoad is request/response latency measured on the idle
@@ -429,6 +437,11 @@ type Throughput struct {
 	// CPU figures as reported by the load tool itself for its own process.
 	SenderToolCPUPercent   float64 `json:"sender_tool_cpu_percent"`
 	ReceiverToolCPUPercent float64 `json:"receiver_tool_cpu_percent"`
+	// SenderCongestion and ReceiverCongestion are the TCP congestion
+	// control of the sending and receiving sockets, as iperf3 read them
+	// (TCP_CONGESTION); empty for UDP and older records.
+	SenderCongestion   string `json:"sender_congestion_control,omitempty"`
+	ReceiverCongestion string `json:"receiver_congestion_control,omitempty"`
 }
 
 // Interval is one reporting interval (normally one second).
@@ -456,6 +469,9 @@ type Latency struct {
 	StdDev  float64 `json:"stddev_rtt_us"`
 	// CDF holds the full distribution as quantile points, enough to draw it.
 	CDF []Quantile `json:"cdf"`
+	// Congestion is the TCP congestion control of the client's socket
+	// (tunbench's rr tool reads it); empty for other tools.
+	Congestion string `json:"congestion_control,omitempty"`
 }
 
 // Quantile is one point of a cumulative distribution.
@@ -550,8 +566,12 @@ type Meta struct {
 	Hosts []Host `json:"hosts,omitempty"`
 	// Variant records which implementation variant actually ran
 	// (e.g. "kernel-libipsec", "netdev datapath").
-	Variant string            `json:"variant,omitempty"`
-	Extra   map[string]string `json:"extra,omitempty"`
+	Variant string `json:"variant,omitempty"`
+	// CongestionControl is the TCP congestion control the cell's
+	// connections used, read from their sockets (iperf3's TCP_CONGESTION
+	// report, the rr tool's); empty when no TCP test ran.
+	CongestionControl string            `json:"congestion_control,omitempty"`
+	Extra             map[string]string `json:"extra,omitempty"`
 }
 
 // Device is one network device on the measured path.

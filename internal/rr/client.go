@@ -46,6 +46,10 @@ type Config struct {
 	MaxSamples int
 	// KeepSamples puts every round-trip time in Report.SamplesNS.
 	KeepSamples bool
+	// Congestion is the TCP congestion control of the connection
+	// (TCP_CONGESTION); "" leaves the namespace's default. Report.Congestion
+	// says what the connection used.
+	Congestion string
 }
 
 // withDefaults returns c with its zero values replaced, or an error.
@@ -118,6 +122,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	stop := context.AfterFunc(ctx, c.shutdown)
 	defer stop()
 
+	cc, err := congestion(c.fd)
+	if err != nil {
+		return Report{}, fmt.Errorf("rr client: %w", err)
+	}
 	runtime.LockOSThread()
 	m, err := measure(c.fd, req, resp, cfg.Warmup, cfg.Duration, samples)
 	runtime.UnlockOSThread()
@@ -130,7 +138,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if err != nil {
 		return Report{}, fmt.Errorf("rr client: %s: %w", cfg.Server, err)
 	}
-	return newReport(cfg, m, samples[:m.n]), nil
+	r := newReport(cfg, m, samples[:m.n])
+	r.Congestion = cc
+	return r, nil
 }
 
 // conn is the client's socket; shutdown may run concurrently with the
@@ -176,6 +186,10 @@ func dial(ctx context.Context, cfg Config) (*conn, error) {
 		return nil, err
 	}
 	if err := setTimeout(fd, cfg.Timeout); err != nil {
+		c.close()
+		return nil, err
+	}
+	if err := setCongestion(fd, cfg.Congestion); err != nil {
 		c.close()
 		return nil, err
 	}

@@ -14,9 +14,10 @@ import (
 	"time"
 )
 
-const usage = `usage: tunbench rr server [--addr A] [--port P] [--once]
+const usage = `usage: tunbench rr server [--addr A] [--port P] [--once] [--cc NAME]
        tunbench rr client --addr A [--port P] [--duration 3s] [--warmup 200ms]
                           [--request 1] [--response 1] [--timeout 5s] [--samples]
+                          [--cc NAME]
 `
 
 // Exit codes of Main.
@@ -61,6 +62,7 @@ func serverMain(ctx context.Context, args []string, stderr io.Writer) int {
 	addr := fs.String("addr", "", "address to listen on (default: every IPv4 and IPv6 address)")
 	port := fs.Int("port", DefaultPort, "TCP port")
 	once := fs.Bool("once", false, "serve one client, then exit")
+	cc := fs.String("cc", "", "TCP congestion control of the accepted connections (default: the namespace's)")
 	if err := fs.Parse(args); err != nil {
 		return usageStatus(err)
 	}
@@ -69,7 +71,7 @@ func serverMain(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "rr server: %v\n", err)
 		return exitUsage
 	}
-	s, err := Listen(ap)
+	s, err := ListenCongestion(ap, *cc)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitFail
@@ -112,6 +114,7 @@ func clientMain(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	fs.IntVar(&cfg.ResponseSize, "response", 1, "response size, bytes")
 	fs.DurationVar(&cfg.Timeout, "timeout", DefaultTimeout, "connect and response timeout")
 	fs.BoolVar(&cfg.KeepSamples, "samples", false, "print every RTT (samples_ns)")
+	fs.StringVar(&cfg.Congestion, "cc", "", "TCP congestion control of the connection (default: the namespace's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK

@@ -40,6 +40,8 @@ type Report struct {
 	RequestSize  int     `json:"request_bytes,omitempty"`
 	ResponseSize int     `json:"response_bytes,omitempty"`
 	Warmup       float64 `json:"warmup_s"`
+	// Congestion is the TCP congestion control the connection used.
+	Congestion string `json:"congestion_control,omitempty"`
 	// WarmupTransactions were done during the warm-up and are not counted.
 	WarmupTransactions int64 `json:"warmup_transactions"`
 	// Duration is the measured time, from the first recorded request to

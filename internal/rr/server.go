@@ -37,7 +37,11 @@ type Server struct {
 
 // Listen opens a listening socket on addr. An invalid address listens on
 // every IPv4 and IPv6 address; port 0 picks a free port (see Addr).
-func Listen(addr netip.AddrPort) (*Server, error) {
+func Listen(addr netip.AddrPort) (*Server, error) { return ListenCongestion(addr, "") }
+
+// ListenCongestion is Listen with the TCP congestion control the accepted
+// connections use ("" for the namespace's default).
+func ListenCongestion(addr netip.AddrPort, cc string) (*Server, error) {
 	bind := addr
 	if !bind.Addr().IsValid() {
 		bind = netip.AddrPortFrom(netip.IPv6Unspecified(), addr.Port())
@@ -49,6 +53,10 @@ func Listen(addr netip.AddrPort) (*Server, error) {
 	fd, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, fmt.Errorf("rr server: socket: %w", err)
+	}
+	if err := setCongestion(fd, cc); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("rr server: %w", err)
 	}
 	if err := listenOn(fd, family, sa, !addr.Addr().IsValid()); err != nil {
 		unix.Close(fd)

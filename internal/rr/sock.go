@@ -136,3 +136,25 @@ func checkSizes(req, resp int) error {
 	}
 	return nil
 }
+
+// setCongestion sets the TCP congestion control of fd (TCP_CONGESTION);
+// "" leaves the namespace's default. A listening socket hands it to the
+// connections it accepts.
+func setCongestion(fd int, name string) error {
+	if name == "" {
+		return nil
+	}
+	if err := unix.SetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION, name); err != nil {
+		return fmt.Errorf("set TCP_CONGESTION %s: %w", name, err)
+	}
+	return nil
+}
+
+// congestion reads the TCP congestion control fd uses.
+func congestion(fd int) (string, error) {
+	name, err := unix.GetsockoptString(fd, unix.IPPROTO_TCP, unix.TCP_CONGESTION)
+	if err != nil {
+		return "", fmt.Errorf("get TCP_CONGESTION: %w", err)
+	}
+	return name, nil
+}

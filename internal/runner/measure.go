@@ -64,7 +64,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 	}
 
 	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams,
-		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
+		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 	cmd := tb.A.Command(ctx, client.Args()...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
@@ -174,12 +174,12 @@ func measureLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, p 
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for rr: %w", err)
 	}
-	srv, _, err := startServer(ctx, tb.B, load.RRServer{Bind: path.B, Port: load.RRDefaultPort, Exe: bexe}.Args(), load.RRDefaultPort)
+	srv, _, err := startServer(ctx, tb.B, load.RRServer{Bind: path.B, Port: load.RRDefaultPort, Exe: bexe, Congestion: p.CongestionControl}.Args(), load.RRDefaultPort)
 	if err != nil {
 		return nil, fmt.Errorf("rr server: %w", err)
 	}
 	defer stop(tb.B, srv)
-	client := load.RRClient{Server: path.B, Port: load.RRDefaultPort, Duration: dur, Warmup: 200 * time.Millisecond, Exe: aexe}
+	client := load.RRClient{Server: path.B, Port: load.RRDefaultPort, Duration: dur, Warmup: 200 * time.Millisecond, Exe: aexe, Congestion: p.CongestionControl}
 	out, err := tb.A.Run(ctx, client.Args()...)
 	lat, perr := load.ParseRR(out)
 	if perr != nil {

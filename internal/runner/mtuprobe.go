@@ -86,7 +86,7 @@ func measureMTUProbe(ctx context.Context, tb *testbed.Pair, path *method.Path, p
 		return res, fmt.Errorf("mss probe iperf3 server: %w", err)
 	}
 	defer stop(tb.B, srv)
-	c := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, MSS: res.TCPMSS}
+	c := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, MSS: res.TCPMSS, Congestion: p.CongestionControl}
 	cmd := tb.A.Command(tctx, c.Args()...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut

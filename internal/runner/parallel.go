@@ -176,7 +176,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	gates := make([]io.WriteCloser, len(split))
 	for i, n := range split {
 		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
-			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
+			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 		if err := c.Validate(); err != nil {
 			return nil, nil, err
 		}
@@ -294,6 +294,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 			pt.BitsPerSecond, pt.SenderBitsPerSecond = thr.BitsPerSecond, thr.SenderBitsPerSecond
 			pt.Bytes, pt.Retransmits = thr.Bytes, thr.Retransmits
 			pt.SenderToolCPUPercent, pt.ReceiverToolCPUPercent = thr.SenderToolCPUPercent, thr.ReceiverToolCPUPercent
+			pt.Congestion = thr.SenderCongestion
 			par.Intervals = addIntervals(par.Intervals, thr.Intervals)
 		}
 		par.Processes = append(par.Processes, pt)
@@ -400,7 +401,7 @@ func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Pair, path *method
 	}
 	defer stop(tb.B, srv)
 	c := load.Iperf3Client{Server: path.B, Port: loadPort, Duration: loadDur, Omit: omit, Streams: min(p.Streams, scenario.MaxStreamsPerProcess),
-		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS}
+		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 	cmd := tb.A.Command(ctx, c.Args()...)
 	var lo, le bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &lo, &le

@@ -60,6 +60,17 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			fail(fmt.Errorf("tear down testbed: %w", err))
 		}
 	}()
+	ccNote, err := setCongestion(tb, st.Params.CongestionControl)
+	if err != nil {
+		fail(err)
+		return cell
+	}
+	if ccNote != "" {
+		if cell.Meta.Extra == nil {
+			cell.Meta.Extra = map[string]string{}
+		}
+		cell.Meta.Extra["congestion_control_set"] = ccNote
+	}
 	if !st.Params.Offloads {
 		for _, ep := range tb.Endpoints() {
 			if err := setOffloads(ep, ep.Dev, false); err != nil {
@@ -222,6 +233,8 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			fail(fmt.Errorf("unknown test %q", test))
 		}
 	}
+	cell.Meta.CongestionControl = usedCongestion(&cell)
+	fail(checkCongestion(st.Params.CongestionControl, cell.Meta.CongestionControl))
 	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp, underlaySpeed(tb, st.Params.Direction, &cell))
 	return cell
 }

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -67,6 +68,12 @@ type Scenario struct {
 	// MSS is a matrix dimension: the TCP maximum segment size the load
 	// tool asks for (iperf3 -M); empty leaves the kernel's choice.
 	MSS []int `yaml:"mss,omitempty" json:"mss,omitempty"`
+	// CongestionControl is a matrix dimension: the TCP congestion control
+	// algorithms to measure with (cubic, bbr, reno, ...). Empty means
+	// DefaultCongestionControl on the local and vm testbeds (set inside
+	// tunbench's own namespaces) and the hosts' own default on ssh; see
+	// CongestionControls.
+	CongestionControl []string `yaml:"congestion_control,omitempty" json:"congestion_control,omitempty"`
 	// StreamsPerProcess is how the parallel test spreads its streams over
 	// iperf3 processes: 128 (iperf3's limit, seed 000 Fig. 6) or 1 (one
 	// process per stream, Fig. 15).
@@ -298,6 +305,8 @@ func Parse(data []byte) (s Scenario, err error) {
 				s.Tests = nil
 			case "direction":
 				s.Directions = nil
+			case "congestion_control":
+				s.CongestionControl = nil
 			case "wan":
 				s.WAN = nil
 			case "udp":
@@ -450,6 +459,14 @@ func (s Scenario) Validate(c Catalog) error {
 		if m < MinMSS || m > 65495 {
 			bad("mss", "MSS %d out of range: use %d (Linux's smallest) to 65495", m, MinMSS)
 		}
+	}
+	for _, cc := range s.CongestionControl {
+		if !congestionName.MatchString(cc) {
+			bad("congestion_control", "%q is not an algorithm name: use one of the kernel's, e.g. cubic, bbr or reno (net.ipv4.tcp_available_congestion_control)", cc)
+		}
+	}
+	if dup := duplicate(s.CongestionControl); dup != "" {
+		bad("congestion_control", "%q is listed twice: list each algorithm once", dup)
 	}
 	if s.StreamsPerProcess < 1 || s.StreamsPerProcess > MaxStreamsPerProcess {
 		bad("streams_per_process", "%d: use 1 (one iperf3 process per stream) to %d (iperf3's limit)", s.StreamsPerProcess, MaxStreamsPerProcess)
@@ -638,6 +655,30 @@ func (s Scenario) offloadSetNames() []string {
 	slices.Sort(names)
 	return names
 }
+
+// DefaultCongestionControl is the algorithm the local and vm testbeds
+// measure with unless the scenario says otherwise: what the seeds' hosts
+// ran, and an algorithm that does not pace itself on veth (BBR does,
+// without an fq qdisc, and then measures its pacing, not the data path).
+const DefaultCongestionControl = "cubic"
+
+// CongestionControls are the algorithms of the congestion_control
+// dimension: the scenario's, else DefaultCongestionControl on the local
+// and vm testbeds, else one "" (each host's own default, recorded as the
+// connections used it).
+func (s Scenario) CongestionControls() []string {
+	switch {
+	case len(s.CongestionControl) > 0:
+		return slices.Clone(s.CongestionControl)
+	case s.Testbed == "ssh":
+		return []string{""}
+	}
+	return []string{DefaultCongestionControl}
+}
+
+// congestionName is a TCP congestion control algorithm's name as the
+// kernel knows it (TCP_CA_NAME_MAX is 16 bytes with the NUL).
+var congestionName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,14}$`)
 
 // MinMSS is the smallest TCP MSS Linux accepts (TCP_MIN_MSS).
 const MinMSS = 88

@@ -106,6 +106,8 @@ func TestValidateErrors(t *testing.T) {
 		{"offloads", "offloads: [maybe]", []string{`offloads: unknown value "maybe"`}},
 		{"streams", "streams: [0]", []string{"streams: 0 parallel streams"}},
 		{"options for absent method", "options: {ipip: {x: y}}", []string{`options for "ipip", which is not in methods`}},
+		{"congestion control name", "congestion_control: [Cubic]", []string{`congestion_control: "Cubic" is not an algorithm name`, "net.ipv4.tcp_available_congestion_control"}},
+		{"congestion control twice", "congestion_control: [bbr, bbr]", []string{`congestion_control: "bbr" is listed twice`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

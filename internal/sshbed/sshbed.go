@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -46,6 +47,10 @@ type Config struct {
 	Binary string
 	// Tools are the programs every host needs (load tools, methods').
 	Tools []sshhost.Tool
+	// CongestionControls are the TCP congestion control algorithms the
+	// run asks for ("" is each host's default); every host must offer
+	// them.
+	CongestionControls []string
 	// Dial, when set, opens the TCP connection to a site's sshd (tests
 	// reach hosts inside namespaces this way).
 	Dial func(site string) func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -179,6 +184,15 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 		}
 		if r := sshhost.MissingReport(st.Name, missing); r != "" {
 			return fail(errors.New(r))
+		}
+		if want := t.cfg.CongestionControls; slices.ContainsFunc(want, func(cc string) bool { return cc != "" }) {
+			avail, err := sh.CongestionControls(ctx, want)
+			if err != nil {
+				return fail(err)
+			}
+			if err := hostinfo.CongestionError(st.Name, hostinfo.MissingCongestion(want, avail), avail); err != nil {
+				return fail(err)
+			}
 		}
 	}
 	return h, nil

@@ -122,6 +122,27 @@ func (t Tool) pkg() string {
 	return t.Package
 }
 
+// CongestionControls returns the TCP congestion control algorithms the
+// host offers (net.ipv4.tcp_available_congestion_control), after trying
+// to load the module (modprobe tcp_NAME) of each algorithm of want it
+// lacks, in one round trip.
+func (h *Host) CongestionControls(ctx context.Context, want []string) ([]string, error) {
+	const avail = "/proc/sys/net/ipv4/tcp_available_congestion_control"
+	var b strings.Builder
+	b.WriteString("have=$(cat " + avail + ") || exit 1\nfor a in")
+	for _, w := range want {
+		if w != "" {
+			b.WriteString(" " + shellQuote(w))
+		}
+	}
+	b.WriteString(`; do case " $have " in *" $a "*) ;; *) modprobe "tcp_$a" >/dev/null 2>&1 ;; esac; done` + "\ncat " + avail)
+	out, _, err := h.run(ctx, []string{"cat", avail}, wrapScript(b.String()), nil)
+	if err != nil {
+		return nil, fmt.Errorf("sshhost: host %s: read the congestion control algorithms: %w", h.cfg.Name, err)
+	}
+	return strings.Fields(string(out)), nil
+}
+
 // MissingTools returns the tools the host lacks (`command -v` finds no
 // such program in the login PATH), checked in one round trip.
 func (h *Host) MissingTools(ctx context.Context, tools []Tool) ([]Tool, error) {

@@ -46,7 +46,7 @@ func fullCell(runID string, rep int) result.Cell {
 			Family: "ipv6", UnderlayMTU: 1500, OverlayMTU: 1430, Offloads: true, Streams: 4,
 			Duration: 10, Omit: 2, Latency: 5, LatencyTool: "rr", Pin: true,
 			Options: map[string]string{"port": "4789"},
-			Tests:   []string{"tcp_stream", "parallel"}, Direction: "bidir", MSS: 1220,
+			Tests:   []string{"tcp_stream", "parallel"}, Direction: "bidir", MSS: 1220, CongestionControl: "cubic",
 			StreamsPerProcess: 128, LineRate: 25e9,
 			OffloadSet: "udp-tnl-seg-off", OffloadFeatures: map[string]bool{"tx-udp_tnl-segmentation": false},
 			WAN: &result.WANParams{DelayMs: 40, JitterMs: 2, LossPercent: 0.1, RateBps: 1e9, Qdisc: "netem"},
@@ -67,6 +67,7 @@ func fullCell(runID string, rep int) result.Cell {
 				{Start: 1, End: 2.0001, Bytes: 1176000000, BitsPerSecond: 9.408e9, Retransmits: 1},
 			},
 			SenderToolCPUPercent: 43.5, ReceiverToolCPUPercent: 61.25, ReverseBitsPerSecond: 4.7e9,
+			SenderCongestion: "cubic", ReceiverCongestion: "cubic",
 		},
 		Parallel: &result.Parallel{
 			Streams: 130, StreamsPerProcess: 128, BitsPerSecond: 2e10, SenderBitsPerSecond: 2.01e10,
@@ -74,7 +75,7 @@ func fullCell(runID string, rep int) result.Cell {
 			Intervals: []result.Interval{{Start: 1, End: 2, Bytes: 25e8, BitsPerSecond: 2e10, Retransmits: 7, Omitted: true}},
 			Processes: []result.ProcessThroughput{{
 				Port: 5301, Streams: 65, BitsPerSecond: 1e10, SenderBitsPerSecond: 1.01e10, Bytes: 12e9,
-				Retransmits: 40, SenderToolCPUPercent: 97.5, ReceiverToolCPUPercent: 55, Error: "none really",
+				Retransmits: 40, SenderToolCPUPercent: 97.5, ReceiverToolCPUPercent: 55, Error: "none really", Congestion: "cubic",
 			}},
 			CPU: &result.CPU{
 				Interval: 1, Cores: 2, BusyMin: 90, BusyAvg: 95, BusyMax: 99,
@@ -101,8 +102,8 @@ func fullCell(runID string, rep int) result.Cell {
 		}},
 		LatencyUnderLoad: &result.LatencyUnderLoad{
 			Load: "tcp_stream", LoadBitsPerSecond: 9e9,
-			Idle:     &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 1, Mean: 2, P50: 2, P90: 3, P99: 4, Max: 5, StdDev: 1, CDF: []result.Quantile{{Fraction: 0.5, RTT: 2}}},
-			Loaded:   &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 10, Mean: 20, P50: 20, P90: 30, P99: 40, Max: 50, StdDev: 10, CDF: []result.Quantile{{Fraction: 0.5, RTT: 20}}},
+			Idle:     &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 1, Mean: 2, P50: 2, P90: 3, P99: 4, Max: 5, StdDev: 1, CDF: []result.Quantile{{Fraction: 0.5, RTT: 2}}, Congestion: "cubic"},
+			Loaded:   &result.Latency{Tool: "rr", Version: "1", Samples: 10, Min: 10, Mean: 20, P50: 20, P90: 30, P99: 40, Max: 50, StdDev: 10, CDF: []result.Quantile{{Fraction: 0.5, RTT: 20}}, Congestion: "cubic"},
 			P50Ratio: 10, P99Ratio: 10,
 		},
 		Derived: &result.Derived{
@@ -119,7 +120,8 @@ func fullCell(runID string, rep int) result.Cell {
 		Latency: &result.Latency{
 			Tool: "sockperf", Version: "3.10", Samples: 123456, Min: 11.2, Mean: 19.8, P50: 18.9,
 			P90: 24.1, P99: 35.7, Max: 412.5, StdDev: 4.4,
-			CDF: []result.Quantile{{Fraction: 0, RTT: 11.2}, {Fraction: 0.5, RTT: 18.9}, {Fraction: 1, RTT: 412.5}},
+			CDF:        []result.Quantile{{Fraction: 0, RTT: 11.2}, {Fraction: 0.5, RTT: 18.9}, {Fraction: 1, RTT: 412.5}},
+			Congestion: "cubic",
 		},
 		CPU: &result.CPU{
 			Interval: 0.5, Cores: 48, BusyMin: 3.1, BusyAvg: 4.6, BusyMax: 6.2,
@@ -144,8 +146,8 @@ func fullCell(runID string, rep int) result.Cell {
 				ClassEvidence: `CPUID leaf 0x40000000 "TCGTCGTCGTCG"`,
 				Emulated:      true, Sysctls: map[string]string{"net.core.rmem_max": "212992"},
 				NIC: &result.NIC{Dev: "eth1", Driver: "ice", Version: "6.1", Firmware: "4.40", BusInfo: "0000:3b:00.0", SpeedMbps: 100000, MTU: 9000}}},
-			Variant: "netdev datapath",
-			Extra:   map[string]string{"vni": "42"},
+			Variant: "netdev datapath", CongestionControl: "cubic",
+			Extra: map[string]string{"vni": "42"},
 		},
 	}
 }
