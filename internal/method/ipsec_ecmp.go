@@ -281,6 +281,9 @@ func ecmpRoute(ctx context.Context, ep *testbed.Endpoint, run *ipsecRun, family 
 	if table != 0 {
 		argv = append(argv, "table", strconv.Itoa(table))
 	}
+	if cc := ep.RouteCongestion; cc != "" {
+		argv = append(argv, "congctl", cc)
+	}
 	_, err := ep.Run(ctx, argv...)
 	return err
 }

@@ -127,7 +127,12 @@ func (SRv6) Setup(_ context.Context, env *Env) (*Path, error) {
 	}, nil
 }
 
+// routeAdd adds r on ep's host. The route carries the endpoint's
+// RouteCongestion, if any (the congctl metric).
 func routeAdd(ep *testbed.Endpoint, r *netlink.Route) error {
+	if r.Congctl == "" {
+		r.Congctl = ep.RouteCongestion
+	}
 	if err := ep.NL.RouteAdd(r); err != nil {
 		return fmt.Errorf("%s: add route %s: %w", ep.Side, r, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,6 +32,7 @@ func setCongestion(tb *testbed.Pair, cc string) (note string, err error) {
 	if cc == "" {
 		return "", nil
 	}
+	note = "namespace default and per connection"
 	for _, ep := range tb.Endpoints() {
 		if !ep.Local() {
 			continue
@@ -38,12 +40,55 @@ func setCongestion(tb *testbed.Pair, cc string) (note string, err error) {
 		err := ep.WriteFile(congestionSysctl, []byte(cc+"\n"), 0o644)
 		switch {
 		case errors.Is(err, unix.EPERM):
-			return "per connection: the kernel allows a namespace's default only among net.ipv4.tcp_allowed_congestion_control", nil
+			// Routes then carry it (the congctl metric), which the kernel
+			// applies to a connection before it starts, whichever
+			// algorithm the namespace's default is: the load tools' own
+			// setting (iperf3 -C) comes after the default algorithm was
+			// initialised, and that one's traits stay (BBR's pacing).
+			ep.RouteCongestion = cc
+			note = "route metric congctl and per connection: the kernel lets a namespace's default be only one of net.ipv4.tcp_allowed_congestion_control"
 		case err != nil:
 			return "", fmt.Errorf("set TCP congestion control %s in %s's namespace: %w", cc, ep.Side, err)
 		}
 	}
-	return "namespace default and per connection", nil
+	return note, nil
+}
+
+// routeCongestion puts the endpoints' RouteCongestion on the plain
+// unicast routes of every table (connected routes of the underlay and of
+// the method's devices, which the kernel created; routes a daemon added,
+// such as strongSwan's table 220). Routes the method
+// created itself (encapsulation, nexthop groups) already carry it
+// (method.routeAdd); a route with an encapsulation or several next hops
+// and without it is left as it is, since rewriting it could lose what the
+// method configured, and is returned so that the cell says so.
+func routeCongestion(tb *testbed.Pair) (skipped []string, err error) {
+	for _, ep := range tb.Endpoints() {
+		cc := ep.RouteCongestion
+		if cc == "" {
+			continue
+		}
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC, Type: unix.RTN_UNICAST},
+				netlink.RT_FILTER_TABLE|netlink.RT_FILTER_TYPE)
+			if err != nil {
+				return skipped, fmt.Errorf("%s: list routes: %w", ep.Side, err)
+			}
+			for _, r := range routes {
+				switch {
+				case r.Congctl == cc:
+				case r.Encap != nil || len(r.MultiPath) > 0 || r.Congctl != "":
+					skipped = append(skipped, ep.Side+": "+r.String())
+				default:
+					r.Congctl = cc
+					if err := ep.NL.RouteReplace(&r); err != nil {
+						return skipped, fmt.Errorf("%s: set congctl %s on route %s: %w", ep.Side, cc, r, err)
+					}
+				}
+			}
+		}
+	}
+	return skipped, nil
 }
 
 // usedCongestion is the congestion control the cell's connections used,

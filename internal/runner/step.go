@@ -125,6 +125,15 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		// Runs before the Teardown above: the counters go with the data path.
 		defer func() { recordCounters(context.WithoutCancel(ctx), c, env, &cell.Meta) }()
 	}
+	if skipped, err := routeCongestion(tb); err != nil {
+		fail(err)
+		return cell
+	} else if len(skipped) > 0 {
+		if cell.Meta.Extra == nil {
+			cell.Meta.Extra = map[string]string{}
+		}
+		cell.Meta.Extra["congestion_control_routes_left"] = strings.Join(skipped, "; ")
+	}
 	cell.Meta.Variant = path.Variant
 	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
 		cell.Params.OverlayMTU = path.OverlayMTU

@@ -45,6 +45,11 @@ type Endpoint struct {
 	// Exe is the path of tunbench on the endpoint's host, for the load
 	// tools tunbench is itself (rr, udpgen); empty means this binary.
 	Exe string
+	// RouteCongestion, when set, is the TCP congestion control that routes
+	// created here carry (the route metric congctl): how a cell's
+	// algorithm reaches every connection in a namespace whose default the
+	// kernel does not let tunbench set.
+	RouteCongestion string
 
 	h     Host
 	mu    sync.Mutex
