@@ -44,8 +44,12 @@ func (p *progress) eta() time.Duration {
 }
 
 func (p *progress) prefix(s plan.Step) string {
-	return fmt.Sprintf("[%d/%d ETA %s] %s %s mtu %d offloads %s rep %d",
-		s.Index, p.of, p.eta(), s.Method, s.Params.Family, s.Params.UnderlayMTU, onOff(s.Params.Offloads), s.Repetition)
+	cc := ""
+	if s.Params.CongestionControl != "" {
+		cc = " cc " + s.Params.CongestionControl
+	}
+	return fmt.Sprintf("[%d/%d ETA %s] %s %s mtu %d offloads %s%s rep %d",
+		s.Index, p.of, p.eta(), s.Method, s.Params.Family, s.Params.UnderlayMTU, onOff(s.Params.Offloads), cc, s.Repetition)
 }
 
 func (p *progress) begin(s plan.Step) {
