@@ -43,6 +43,9 @@ func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
+	if h := doc.Run.Host; h.Class != result.ClassEmulated || !doc.Emulated {
+		t.Errorf("the lab's run: host class %q (%s), emulated %v; want emulated", h.Class, h.ClassLabel(), doc.Emulated)
+	}
 	reps := map[string]int{}
 	for _, c := range doc.Cells {
 		if c.Status != result.StatusOK {
