@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -70,18 +71,26 @@ func (h *fakeHost) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, err
 	h.pid++
 	p := &fakeProc{pid: 1000 + h.pid, done: make(chan struct{})}
 	h.mu.Unlock()
-	server := false
-	for _, a := range c.Args {
+	server, cc := false, ""
+	for i, a := range c.Args {
 		if a == "-s" {
 			server = true
+		}
+		if a == "-C" && i+1 < len(c.Args) {
+			cc = c.Args[i+1]
 		}
 	}
 	switch {
 	case c.Args[0] == "iperf3" && server:
 		// Runs until stopped.
 	case c.Args[0] == "iperf3":
+		out := h.iperf3
+		if cc != "" {
+			// The capture ran bbr; iperf3 -C reports the algorithm asked.
+			out = bytes.ReplaceAll(out, []byte(`"bbr"`), []byte(`"`+cc+`"`))
+		}
 		if c.Stdout != nil {
-			_, _ = c.Stdout.Write(h.iperf3)
+			_, _ = c.Stdout.Write(out)
 		}
 		p.exit(nil)
 	default:
