@@ -9,7 +9,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -247,13 +246,16 @@ func (a *agent) hello(h *Hello, version string) error {
 		lock.Close()
 		return fmt.Errorf("agent: netlink: %w", err)
 	}
+	// The agent records itself as the run's processes are recorded, so
+	// that cleaning the site after a lost connection ends it too; an
+	// agent that cannot be found that way refuses the run.
+	if err := writePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
+		nl.Close()
+		lock.Close()
+		return fmt.Errorf("agent: %w", err)
+	}
 	a.id, a.lock = h.ID, lock
 	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
-	// The agent records itself as the run's processes are recorded, so
-	// that cleaning the site after a lost connection ends it too.
-	if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o700); err == nil {
-		_ = os.WriteFile(filepath.Join(dir, "pids", strconv.Itoa(os.Getpid())), []byte(os.Args[0]), 0o600)
-	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -168,15 +169,31 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 	if err != nil {
 		return fmt.Errorf("%s: start %q: %w", e.Side, cmd.String(), err)
 	}
+	if e.Dir != "" && e.hostOf().Local() {
+		// A process "tunbench clean" cannot find would outlive a killed
+		// run: one whose pid is not recorded is stopped again.
+		if err := writePidFile(e.Dir, p.Pid(), cmd.Args[0]); err != nil {
+			_ = p.Signal(syscall.SIGKILL)
+			_ = p.Wait()
+			return fmt.Errorf("%s: start %q: %w", e.Side, cmd.String(), err)
+		}
+	}
 	cmd.proc = p
 	e.mu.Lock()
 	e.procs = append(e.procs, cmd)
 	e.mu.Unlock()
-	if e.Dir != "" && e.hostOf().Local() {
-		pidDir := filepath.Join(e.Dir, "pids")
-		if err := os.MkdirAll(pidDir, 0o700); err == nil {
-			_ = os.WriteFile(filepath.Join(pidDir, strconv.Itoa(p.Pid())), []byte(cmd.Args[0]), 0o600)
-		}
+	return nil
+}
+
+// writePidFile records pid, running program argv0, in dir/pids, where
+// "tunbench clean" looks for a killed run's processes.
+func writePidFile(dir string, pid int, argv0 string) error {
+	pidDir := filepath.Join(dir, "pids")
+	if err := os.MkdirAll(pidDir, 0o700); err != nil {
+		return fmt.Errorf("record pid %d for tunbench clean: %w", pid, err)
+	}
+	if err := os.WriteFile(filepath.Join(pidDir, strconv.Itoa(pid)), []byte(argv0), 0o600); err != nil {
+		return fmt.Errorf("record pid %d for tunbench clean: %w", pid, err)
 	}
 	return nil
 }
