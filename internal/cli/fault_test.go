@@ -237,6 +237,11 @@ func TestDatabaseDiskFails(t *testing.T) {
 	if testbed.NamespacesCreated() > refusedBefore {
 		t.Errorf("a run refused for its read-only database created namespaces")
 	}
+	// The kernel lab too refuses it before the guest boots, not after.
+	code, _, stderr = run(t, "run", "--db", db, "--testbed", "vm", "--methods", "native", "--duration", "1s", "--latency", "0s", "--reps", "1")
+	if code == 0 || !strings.Contains(stderr, "read-only") || strings.Contains(stderr, "booting") {
+		t.Errorf("a vm run onto a read-only database: exit %d, %q; want it refused, saying read-only, before booting", code, stderr)
+	}
 	if code, csv, _ := run(t, "results", "export", "--db", db, "--format", "csv"); code != 0 || !strings.Contains(csv, "native") {
 		t.Errorf("stored runs unreadable on a read-only disk: exit %d\n%s", code, csv)
 	}

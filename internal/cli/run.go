@@ -1,15 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/report"
@@ -232,8 +231,7 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 }
 
 func runRun(cmd *cobra.Command, f runFlags) error {
-	ctx := cmd.Context()
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
+	stdout := cmd.OutOrStdout()
 	reg := method.Builtin()
 	if f.resume != "" {
 		return resumeRun(cmd, f, reg)
@@ -248,96 +246,78 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if f.dryRun {
 		return dryRun(stdout, s, reg, nil)
 	}
-	// On testbed ssh the hosts are checked when the testbed opens.
-	if s.Testbed != "ssh" {
-		if err := preflight(s, reg, hostProbe()); err != nil {
-			return err
-		}
+	if err := checkHere(s, reg); err != nil {
+		return err
 	}
+	sess, err := openSession(cmd, f, reg)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	var res *runner.Result
 	if s.Testbed == "vm" {
-		return runVM(cmd, f, s)
+		res, err = sess.RunVM(cmd.Context(), s, reg, f.vmMemory)
+	} else {
+		res, err = sess.Run(cmd.Context(), s, reg)
 	}
-	dbPath := f.db
-	if dbPath == "" {
-		dbPath = store.DefaultPath()
-	}
-	st, err := store.Open(dbPath)
-	if err != nil {
-		return fmt.Errorf("open results database: %w", err)
-	}
-	defer st.Close()
-	if st.ReadOnly() {
-		return fmt.Errorf("results database %s: %w", dbPath, store.ErrReadOnly)
-	}
-
-	// Leftovers of killed runs would collide with nothing (names are per
-	// run) but must not accumulate.
-	if removed, err := testbed.Clean(""); err != nil {
-		return fmt.Errorf("clean leftovers of earlier runs: %w", err)
-	} else if len(removed) > 0 && !f.quiet {
-		fmt.Fprintf(stderr, "removed leftovers of a killed run: %v\n", removed)
-	}
-
-	host, err := hostinfo.Collect(ctx, hostinfo.ExecRunner{})
-	if err != nil {
-		return fmt.Errorf("collect host metadata: %w", err)
-	}
-	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Host: host}
-	// Inside the kernel lab this run is the guest half of --testbed vm.
-	if os.Getenv(lab.EnvInLab) == "1" {
-		cfg.Testbed = "vm"
-		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
-	}
-	return runAndReport(cmd, f, cfg, dbPath)
+	return errors.Join(err, printResult(cmd, f, sess, res))
 }
 
-// runAndReport runs cfg and writes the export, the table or JSON and the
-// closing line. On testbed ssh it connects to the hosts first (under the
-// run's id, so a resumed run's objects carry its prefix) and, at the end,
-// ends their agents; a host left uncleaned makes the command fail.
-func runAndReport(cmd *cobra.Command, f runFlags, cfg runner.Config, dbPath string) (err error) {
-	ctx := cmd.Context()
-	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
-	if cfg.Scenario.Testbed == "ssh" {
-		if cfg.ID == "" {
-			cfg.ID = testbed.NewID()
-		}
-		tb, err := openSSH(ctx, cfg.Scenario, cfg.Methods, cfg.ID, stderr)
-		if err != nil {
-			return err
-		}
-		cfg.Bed = tb
-		defer func() { err = errors.Join(err, tb.Close()) }()
+// checkHere refuses, before anything is created, a run this machine
+// cannot carry (preflight); on testbed ssh the hosts are checked when the
+// testbed opens instead. New and resumed runs go through it alike.
+func checkHere(s scenario.Scenario, reg *method.Registry) error {
+	if s.Testbed == "ssh" {
+		return nil
+	}
+	return preflight(s, reg, hostProbe())
+}
+
+// openSession opens the session a run or resume measures in, with the
+// flags' database, export path and output.
+func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.Session, error) {
+	stderr := cmd.ErrOrStderr()
+	opt := runner.SessionOptions{
+		DB: f.db, Export: f.export,
+		SSH: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
+			return openSSH(ctx, s, reg, id, stderr)
+		},
 	}
 	if !f.quiet {
-		cfg.Progress = stderr
-		cfg.Live = isTerminal(stderr)
+		opt.Progress, opt.Live, opt.Notes = stderr, isTerminal(stderr), stderr
 	}
-	out, runErr := runner.Run(ctx, cfg)
-	if out == nil {
-		return runErr
+	return runner.OpenSession(opt)
+}
+
+// printResult prints a run's table (or JSON) and, unless quiet, the
+// closing line. A run that measured nothing prints nothing.
+func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runner.Result) error {
+	if res == nil {
+		return nil
 	}
-	exportPath := f.export
-	if exportPath == "" {
-		exportPath = filepath.Join(filepath.Dir(dbPath), "exports", out.Run.ID+".json")
-	}
-	if err := writeExport(exportPath, out); err != nil {
-		return errors.Join(runErr, err)
-	}
+	stdout, stderr := cmd.OutOrStdout(), cmd.ErrOrStderr()
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report.NewDocument(out.Run, out.Cells)); err != nil {
-			return errors.Join(runErr, err)
+		if err := enc.Encode(report.NewDocument(res.Run, res.Cells)); err != nil {
+			return err
 		}
-	} else if err := report.Table(stdout, out.Run, out.Cells, report.TableOptions{}); err != nil {
-		return errors.Join(runErr, err)
+	} else if err := report.Table(stdout, res.Run, res.Cells, report.TableOptions{}); err != nil {
+		return err
 	}
-	if !f.quiet {
+	if f.quiet {
+		return nil
+	}
+	switch {
+	case res.Lab != nil:
+		fmt.Fprintf(stderr, "\nrun %s in the kernel lab (kernel %s, boot %.1f s, emulated %v); database %s; export %s\n",
+			res.Run.ID, res.Lab.Kernel, res.Lab.BootTime, res.Lab.Emulated, sess.DBPath, res.Export)
+	case res.Outcome != nil:
+		out := res.Outcome
 		fmt.Fprintf(stderr, "\nrun %s: %d cells in %s (harness overhead %.2fx); database %s; export %s\n",
-			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), dbPath, exportPath)
+			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), sess.DBPath, res.Export)
 	}
-	return runErr
+	return nil
 }
 
 func ratio(o *runner.Outcome) float64 {
@@ -345,21 +325,6 @@ func ratio(o *runner.Outcome) float64 {
 		return 0
 	}
 	return o.Wall.Seconds() / o.Measured.Seconds()
-}
-
-func writeExport(path string, out *runner.Outcome) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write export: %w", err)
-	}
-	fh, err := os.Create(path)
-	if err != nil {
-		return fmt.Errorf("write export: %w", err)
-	}
-	if err := report.JSON(fh, out.Run, out.Cells); err != nil {
-		fh.Close()
-		return fmt.Errorf("write export %s: %w", path, err)
-	}
-	return fh.Close()
 }
 
 // indent puts each joined error on its own indented line.
