@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/netip"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
@@ -66,6 +68,48 @@ func ParseUDPGen(sender, receiver []byte) (udpgen.SenderReport, udpgen.ReceiverR
 		return s, r, &ToolError{Tool: "udpgen recv", Message: r.Error}
 	}
 	return s, r, nil
+}
+
+// UDPGenTrial combines the sender's and receiver's reports into the
+// trial's record: loss is what the sender sent and the receiver did not
+// see; rates are over the sender's sending time; the socket buffers are
+// what the kernel granted each side, with a note when either fell short
+// of what was asked.
+func UDPGenTrial(s udpgen.SenderReport, r udpgen.ReceiverReport) result.UDPTrial {
+	t := result.UDPTrial{
+		OfferedBitsPerSecond: s.OfferedBitsPerSecond,
+		Seconds:              s.Seconds,
+		Sent:                 s.Sent,
+		Received:             r.Received,
+		OutOfOrder:           r.OutOfOrder,
+		DelayMin:             r.DelayMinUs,
+		DelayP50:             r.DelayP50Us,
+		DelayP99:             r.DelayP99Us,
+		DelayMax:             r.DelayMaxUs,
+		Jitter:               r.JitterUs,
+		SendBuffer:           s.SendBufferGranted,
+		ReceiveBuffer:        r.ReceiveBufferGranted,
+	}
+	if s.Sent > r.Received {
+		t.Lost = s.Sent - r.Received
+	}
+	if s.Sent > 0 {
+		t.LossPercent = 100 * float64(t.Lost) / float64(s.Sent)
+	}
+	if s.Seconds > 0 {
+		t.PacketsPerSecond = float64(r.Received) / s.Seconds
+		t.BitsPerSecond = 8 * float64(r.Bytes) / s.Seconds
+		t.SentBitsPerSec = 8 * float64(s.Bytes) / s.Seconds
+	}
+	var notes []string
+	if n := udpgen.ShortBuffer("send", s.SendBufferRequested, s.SendBufferGranted); n != "" {
+		notes = append(notes, "sender's "+n)
+	}
+	if n := udpgen.ShortBuffer("receive", r.ReceiveBufferRequested, r.ReceiveBufferGranted); n != "" {
+		notes = append(notes, "receiver's "+n)
+	}
+	t.BufferNote = strings.Join(notes, "; ")
+	return t
 }
 
 func trimOut(b []byte) string {

@@ -346,6 +346,14 @@ type UDPTrial struct {
 	Jitter        float64 `json:"jitter_us"`
 	SenderCores   float64 `json:"sender_cores"`
 	ReceiverCores float64 `json:"receiver_cores"`
+	// SendBuffer and ReceiveBuffer are the socket buffers the kernel
+	// granted the generator's sender and receiver, bytes, as it reports
+	// them (doubled: 2 × udpgen.BufferBytes when granted in full); 0 in
+	// records from before they were read back. BufferNote says which
+	// fell short of what was asked, which changes what was measured.
+	SendBuffer    int    `json:"send_buffer_bytes,omitempty"`
+	ReceiveBuffer int    `json:"receive_buffer_bytes,omitempty"`
+	BufferNote    string `json:"buffer_note,omitempty"`
 }
 
 // DelayUnavailable starts UDPTrial.DelayNote when the one-way delay could

@@ -11,6 +11,11 @@
 // sender's count minus the receiver's, computed by the caller, because
 // only the sender knows what it sent.
 //
+// Each side asks for a 4 MiB socket buffer (BufferBytes, as iperf3 -w 4M)
+// and reports what the kernel granted, read back, so that a buffer capped
+// by net.core.wmem_max or rmem_max (no CAP_NET_ADMIN) is on the record
+// rather than silently measured (ShortBuffer).
+//
 // One-way delay is exact only when both ends read the same clock, which
 // they do on the local testbed (two namespaces of one kernel). Stats and
 // the header codec are pure and tested on crafted traces; the socket loops

@@ -139,6 +139,25 @@ func iperf3UDP(t testing.TB, tb *testbed.Local, size int, rate string, d time.Du
 	return thr.BitsPerSecond, st
 }
 
+// The generator's processes, run as the runner runs them, report the
+// socket buffers they asked for and what the kernel granted: in full here
+// (root has CAP_NET_ADMIN), as the kernel reports it, doubled.
+func TestReportsBuffers(t *testing.T) {
+	tb := testbedtest.New(t, 1500)
+	s, r := generateProcs(t, tb, 1000, 10e6, 300*time.Millisecond)
+	if s.SendBufferRequested != udpgen.BufferBytes || s.SendBufferGranted != 2*udpgen.BufferBytes {
+		t.Errorf("sender's buffer: asked %d, granted %d; want %d granted in full (%d)",
+			s.SendBufferRequested, s.SendBufferGranted, udpgen.BufferBytes, 2*udpgen.BufferBytes)
+	}
+	if r.ReceiveBufferRequested != udpgen.BufferBytes || r.ReceiveBufferGranted != 2*udpgen.BufferBytes {
+		t.Errorf("receiver's buffer: asked %d, granted %d; want %d granted in full (%d)",
+			r.ReceiveBufferRequested, r.ReceiveBufferGranted, udpgen.BufferBytes, 2*udpgen.BufferBytes)
+	}
+	if n := load.UDPGenTrial(s, r).BufferNote; n != "" {
+		t.Errorf("buffers granted in full, yet the note says %q", n)
+	}
+}
+
 func needIperf3(t testing.TB) {
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")

@@ -20,6 +20,52 @@ func sockaddr(a netip.Addr, port int) (unix.Sockaddr, int) {
 	return &unix.SockaddrInet6{Port: port, Addr: a.As16()}, unix.AF_INET6
 }
 
+// BufferBytes is the socket buffer each side of the generator asks for,
+// as iperf3 -w 4M: SO_SNDBUFFORCE on the sender and SO_RCVBUFFORCE on the
+// receiver, which may exceed net.core.wmem_max and rmem_max but need
+// CAP_NET_ADMIN; without it SO_SNDBUF and SO_RCVBUF, which those limits
+// cap. The kernel doubles the size it accepts (for its own bookkeeping)
+// and reports the doubled figure, so a buffer granted in full reads back
+// as 2 × BufferBytes.
+const BufferBytes = 4 << 20
+
+// sizeBuffer asks for want bytes of send (or receive) buffer on fd and
+// returns the size the kernel granted, read back as the kernel reports it.
+func sizeBuffer(fd int, send bool, want int) (int, error) {
+	force, plain, name := unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, "receive"
+	if send {
+		force, plain, name = unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, "send"
+	}
+	if ferr := unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, want); ferr != nil {
+		// Not allowed beyond the sysctl limit: as much as it allows.
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, want); err != nil {
+			return 0, fmt.Errorf("set the %s buffer to %d bytes: %w", name, want, errors.Join(ferr, err))
+		}
+	}
+	got, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, plain)
+	if err != nil {
+		return 0, fmt.Errorf("read back the %s buffer: %w", name, err)
+	}
+	return got, nil
+}
+
+// ShortBuffer says how a socket buffer fell short of what was asked: side
+// is "send" or "receive", requested the size set (BufferBytes) and granted
+// the size read back (doubled by the kernel). It returns "" when the
+// buffer was granted in full, and when requested is 0 (a report from
+// before the sizes were recorded).
+func ShortBuffer(side string, requested, granted int) string {
+	if requested <= 0 || granted >= 2*requested {
+		return ""
+	}
+	limit := "net.core.wmem_max"
+	if side == "receive" {
+		limit = "net.core.rmem_max"
+	}
+	return fmt.Sprintf("%s buffer %d bytes, below the %d asked (%d, doubled by the kernel): without CAP_NET_ADMIN %s caps it",
+		side, granted, 2*requested, requested, limit)
+}
+
 // SendConfig is one sender run.
 type SendConfig struct {
 	Addr netip.Addr
@@ -47,7 +93,10 @@ func Send(ctx context.Context, c SendConfig) (SenderReport, error) {
 		return rep, fmt.Errorf("udpgen send: socket: %w", err)
 	}
 	defer unix.Close(fd)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 4<<20)
+	rep.SendBufferRequested = BufferBytes
+	if rep.SendBufferGranted, err = sizeBuffer(fd, true, BufferBytes); err != nil {
+		return rep, fmt.Errorf("udpgen send: %w", err)
+	}
 	if err := unix.Connect(fd, sa); err != nil {
 		return rep, fmt.Errorf("udpgen send: connect %s port %d: %w", c.Addr, c.Port, err)
 	}
@@ -120,7 +169,16 @@ func Receive(ctx context.Context, c RecvConfig) (ReceiverReport, error) {
 		return ReceiverReport{}, fmt.Errorf("udpgen recv: socket: %w", err)
 	}
 	defer unix.Close(fd)
-	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 4<<20) // as iperf3 -w 4M (the kernel doubles it)
+	var st Stats
+	granted, err := sizeBuffer(fd, false, BufferBytes)
+	report := func() ReceiverReport {
+		r := st.Report()
+		r.ReceiveBufferRequested, r.ReceiveBufferGranted = BufferBytes, granted
+		return r
+	}
+	if err != nil {
+		return report(), fmt.Errorf("udpgen recv: %w", err)
+	}
 	_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
 	tv := unix.NsecToTimeval(int64(50 * time.Millisecond))
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
@@ -132,7 +190,6 @@ func Receive(ctx context.Context, c RecvConfig) (ReceiverReport, error) {
 	if c.Ready != nil {
 		c.Ready()
 	}
-	var st Stats
 	b := newBatch(batchSize, 65536)
 	deadline := time.Now().Add(c.Timeout)
 	var endAt time.Time
@@ -147,7 +204,7 @@ func Receive(ctx context.Context, c RecvConfig) (ReceiverReport, error) {
 				}
 				continue
 			}
-			return st.Report(), fmt.Errorf("udpgen recv: read: %w", err)
+			return report(), fmt.Errorf("udpgen recv: read: %w", err)
 		}
 		recvNs := now.UnixNano()
 		for i := range n {
@@ -166,7 +223,7 @@ func Receive(ctx context.Context, c RecvConfig) (ReceiverReport, error) {
 			break
 		}
 	}
-	r := st.Report()
+	r := report()
 	r.EndSeen = endSeen
 	return r, nil
 }

@@ -149,8 +149,14 @@ type ReceiverReport struct {
 	// JitterUs is RFC 3550's interarrival jitter at the end of the test.
 	JitterUs float64 `json:"jitter_us"`
 	// EndSeen is true when the sender's end-of-test marker arrived.
-	EndSeen bool   `json:"end_seen"`
-	Error   string `json:"error,omitempty"`
+	EndSeen bool `json:"end_seen"`
+	// ReceiveBufferRequested is the receive buffer asked for
+	// (BufferBytes); ReceiveBufferGranted the size the kernel granted,
+	// read back with SO_RCVBUF (doubled: 2 × requested when granted in
+	// full; see ShortBuffer).
+	ReceiveBufferRequested int    `json:"receive_buffer_requested_bytes"`
+	ReceiveBufferGranted   int    `json:"receive_buffer_granted_bytes"`
+	Error                  string `json:"error,omitempty"`
 }
 
 // SenderReport is what "tunbench udpgen send" prints as JSON.
@@ -162,5 +168,11 @@ type SenderReport struct {
 	OfferedBitsPerSecond float64 `json:"offered_bits_per_second_bps"`
 	// SendErrors counts writes the kernel refused (ENOBUFS, ECONNREFUSED).
 	SendErrors uint64 `json:"send_errors"`
-	Error      string `json:"error,omitempty"`
+	// SendBufferRequested is the send buffer asked for (BufferBytes);
+	// SendBufferGranted the size the kernel granted, read back with
+	// SO_SNDBUF (doubled: 2 × requested when granted in full; see
+	// ShortBuffer).
+	SendBufferRequested int    `json:"send_buffer_requested_bytes"`
+	SendBufferGranted   int    `json:"send_buffer_granted_bytes"`
+	Error               string `json:"error,omitempty"`
 }
