@@ -169,12 +169,14 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 			// The hosts' objects carry the run's id from the start.
 			cfg.ID = testbed.NewID()
 		}
-		tb, err := s.opt.SSH(ctx, cfg.Scenario, cfg.ID)
-		if err != nil {
-			return nil, err
+		tb, openErr := s.opt.SSH(ctx, cfg.Scenario, cfg.ID)
+		if openErr != nil {
+			return nil, openErr
 		}
 		cfg.Bed = tb
 		if c, ok := tb.(io.Closer); ok {
+			// Joined into the named result: a host left uncleaned fails
+			// the command.
 			defer func() { err = errors.Join(err, c.Close()) }()
 		}
 	}
