@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/load"
@@ -77,42 +76,11 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 
 	// The sampler starts after the warm-up, so CPU covers the measured
 	// seconds only.
-	var cpu *result.CPU
-	var cpuErr error
-	var wg sync.WaitGroup
-	stopLive := make(chan struct{})
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		live(tb.A, stopLive, prog)
-	}()
-	sampling := false
-	select {
-	case <-time.After(omit):
-		sp.begin(tb)
-		if err := sampler.Start(ctx); err != nil {
-			cpuErr = fmt.Errorf("start cpu sampler: %w", err)
-		} else {
-			sampling = true
-		}
-	case <-ctx.Done():
-	}
+	w := &window{tb: tb, sampler: sampler, live: tb.A, prog: prog, span: sp}
+	w.begin(ctx, omit)
 	waitErr := cmd.Wait()
 	tb.A.Forget(cmd)
-	close(stopLive)
-	wg.Wait()
-	if sampling {
-		sp.end(tb)
-		cpu, cpuErr = sampler.Stop()
-		if cpuErr != nil {
-			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
-		}
-	}
-	if cpu != nil && cpu.Split != sample.SplitHosts {
-		// Both ends share the machine's CPUs: softirq work cannot be
-		// attributed to one side.
-		cpu.Split = sample.SplitApproximate
-	}
+	cpu, cpuErr := w.end()
 
 	thr, parseErr := load.ParseIperf3(out.Bytes())
 	if parseErr != nil {

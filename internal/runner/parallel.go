@@ -130,75 +130,144 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	// a busy 2-core machine: the budget grows with their number.
 	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second+time.Duration(len(split))*300*time.Millisecond)
 	defer cancel()
-	aSide, bSide := sides(p.Direction)
 	sampler := newCPUSampler(tb, p.Direction)
 
-	// Servers: start all, then wait for each to listen.
-	servers := make([]*testbed.Cmd, len(split))
-	srvOut := make([]*bytes.Buffer, len(split))
-	defer func() {
-		stopAll(tb.B, servers)
-	}()
-	for i := range split {
-		argv := load.Iperf3Server{Bind: path.B, Port: parallelBasePort + i}.Args()
-		cmd := tb.B.Command(ctx, argv...)
-		srvOut[i] = &bytes.Buffer{}
-		cmd.Stdout, cmd.Stderr = srvOut[i], srvOut[i]
-		servers[i] = cmd
-	}
-	if err := startAll(tb.B, servers); err != nil {
-		return nil, nil, fmt.Errorf("iperf3 servers: %w", err)
-	}
-	for i, cmd := range servers {
-		if err := tb.B.WaitListening(ctx, cmd.Pid(), parallelBasePort+i, 10*time.Second); err != nil {
-			return nil, nil, fmt.Errorf("iperf3 server on port %d: %w: %s", parallelBasePort+i, err, trim(srvOut[i].String()))
-		}
-		if err := sampler.TrackProcess(tb.B, fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Pid()); err != nil {
-			return nil, nil, fmt.Errorf("account cpu of iperf3 server %d: %w", i+1, err)
-		}
+	servers, srvOut, err := startParallelServers(ctx, tb, path, sampler, p.Direction, len(split))
+	defer stopAll(tb.B, servers)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := trackDaemons(sampler, tb, path, p.Direction); err != nil {
 		return nil, nil, err
 	}
 
-	// Clients: started together.
-	type client struct {
-		cmd *testbed.Cmd
-		// out is a file, not a pipe: with hundreds of processes on a busy
-		// machine, a pipe's copying goroutine can lag past exec's
-		// WaitDelay and cut the JSON report short.
-		out     *os.File
-		err     bytes.Buffer
-		waitErr error
+	clients, gates, err := newParallelClients(ctx, tb, path, p, split)
+	defer removeOutputs(clients)
+	if err != nil {
+		return nil, nil, err
 	}
-	clients := make([]*client, len(split))
-	cmds := make([]*testbed.Cmd, len(split))
-	gates := make([]io.WriteCloser, len(split))
+	started, startErr := startParallelClients(tb, sampler, clients, p.Direction)
+	for _, g := range gates {
+		_ = g.Close()
+	}
+	if released != nil {
+		released()
+	}
+	if startErr != nil {
+		for _, cl := range started {
+			_ = cl.cmd.Kill()
+		}
+		waitClients(tb.A, started)
+		return nil, nil, startErr
+	}
+	sp := &span{}
+	w := &window{tb: tb, sampler: sampler, live: tb.A, prog: prog, span: sp}
+	w.begin(ctx, omit)
+	waitClients(tb.A, started)
+	cpu, cpuErr := w.end()
+
+	par, errs := collectParallel(clients, split, srvOut, p, cpu)
+	if len(errs) > 0 {
+		if ctx.Err() != nil {
+			errs = append(errs, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx)))
+		}
+		return par, sp, errors.Join(errs...)
+	}
+	return par, sp, cpuErr
+}
+
+// startParallelServers starts one iperf3 server per process on ports from
+// parallelBasePort, all at once, then waits for each to listen and tracks
+// its CPU. The servers are returned also on failure, for the caller to
+// stop; outs holds each server's output.
+func startParallelServers(ctx context.Context, tb *testbed.Pair, path *method.Path, sampler *cpuSampler, direction string, n int) (servers []*testbed.Cmd, outs []*bytes.Buffer, err error) {
+	_, bSide := sides(direction)
+	servers = make([]*testbed.Cmd, n)
+	outs = make([]*bytes.Buffer, n)
+	for i := range n {
+		argv := load.Iperf3Server{Bind: path.B, Port: parallelBasePort + i}.Args()
+		cmd := tb.B.Command(ctx, argv...)
+		outs[i] = &bytes.Buffer{}
+		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		servers[i] = cmd
+	}
+	if err := startAll(tb.B, servers); err != nil {
+		return servers, outs, fmt.Errorf("iperf3 servers: %w", err)
+	}
+	for i, cmd := range servers {
+		if err := tb.B.WaitListening(ctx, cmd.Pid(), parallelBasePort+i, 10*time.Second); err != nil {
+			return servers, outs, fmt.Errorf("iperf3 server on port %d: %w: %s", parallelBasePort+i, err, trim(outs[i].String()))
+		}
+		if err := sampler.TrackProcess(tb.B, fmt.Sprintf("iperf3-server-%d", parallelBasePort+i), bSide, cmd.Pid()); err != nil {
+			return servers, outs, fmt.Errorf("account cpu of iperf3 server %d: %w", i+1, err)
+		}
+	}
+	return servers, outs, nil
+}
+
+// parallelClient is one iperf3 client process of the parallel test.
+type parallelClient struct {
+	cmd *testbed.Cmd
+	// out is a file, not a pipe: with hundreds of processes on a busy
+	// machine, a pipe's copying goroutine can lag past exec's WaitDelay
+	// and cut the JSON report short.
+	out     *os.File
+	err     bytes.Buffer
+	waitErr error
+}
+
+// newParallelClients prepares one client per process, each held at its
+// gate: it waits on its stdin, then execs iperf3 (same pid), so closing
+// every gate at once starts them together however long starting them
+// took. The clients made so far are returned also on failure, for
+// removeOutputs.
+func newParallelClients(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, split []int) ([]*parallelClient, []io.WriteCloser, error) {
+	dur := time.Duration(p.Duration * float64(time.Second))
+	omit := time.Duration(p.Omit * float64(time.Second))
+	clients := make([]*parallelClient, 0, len(split))
+	gates := make([]io.WriteCloser, 0, len(split))
 	for i, n := range split {
 		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
 			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 		if err := c.Validate(); err != nil {
-			return nil, nil, err
+			return clients, gates, err
 		}
-		// Each client waits on its stdin, then execs iperf3 (same pid):
-		// closing every stdin at once starts them together however long
-		// starting them took.
-		cl := &client{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, c.Args()...)...)}
+		cl := &parallelClient{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, c.Args()...)...)}
 		out, err := os.CreateTemp(tb.Dir, fmt.Sprintf("iperf3-client-%d-*.json", parallelBasePort+i))
 		if err != nil {
-			return nil, nil, fmt.Errorf("iperf3 client %d: output file: %w", i+1, err)
+			return clients, gates, fmt.Errorf("iperf3 client %d: output file: %w", i+1, err)
 		}
-		defer func() { out.Close(); os.Remove(out.Name()) }()
 		cl.out = out
+		clients = append(clients, cl)
 		cl.cmd.Stdout, cl.cmd.Stderr = out, &cl.err
 		cl.cmd.WaitDelay = 30 * time.Second // stderr is a pipe; see out
 		gate, err := cl.cmd.StdinPipe()
 		if err != nil {
-			return nil, nil, fmt.Errorf("iperf3 client %d: %w", i+1, err)
+			return clients, gates, fmt.Errorf("iperf3 client %d: %w", i+1, err)
 		}
-		clients[i], cmds[i], gates[i] = cl, cl.cmd, gate
+		gates = append(gates, gate)
 	}
-	var started []*client
+	return clients, gates, nil
+}
+
+// removeOutputs closes and removes the clients' output files.
+func removeOutputs(clients []*parallelClient) {
+	for _, cl := range clients {
+		cl.out.Close()
+		os.Remove(cl.out.Name())
+	}
+}
+
+// startParallelClients starts the clients (still held at their gates) and
+// tracks their CPU. It returns the clients that started, also on failure:
+// they are to be killed and waited for.
+func startParallelClients(tb *testbed.Pair, sampler *cpuSampler, clients []*parallelClient, direction string) ([]*parallelClient, error) {
+	aSide, _ := sides(direction)
+	cmds := make([]*testbed.Cmd, len(clients))
+	for i, cl := range clients {
+		cmds[i] = cl.cmd
+	}
+	var started []*parallelClient
 	startErr := startAll(tb.A, cmds)
 	for i, cl := range clients {
 		if !cl.cmd.Started() {
@@ -211,38 +280,11 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 			}
 		}
 	}
-	for _, g := range gates {
-		_ = g.Close()
-	}
-	if released != nil {
-		released()
-	}
-	stopLive := make(chan struct{})
-	var liveWG sync.WaitGroup
-	liveWG.Add(1)
-	go func() {
-		defer liveWG.Done()
-		live(tb.A, stopLive, prog)
-	}()
-	sp := &span{}
-	sampling := false
-	var cpuErr error
-	if startErr == nil {
-		select {
-		case <-time.After(omit):
-			sp.begin(tb)
-			if err := sampler.Start(ctx); err != nil {
-				cpuErr = fmt.Errorf("start cpu sampler: %w", err)
-			} else {
-				sampling = true
-			}
-		case <-ctx.Done():
-		}
-	} else {
-		for _, cl := range started {
-			_ = cl.cmd.Kill()
-		}
-	}
+	return started, startErr
+}
+
+// waitClients waits for every started client to exit.
+func waitClients(ep *testbed.Endpoint, started []*parallelClient) {
 	var wg sync.WaitGroup
 	for _, cl := range started {
 		wg.Add(1)
@@ -253,25 +295,14 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	}
 	wg.Wait()
 	for _, cl := range started {
-		tb.A.Forget(cl.cmd)
+		ep.Forget(cl.cmd)
 	}
-	close(stopLive)
-	liveWG.Wait()
-	var cpu *result.CPU
-	if sampling {
-		sp.end(tb)
-		cpu, cpuErr = sampler.Stop()
-		if cpuErr != nil {
-			cpuErr = fmt.Errorf("cpu sampler: %w", cpuErr)
-		}
-		if cpu != nil && cpu.Split != sample.SplitHosts {
-			cpu.Split = sample.SplitApproximate
-		}
-	}
-	if startErr != nil {
-		return nil, nil, startErr
-	}
+}
 
+// collectParallel reads each client's report into the test's record,
+// with the sum of the processes; a process that failed has its error in
+// its record and in errs.
+func collectParallel(clients []*parallelClient, split []int, srvOut []*bytes.Buffer, p result.Params, cpu *result.CPU) (*result.Parallel, []error) {
 	par := &result.Parallel{Streams: p.Streams, StreamsPerProcess: p.StreamsPerProcess, CPU: cpu}
 	var errs []error
 	for i, cl := range clients {
@@ -300,13 +331,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 		par.Processes = append(par.Processes, pt)
 	}
 	par.BitsPerSecond, par.SenderBitsPerSecond, par.Bytes, par.Retransmits = sumProcesses(par.Processes)
-	if len(errs) > 0 {
-		if ctx.Err() != nil {
-			errs = append(errs, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx)))
-		}
-		return par, sp, errors.Join(errs...)
-	}
-	return par, sp, cpuErr
+	return par, errs
 }
 
 // startAll starts cmds in ep, eight at a time; on failure the ones that

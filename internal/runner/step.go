@@ -17,7 +17,12 @@ import (
 )
 
 // runStep measures one step and returns its cell; failures are recorded in
-// the cell, never returned, so the run goes on.
+// the cell, never returned, so the run goes on. The stages run in order:
+// build the testbed, set the method up, measure the tests (and derive the
+// figures), tear down. Each stage's teardown is registered as soon as
+// there is something to tear down, so it runs on every later path,
+// interrupts and failed set-ups included, and the cell keeps every figure
+// measured before a failure.
 func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *progress) (cell result.Cell) {
 	cell = result.Cell{
 		Schema:     result.SchemaVersion,
@@ -30,222 +35,289 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		Started:    time.Now().UTC(),
 		Meta:       result.Meta{Kernel: cfg.Host.Kernel, Emulated: cfg.Host.Emulated},
 	}
-	fail := func(err error) {
-		if err == nil {
-			return
-		}
-		cell.Status = result.StatusFailed
-		if cell.Error == "" {
-			cell.Error = err.Error()
-		} else {
-			cell.Error += "; " + err.Error()
-		}
-	}
 	defer func() { cell.Finished = time.Now().UTC() }()
+	s := &stepRun{ctx: ctx, cfg: cfg, st: st, prog: prog, cell: &cell}
 
 	m, err := cfg.Methods.Get(st.Method)
 	if err != nil {
-		fail(err)
+		s.fail(err)
 		return cell
 	}
+	s.m = m
 	cell.Implementation = m.Implementation()
 
-	tb, err := cfg.Bed.Pair(ctx, testbed.Spec{UnderlayMTU: st.Params.UnderlayMTU, Pin: st.Params.Pin, A: st.Params.SiteA, B: st.Params.SiteB})
-	if err != nil {
-		fail(fmt.Errorf("build testbed: %w", err))
+	// Build the testbed.
+	if s.tb, err = cfg.Bed.Pair(ctx, testbed.Spec{UnderlayMTU: st.Params.UnderlayMTU, Pin: st.Params.Pin, A: st.Params.SiteA, B: st.Params.SiteB}); err != nil {
+		s.fail(fmt.Errorf("build testbed: %w", err))
 		return cell
 	}
-	defer func() {
-		if err := tb.Close(); err != nil {
-			fail(fmt.Errorf("tear down testbed: %w", err))
-		}
-	}()
-	ccNote, err := setCongestion(tb, st.Params.CongestionControl)
-	if err != nil {
-		fail(err)
+	defer s.closeTestbed()
+	if err := s.prepareTestbed(); err != nil {
+		s.fail(err)
 		return cell
 	}
-	if ccNote != "" {
-		if cell.Meta.Extra == nil {
-			cell.Meta.Extra = map[string]string{}
-		}
-		cell.Meta.Extra["congestion_control_set"] = ccNote
-	}
-	if !st.Params.Offloads {
-		for _, ep := range tb.Endpoints() {
-			if err := setOffloads(ep, ep.Dev, false); err != nil {
-				fail(fmt.Errorf("switch offloads off on %s: %w", ep.Dev, err))
-				return cell
-			}
-		}
-	}
 
-	if w := st.Params.WAN; w != nil {
-		applied, err := applyWAN(ctx, tb, w)
-		if err != nil {
-			fail(err)
-			return cell
-		}
-		if cell.Meta.Extra == nil {
-			cell.Meta.Extra = map[string]string{}
-		}
-		cell.Meta.Extra["wan"] = applied
-	}
-
-	busy, err := background(ctx, tb, cfg.BackgroundWindow)
+	// Set the method up.
+	err = s.setUpMethod()
+	defer s.tearDownMethod() // also after a failed set-up
 	if err != nil {
-		fail(fmt.Errorf("measure background load: %w", err))
-		return cell
-	}
-	cell.Meta.BackgroundBusy = busy
-	cell.Meta.Hosts = remoteHosts(ctx, cfg.ID, tb)
-	cell.Meta.Busy = sample.IsBusy(busy)
-
-	env := &method.Env{
-		A: tb.A, B: tb.B,
-		Family:      st.Params.Family,
-		UnderlayMTU: st.Params.UnderlayMTU,
-		OverlayMTU:  st.Params.OverlayMTU,
-		Prefix:      testbed.DevicePrefix(cfg.ID),
-		Dir:         tb.Dir,
-		Options:     st.Params.Options,
-	}
-	path, err := m.Setup(ctx, env)
-	defer func() {
-		// Teardown must run even when the run is being interrupted.
-		if err := m.Teardown(context.WithoutCancel(ctx), env); err != nil {
-			fail(fmt.Errorf("tear down %s: %w", m.Name(), err))
-		}
-	}()
-	if err != nil {
-		fail(fmt.Errorf("set up %s: %w", m.Name(), err))
+		s.fail(fmt.Errorf("set up %s: %w", m.Name(), err))
 		return cell
 	}
 	if c, ok := m.(method.Counter); ok {
-		// Runs before the Teardown above: the counters go with the data path.
-		defer func() { recordCounters(context.WithoutCancel(ctx), c, env, &cell.Meta) }()
+		// Runs before the method's teardown: the counters go with the
+		// data path.
+		defer recordCounters(context.WithoutCancel(ctx), c, s.env, &cell.Meta)
 	}
-	if skipped, err := routeCongestion(tb); err != nil {
-		fail(err)
+	if err := s.preparePath(); err != nil {
+		s.fail(err)
 		return cell
-	} else if len(skipped) > 0 {
-		if cell.Meta.Extra == nil {
-			cell.Meta.Extra = map[string]string{}
+	}
+
+	// Measure. The watch stops after the derived figures and before the
+	// teardown ends the daemons it watches.
+	mctx, w := startWatch(ctx, s.tb, s.path)
+	defer s.stopWatch(w)
+	s.measureTests(mctx)
+	s.deriveFigures()
+	return cell
+}
+
+// stepRun is one step on its way to a cell: what the stages of runStep
+// share.
+type stepRun struct {
+	ctx  context.Context
+	cfg  Config
+	st   plan.Step
+	prog *progress
+	cell *result.Cell
+
+	m    method.Method
+	tb   *testbed.Pair
+	env  *method.Env
+	path *method.Path
+	sp   *span // the span of the first throughput test, for the cost
+}
+
+// fail marks the cell failed and appends err to its error; nil does
+// nothing.
+func (s *stepRun) fail(err error) {
+	if err == nil {
+		return
+	}
+	s.cell.Status = result.StatusFailed
+	if s.cell.Error == "" {
+		s.cell.Error = err.Error()
+	} else {
+		s.cell.Error += "; " + err.Error()
+	}
+}
+
+// prepareTestbed sets the pair up for the cell: congestion control,
+// offloads of the underlay, WAN emulation, then the background load (and
+// the remote hosts' metadata) measured on the prepared pair.
+func (s *stepRun) prepareTestbed() error {
+	p, tb, meta := s.st.Params, s.tb, &s.cell.Meta
+	ccNote, err := setCongestion(tb, p.CongestionControl)
+	if err != nil {
+		return err
+	}
+	if ccNote != "" {
+		setExtra(meta, "congestion_control_set", ccNote)
+	}
+	if !p.Offloads {
+		for _, ep := range tb.Endpoints() {
+			if err := setOffloads(ep, ep.Dev, false); err != nil {
+				return fmt.Errorf("switch offloads off on %s: %w", ep.Dev, err)
+			}
 		}
-		cell.Meta.Extra["congestion_control_routes_left"] = strings.Join(skipped, "; ")
+	}
+	if w := p.WAN; w != nil {
+		applied, err := applyWAN(s.ctx, tb, w)
+		if err != nil {
+			return err
+		}
+		setExtra(meta, "wan", applied)
+	}
+	busy, err := background(s.ctx, tb, s.cfg.BackgroundWindow)
+	if err != nil {
+		return fmt.Errorf("measure background load: %w", err)
+	}
+	meta.BackgroundBusy = busy
+	meta.Hosts = remoteHosts(s.ctx, s.cfg.ID, tb)
+	meta.Busy = sample.IsBusy(busy)
+	return nil
+}
+
+// closeTestbed tears the pair down.
+func (s *stepRun) closeTestbed() {
+	if err := s.tb.Close(); err != nil {
+		s.fail(fmt.Errorf("tear down testbed: %w", err))
+	}
+}
+
+// setUpMethod sets the method up on the pair.
+func (s *stepRun) setUpMethod() error {
+	p := s.st.Params
+	s.env = &method.Env{
+		A: s.tb.A, B: s.tb.B,
+		Family:      p.Family,
+		UnderlayMTU: p.UnderlayMTU,
+		OverlayMTU:  p.OverlayMTU,
+		Prefix:      testbed.DevicePrefix(s.cfg.ID),
+		Dir:         s.tb.Dir,
+		Options:     p.Options,
+	}
+	var err error
+	s.path, err = s.m.Setup(s.ctx, s.env)
+	return err
+}
+
+// tearDownMethod tears the method down, even when the run is being
+// interrupted.
+func (s *stepRun) tearDownMethod() {
+	if err := s.m.Teardown(context.WithoutCancel(s.ctx), s.env); err != nil {
+		s.fail(fmt.Errorf("tear down %s: %w", s.m.Name(), err))
+	}
+}
+
+// preparePath finishes the method's path for the measurement: congestion
+// control on the routes, the path's variant and overlay MTU, offloads of
+// the method's devices, the offload set, and the description of every
+// device.
+func (s *stepRun) preparePath() error {
+	p, tb, path, cell := s.st.Params, s.tb, s.path, s.cell
+	if skipped, err := routeCongestion(tb); err != nil {
+		return err
+	} else if len(skipped) > 0 {
+		setExtra(&cell.Meta, "congestion_control_routes_left", strings.Join(skipped, "; "))
 	}
 	cell.Meta.Variant = path.Variant
 	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
 		cell.Params.OverlayMTU = path.OverlayMTU
 	}
-	if !st.Params.Offloads {
-		fail(offloadsOff(tb, path))
-		if cell.Status == result.StatusFailed {
-			return cell
+	if !p.Offloads {
+		if err := offloadsOff(tb, path); err != nil {
+			return err
 		}
 	}
-	if set := st.Params.OffloadFeatures; len(set) > 0 {
+	if set := p.OffloadFeatures; len(set) > 0 {
 		notApplied, err := applyOffloadSet(tb, path, set)
 		if err != nil {
-			fail(err)
-			return cell
+			return err
 		}
 		if len(notApplied) > 0 {
-			if cell.Meta.Extra == nil {
-				cell.Meta.Extra = map[string]string{}
-			}
-			cell.Meta.Extra["offload_set_not_applied"] = strings.Join(notApplied, "; ")
+			setExtra(&cell.Meta, "offload_set_not_applied", strings.Join(notApplied, "; "))
 		}
 	}
 	devices, err := describe(tb, path)
 	if err != nil {
-		fail(err)
-		return cell
+		return err
 	}
 	cell.Meta.Devices = devices
+	return nil
+}
 
-	// Registered after Teardown's defer, so it stops before teardown
-	// ends the daemons it watches.
-	mctx, w := startWatch(ctx, tb, path)
-	defer func() {
-		if err := w.stop(); err != nil {
-			cell.Status = result.StatusFailed
-			msg := "fault during the measurement: " + err.Error()
-			if cell.Error != "" {
-				msg += "; " + cell.Error
-			}
-			cell.Error = msg
+// stopWatch stops the watch; a fault it saw fails the cell, first in its
+// error.
+func (s *stepRun) stopWatch(w *watch) {
+	if err := w.stop(); err != nil {
+		s.cell.Status = result.StatusFailed
+		msg := "fault during the measurement: " + err.Error()
+		if s.cell.Error != "" {
+			msg += "; " + s.cell.Error
 		}
-	}()
+		s.cell.Error = msg
+	}
+}
 
-	tests := st.Params.Tests
+// measureTests runs the cell's tests in order (tcp_stream and tcp_rr when
+// none are named) until the measurement's context ends.
+func (s *stepRun) measureTests(mctx context.Context) {
+	tests := s.st.Params.Tests
 	if len(tests) == 0 {
 		tests = []string{scenario.TestTCPStream, scenario.TestTCPRR}
 	}
-	var sp *span
 	for _, test := range tests {
 		if mctx.Err() != nil {
-			fail(fmt.Errorf("%s: %w", test, context.Cause(mctx)))
+			s.fail(fmt.Errorf("%s: %w", test, context.Cause(mctx)))
 			break
 		}
-		switch test {
-		case scenario.TestTCPStream:
-			thr, cpu, tsp, err := measureThroughput(mctx, tb, path, st.Params, prog)
-			cell.Throughput, cell.CPU, sp = thr, cpu, tsp
-			if err != nil {
-				fail(fmt.Errorf("throughput: %w", err))
-			}
-		case scenario.TestParallel:
-			par, psp, err := measureParallel(mctx, tb, path, st.Params, prog)
-			cell.Parallel = par
-			if sp == nil {
-				sp = psp
-			}
-			if err != nil {
-				fail(fmt.Errorf("parallel: %w", err))
-			}
-		case scenario.TestTCPRR:
-			if st.Params.Latency <= 0 {
-				continue
-			}
-			lat, err := measureLatency(mctx, tb, path, st.Params)
-			switch {
-			case errors.Is(err, errLatencyUnsupported):
-				if cell.Meta.Extra == nil {
-					cell.Meta.Extra = map[string]string{}
-				}
-				cell.Meta.Extra["latency"] = err.Error()
-			case err != nil:
-				fail(fmt.Errorf("latency: %w", err))
-			default:
-				cell.Latency = lat
-			}
-		case scenario.TestLatencyUnderLoad:
-			lul, err := measureLatencyUnderLoad(mctx, tb, path, st.Params, cell.Latency)
-			cell.LatencyUnderLoad = lul
-			if err != nil {
-				fail(fmt.Errorf("latency under load: %w", err))
-			}
-		case scenario.TestMTUProbe:
-			probe, err := measureMTUProbe(mctx, tb, path, st.Params, cell.Params.OverlayMTU)
-			cell.MTUProbe = probe
-			if err != nil {
-				fail(fmt.Errorf("mtu_probe: %w", err))
-			}
-		case scenario.TestUDPSizes:
-			sizes, err := measureUDPSizes(mctx, tb, path, st.Params, cell.Params.OverlayMTU)
-			cell.UDPSizes = sizes
-			if err != nil {
-				fail(fmt.Errorf("udp_sizes: %w", err))
-			}
-		default:
-			fail(fmt.Errorf("unknown test %q", test))
-		}
+		s.measureTest(mctx, test)
 	}
-	cell.Meta.CongestionControl = usedCongestion(&cell)
-	fail(checkCongestion(st.Params.CongestionControl, cell.Meta.CongestionControl))
-	cell.Derived = derive(&cell, method.HeaderOverhead(m, st.Params.Family, st.Params.Options, path.Variant), sp, underlaySpeed(tb, st.Params.Direction, &cell))
-	return cell
+}
+
+// measureTest runs one test and records what it measured, also when it
+// failed.
+func (s *stepRun) measureTest(mctx context.Context, test string) {
+	tb, path, p, cell := s.tb, s.path, s.st.Params, s.cell
+	switch test {
+	case scenario.TestTCPStream:
+		thr, cpu, tsp, err := measureThroughput(mctx, tb, path, p, s.prog)
+		cell.Throughput, cell.CPU, s.sp = thr, cpu, tsp
+		if err != nil {
+			s.fail(fmt.Errorf("throughput: %w", err))
+		}
+	case scenario.TestParallel:
+		par, psp, err := measureParallel(mctx, tb, path, p, s.prog)
+		cell.Parallel = par
+		if s.sp == nil {
+			s.sp = psp
+		}
+		if err != nil {
+			s.fail(fmt.Errorf("parallel: %w", err))
+		}
+	case scenario.TestTCPRR:
+		if p.Latency <= 0 {
+			return
+		}
+		lat, err := measureLatency(mctx, tb, path, p)
+		switch {
+		case errors.Is(err, errLatencyUnsupported):
+			setExtra(&cell.Meta, "latency", err.Error())
+		case err != nil:
+			s.fail(fmt.Errorf("latency: %w", err))
+		default:
+			cell.Latency = lat
+		}
+	case scenario.TestLatencyUnderLoad:
+		lul, err := measureLatencyUnderLoad(mctx, tb, path, p, cell.Latency)
+		cell.LatencyUnderLoad = lul
+		if err != nil {
+			s.fail(fmt.Errorf("latency under load: %w", err))
+		}
+	case scenario.TestMTUProbe:
+		probe, err := measureMTUProbe(mctx, tb, path, p, cell.Params.OverlayMTU)
+		cell.MTUProbe = probe
+		if err != nil {
+			s.fail(fmt.Errorf("mtu_probe: %w", err))
+		}
+	case scenario.TestUDPSizes:
+		sizes, err := measureUDPSizes(mctx, tb, path, p, cell.Params.OverlayMTU)
+		cell.UDPSizes = sizes
+		if err != nil {
+			s.fail(fmt.Errorf("udp_sizes: %w", err))
+		}
+	default:
+		s.fail(fmt.Errorf("unknown test %q", test))
+	}
+}
+
+// deriveFigures records the congestion control the connections used (failing
+// the cell on a mismatch) and the cell's derived figures.
+func (s *stepRun) deriveFigures() {
+	p, cell := s.st.Params, s.cell
+	cell.Meta.CongestionControl = usedCongestion(cell)
+	s.fail(checkCongestion(p.CongestionControl, cell.Meta.CongestionControl))
+	cell.Derived = derive(cell, method.HeaderOverhead(s.m, p.Family, p.Options, s.path.Variant), s.sp, underlaySpeed(s.tb, p.Direction, cell))
+}
+
+// setExtra records one note in meta.Extra.
+func setExtra(meta *result.Meta, key, value string) {
+	if meta.Extra == nil {
+		meta.Extra = map[string]string{}
+	}
+	meta.Extra[key] = value
 }
 
 // offloadsOff switches TSO/GSO/GRO off on the method's own devices too
@@ -303,10 +375,7 @@ func underlaySpeed(tb *testbed.Pair, direction string, cell *result.Cell) nic.Li
 	}
 	ls, err := opSpeed.Call(context.Background(), ep, ep.Dev)
 	if err != nil {
-		if cell.Meta.Extra == nil {
-			cell.Meta.Extra = map[string]string{}
-		}
-		cell.Meta.Extra["line_rate"] = "device speed not read: " + err.Error()
+		setExtra(&cell.Meta, "line_rate", "device speed not read: "+err.Error())
 		return nic.LinkSpeed{}
 	}
 	return ls

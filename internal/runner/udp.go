@@ -168,7 +168,15 @@ wait:
 	if err := src.Start(scmd); err != nil {
 		return nil, fmt.Errorf("udpgen sender: %w", err)
 	}
-	sampling := sampler.TrackProcess(src, "udpgen-sender", sample.SideSender, scmd.Pid()) == nil && sampler.Start(ctx) == nil
+	if err := sampler.TrackProcess(src, "udpgen-sender", sample.SideSender, scmd.Pid()); err != nil {
+		_ = scmd.Kill()
+		_ = scmd.Wait()
+		src.Forget(scmd)
+		return nil, fmt.Errorf("account cpu of udpgen sender: %w", err)
+	}
+	// No warm-up: the generator's trial is all measured.
+	w := &window{tb: tb, sampler: sampler}
+	w.begin(ctx, 0)
 	swait := scmd.Wait()
 	src.Forget(scmd)
 	var rwait error
@@ -177,10 +185,7 @@ wait:
 	case <-ctx.Done():
 		rwait = context.Cause(ctx)
 	}
-	var cpu *result.CPU
-	if sampling {
-		cpu, _ = sampler.Stop()
-	}
+	cpu, cpuErr := w.end()
 	s, r, perr := load.ParseUDPGen(sout.Bytes(), rout.Bytes())
 	if perr != nil {
 		return nil, fmt.Errorf("%w (sender %v: %s; receiver %v: %s)", perr, swait, trim(serr.String()), rwait, trim(rerr.String()))
@@ -192,7 +197,8 @@ wait:
 	if cpu != nil {
 		t.SenderCores, t.ReceiverCores = cpu.SenderCores, cpu.ReceiverCores
 	}
-	return &t, nil
+	// The trial's figures are kept; without its CPU it fails.
+	return &t, cpuErr
 }
 
 // correctDelay puts the one-way delays of a trial between two hosts on
