@@ -7,7 +7,6 @@ package plan
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -184,7 +183,7 @@ func Key(method string, p result.Params) string {
 		k += "/cc-" + p.CongestionControl
 	}
 	if p.WAN != nil {
-		k += "/wan-" + WANLabel(p.WAN)
+		k += "/wan-" + p.WAN.Label()
 	}
 	if len(p.Options) > 0 {
 		k += "/" + formatOptions(p.Options)
@@ -230,7 +229,7 @@ func (s Step) Line(total int) string {
 		extra += " cc=" + cc
 	}
 	if s.Params.WAN != nil {
-		extra += " wan=" + WANLabel(s.Params.WAN)
+		extra += " wan=" + s.Params.WAN.Label()
 	}
 	return fmt.Sprintf("%d/%d %s family=%s mtu=%d overlay_mtu=%d offloads=%s streams=%d%s rep=%d",
 		s.Index, total, s.Method, s.Params.Family, s.Params.UnderlayMTU, s.Params.OverlayMTU,
@@ -327,25 +326,6 @@ func (s Step) CellLine() string {
 	line := s.Line(0)
 	line = line[strings.IndexByte(line, ' ')+1:]
 	return line[:strings.LastIndex(line, " rep=")]
-}
-
-// WANLabel names a WAN condition compactly: "d40ms-j2ms-l0.1%-r1G".
-func WANLabel(w *result.WANParams) string {
-	var parts []string
-	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	if w.DelayMs > 0 {
-		parts = append(parts, "d"+num(w.DelayMs)+"ms")
-	}
-	if w.JitterMs > 0 {
-		parts = append(parts, "j"+num(w.JitterMs)+"ms")
-	}
-	if w.LossPercent > 0 {
-		parts = append(parts, "l"+num(w.LossPercent)+"%")
-	}
-	if w.RateBps > 0 {
-		parts = append(parts, "r"+num(w.RateBps/1e6)+"M")
-	}
-	return strings.Join(parts, "-")
 }
 
 // offloadsName is "on", "off" or the feature set's name.

@@ -33,7 +33,7 @@ type baselineKey struct {
 }
 
 func baselineOf(p result.Params) baselineKey {
-	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, wanKey(p.WAN), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl}
+	return baselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl}
 }
 
 // sortRows groups rows by baseline key in order of first appearance and
@@ -98,11 +98,4 @@ func setPercentNative(rows []Summary) {
 		p := round6(100 * rows[i].Throughput.Mean / base)
 		rows[i].PercentNative = &p
 	}
-}
-
-func wanKey(w *result.WANParams) string {
-	if w == nil {
-		return ""
-	}
-	return wanLabel(w)
 }

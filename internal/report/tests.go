@@ -274,7 +274,7 @@ func extraParams(p result.Params) []string {
 		ps = append(ps, fmt.Sprintf("MSS %d", p.MSS))
 	}
 	if p.WAN != nil {
-		ps = append(ps, "wan "+wanLabel(p.WAN))
+		ps = append(ps, "wan "+p.WAN.Label())
 	}
 	if p.OffloadSet != "" {
 		ps = append(ps, "offload set "+p.OffloadSet)
@@ -283,25 +283,6 @@ func extraParams(p result.Params) []string {
 		ps = append(ps, p.SiteA+" → "+p.SiteB)
 	}
 	return ps
-}
-
-// wanLabel is plan.WANLabel (report reads only records, so it keeps its own).
-func wanLabel(w *result.WANParams) string {
-	var parts []string
-	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
-	if w.DelayMs > 0 {
-		parts = append(parts, "delay "+num(w.DelayMs)+"ms")
-	}
-	if w.JitterMs > 0 {
-		parts = append(parts, "jitter "+num(w.JitterMs)+"ms")
-	}
-	if w.LossPercent > 0 {
-		parts = append(parts, "loss "+num(w.LossPercent)+"%")
-	}
-	if w.RateBps > 0 {
-		parts = append(parts, "rate "+num(w.RateBps/1e6)+"M")
-	}
-	return strings.Join(parts, " ")
 }
 
 // writeTestTables writes one table per test beyond tcp_stream and tcp_rr

@@ -8,6 +8,8 @@
 // touches the operating system.
 package result
 
+import "strconv"
+
 import "strings"
 
 import "time"
@@ -176,6 +178,32 @@ type WANParams struct {
 	LossPercent float64 `json:"loss_percent,omitempty"`
 	RateBps     float64 `json:"rate_bps,omitempty"`
 	Qdisc       string  `json:"qdisc"`
+}
+
+// Label names the WAN condition compactly: "d40ms-j2ms-l0.1%-r1000M" is
+// 40 ms delay, 2 ms jitter, 0.1% loss and a rate of 1000 Mbit/s (the rate
+// is always in Mbit/s). Fields that are zero are left out, and a nil w is
+// "". Cell keys carry it and stored cells are matched by key on --resume,
+// so the format must not change; the report groups and labels rows by it.
+func (w *WANParams) Label() string {
+	if w == nil {
+		return ""
+	}
+	var parts []string
+	num := func(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+	if w.DelayMs > 0 {
+		parts = append(parts, "d"+num(w.DelayMs)+"ms")
+	}
+	if w.JitterMs > 0 {
+		parts = append(parts, "j"+num(w.JitterMs)+"ms")
+	}
+	if w.LossPercent > 0 {
+		parts = append(parts, "l"+num(w.LossPercent)+"%")
+	}
+	if w.RateBps > 0 {
+		parts = append(parts, "r"+num(w.RateBps/1e6)+"M")
+	}
+	return strings.Join(parts, "-")
 }
 
 // UDPParams configure the udp_sizes test of a cell.
