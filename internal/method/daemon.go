@@ -62,6 +62,47 @@ func (p *Process) Exited() (bool, error) {
 	}
 }
 
+// ErrDaemonExited is what errors.Is finds in the error of a step that
+// failed because its daemon exited (on its own, or killed) while it was
+// expected to run, as opposed to a timeout or a refusal. errors.As with
+// an *ExitedError gives the daemon and its exit status; the log tail is
+// in the *DaemonError (Failure) around it.
+var ErrDaemonExited = errors.New("daemon exited")
+
+// ExitedError is a daemon that exited while it was expected to run.
+type ExitedError struct {
+	Side, Role string
+	PID        int
+	// Status is how it exited: a *testbed.ExitError, nil for status 0.
+	Status error
+}
+
+func (e *ExitedError) Error() string {
+	how := "exit status 0"
+	if e.Status != nil {
+		how = e.Status.Error()
+	}
+	return fmt.Sprintf("%s exited (pid %d): %s", e.Role, e.PID, how)
+}
+
+// Is makes errors.Is(err, ErrDaemonExited) true.
+func (e *ExitedError) Is(target error) bool { return target == ErrDaemonExited }
+
+// Unwrap returns the exit status.
+func (e *ExitedError) Unwrap() error { return e.Status }
+
+// Alive returns nil while the daemon runs and an *ExitedError once it has
+// exited: the check every wait on a daemon makes, so that a daemon that
+// died fails the wait at once rather than at its timeout.
+func (p *Process) Alive() error {
+	select {
+	case <-p.exited:
+		return &ExitedError{Side: p.Side, Role: p.Role, PID: p.PID(), Status: p.err}
+	default:
+		return nil
+	}
+}
+
 // Stop sends SIGTERM to the daemon's process group, waits up to grace, then
 // sends SIGKILL. Stopping a stopped daemon is a no-op.
 func (p *Process) Stop(grace time.Duration) error {
@@ -86,18 +127,39 @@ func (p *Process) Stop(grace time.Duration) error {
 	return nil
 }
 
-// Failure builds the error for a daemon that failed: which side, what, and
-// the last lines of its log.
+// Failure builds the error for a daemon that failed: which side, what,
+// the cause (kept for errors.Is and errors.As) and the last lines of its
+// log. It is a *DaemonError.
 func (p *Process) Failure(what string, err error) error {
-	msg := fmt.Sprintf("%s: %s: %s", p.Side, p.Role, what)
-	if err != nil {
-		msg += ": " + err.Error()
-	}
-	if tail := LogTail(p.ep, p.Log, 15); tail != "" {
-		msg += "\n--- last lines of " + filepath.Base(p.Log) + " (" + p.Side + ") ---\n" + tail
-	}
-	return errors.New(msg)
+	return &DaemonError{Side: p.Side, Role: p.Role, What: what, Err: err,
+		Log: filepath.Base(p.Log), Tail: LogTail(p.ep, p.Log, 15)}
 }
+
+// DaemonError is a step on a daemon that failed.
+type DaemonError struct {
+	Side, Role string
+	// What is the step that failed.
+	What string
+	// Err is the cause, nil when there is none.
+	Err error
+	// Log is the base name of the daemon's log and Tail its last lines
+	// ("" when unreadable).
+	Log, Tail string
+}
+
+func (e *DaemonError) Error() string {
+	msg := fmt.Sprintf("%s: %s: %s", e.Side, e.Role, e.What)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Tail != "" {
+		msg += "\n--- last lines of " + e.Log + " (" + e.Side + ") ---\n" + e.Tail
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *DaemonError) Unwrap() error { return e.Err }
 
 // LogTail returns the last n lines of the file at path on ep's host (""
 // when unreadable).
@@ -114,7 +176,9 @@ func LogTail(ep *testbed.Endpoint, path string, n int) string {
 }
 
 // WaitFor polls cond every 20 ms until it reports true, returns an error,
-// or timeout passes.
+// or timeout passes. cond's error is wrapped (a daemon's Alive error stays
+// ErrDaemonExited); a timeout, like ctx's deadline, is
+// context.DeadlineExceeded to errors.Is.
 func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -126,7 +190,7 @@ func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("wait for %s: timed out after %s", what, timeout)
+			return fmt.Errorf("wait for %s: %w", what, timeoutError{timeout})
 		}
 		select {
 		case <-ctx.Done():
@@ -135,6 +199,14 @@ func WaitFor(ctx context.Context, timeout time.Duration, what string, cond func(
 		}
 	}
 }
+
+// timeoutError is WaitFor's timeout.
+type timeoutError struct{ after time.Duration }
+
+func (e timeoutError) Error() string { return "timed out after " + e.after.String() }
+
+// Is makes errors.Is(err, context.DeadlineExceeded) true.
+func (e timeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
 
 // WriteSecret writes key material with mode 0600 into the run's private
 // directory on ep's host. Secrets never go to results, logs or reports;

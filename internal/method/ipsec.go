@@ -200,8 +200,8 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 	}
 	c.proc = p
 	err = WaitFor(ctx, ipsecHandshakeTimeout, ep.Side+" charon vici socket", func() (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, p.Failure("exited while starting", err)
+		if err := p.Alive(); err != nil {
+			return false, err
 		}
 		conn, err := net.DialTimeout("unix", c.vici(), 200*time.Millisecond)
 		if err != nil {
@@ -272,8 +272,8 @@ func (c *charon) listSAs(ctx context.Context) ([]ikeSA, error) {
 func (c *charon) waitInstalled(ctx context.Context, child string) (childSA, error) {
 	var got childSA
 	err := WaitFor(ctx, ipsecHandshakeTimeout, c.ep.Side+" CHILD_SA "+child+" INSTALLED", func() (bool, error) {
-		if exited, err := c.proc.Exited(); exited {
-			return false, fmt.Errorf("charon exited: %v", err)
+		if err := c.proc.Alive(); err != nil {
+			return false, err
 		}
 		sas, err := c.listSAs(ctx)
 		if err != nil {
@@ -294,8 +294,8 @@ func (c *charon) waitInstalled(ctx context.Context, child string) (childSA, erro
 func (c *charon) tunDevice(ctx context.Context) (string, error) {
 	var name string
 	err := WaitFor(ctx, ipsecHandshakeTimeout, c.ep.Side+" kernel-libipsec TUN device", func() (bool, error) {
-		if exited, err := c.proc.Exited(); exited {
-			return false, fmt.Errorf("charon exited: %v", err)
+		if err := c.proc.Alive(); err != nil {
+			return false, err
 		}
 		n, err := tunOfProcess(c.proc.PID())
 		name = n

@@ -446,8 +446,8 @@ func (m *OpenVPN) Setup(ctx context.Context, env *Env) (*Path, error) {
 // log.
 func ovpnWaitInit(ctx context.Context, p *Process) error {
 	err := WaitFor(ctx, ovpnInitTimeout, fmt.Sprintf("%q in %s", ovpnInitDone, filepath.Base(p.Log)), func() (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("openvpn exited (%v)", err)
+		if err := p.Alive(); err != nil {
+			return false, err
 		}
 		data, err := os.ReadFile(p.Log)
 		if err != nil {
@@ -473,8 +473,8 @@ func ovpnWaitClient(ctx context.Context, server *Process, statusFile, cipher str
 	var client *OpenVPNClient
 	var parseErr error // the last one, reported on timeout
 	err := WaitFor(ctx, ovpnStatusTimeout, "client "+ovpnClientName+" in "+filepath.Base(statusFile), func() (bool, error) {
-		if exited, err := server.Exited(); exited {
-			return false, fmt.Errorf("openvpn exited (%v)", err)
+		if err := server.Alive(); err != nil {
+			return false, err
 		}
 		data, err := os.ReadFile(statusFile)
 		if errors.Is(err, os.ErrNotExist) {

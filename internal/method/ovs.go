@@ -142,8 +142,8 @@ func (s *ovsSide) start(ctx context.Context) error {
 // sock.
 func (s *ovsSide) waitSocket(ctx context.Context, p *Process, sock string) error {
 	err := WaitFor(ctx, ovsStartTimeout, filepath.Base(sock), func() (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("daemon exited (%v)", err)
+		if err := p.Alive(); err != nil {
+			return false, err
 		}
 		return opSocketAccepts.Call(ctx, s.ep, sock)
 	})

@@ -346,8 +346,8 @@ func (m *OVS) waitPath(ctx context.Context, env *Env, run *ovsRun, path *Path) e
 	err := WaitFor(ctx, ovsPathTimeout, "ping "+path.B.String()+" through "+m.Name(), func() (bool, error) {
 		for _, s := range run.sides {
 			for _, p := range []*Process{s.db, s.vsd} {
-				if exited, err := p.Exited(); exited {
-					return false, p.Failure("exited", err)
+				if err := p.Alive(); err != nil {
+					return false, p.Failure("waiting for the path", err)
 				}
 			}
 		}

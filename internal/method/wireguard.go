@@ -759,8 +759,8 @@ func (u *wgUserspace) start(ctx context.Context, env *Env, s *wgSide) (*Process,
 	}
 	sock := wgSocket(s)
 	err = WaitFor(ctx, 10*time.Second, "device "+s.dev+" and "+filepath.Base(sock), func() (bool, error) {
-		if exited, err := p.Exited(); exited {
-			return false, fmt.Errorf("daemon exited (%v)", err)
+		if err := p.Alive(); err != nil {
+			return false, err
 		}
 		ok, err := wgLinkExists(s.ep, s.dev)
 		if err != nil || !ok {
