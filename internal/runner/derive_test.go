@@ -12,7 +12,6 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sample"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
-	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
 // The ceiling arithmetic, by hand (docs/methods.md shows the same sums).
@@ -95,24 +94,6 @@ func TestRemaining(t *testing.T) {
 	got := Remaining(steps, []result.Cell{{Key: "a", Repetition: 1, Status: result.StatusFailed}})
 	if len(got) != 2 || got[0].Index != 2 || got[1].Index != 3 {
 		t.Errorf("Remaining = %+v", got)
-	}
-}
-
-// Loss is what the sender sent and the receiver did not see; rates are
-// over the sender's time.
-func TestUDPTrialOf(t *testing.T) {
-	s := udpgen.SenderReport{Sent: 1000, Bytes: 22000, Seconds: 2, OfferedBitsPerSecond: 1e6}
-	r := udpgen.ReceiverReport{Received: 990, Bytes: 21780, OutOfOrder: 3, DelayMinUs: 4, DelayP50Us: 9, DelayP99Us: 30, DelayMaxUs: 70, JitterUs: 1.25}
-	got := udpTrialOf(s, r)
-	want := result.UDPTrial{OfferedBitsPerSecond: 1e6, Seconds: 2, Sent: 1000, Received: 990, Lost: 10, LossPercent: 1,
-		OutOfOrder: 3, PacketsPerSecond: 495, BitsPerSecond: 87120, SentBitsPerSec: 88000,
-		DelayMin: 4, DelayP50: 9, DelayP99: 30, DelayMax: 70, Jitter: 1.25}
-	if got != want {
-		t.Errorf("udpTrialOf = %+v\nwant %+v", got, want)
-	}
-	r.Received = 1001 // a duplicate: never negative loss
-	if got := udpTrialOf(s, r); got.Lost != 0 || got.LossPercent != 0 {
-		t.Errorf("more received than sent: lost %d (%v%%)", got.Lost, got.LossPercent)
 	}
 }
 

@@ -190,7 +190,7 @@ wait:
 	if perr != nil {
 		return nil, fmt.Errorf("%w (sender %v: %s; receiver %v: %s)", perr, swait, trim(serr.String()), rwait, trim(rerr.String()))
 	}
-	t := udpTrialOf(s, r)
+	t := load.UDPGenTrial(s, r)
 	if src.Host != dst.Host || src.Local() != dst.Local() {
 		correctDelay(ctx, &t, src, dst)
 	}
@@ -222,34 +222,4 @@ func correctDelay(ctx context.Context, t *result.UDPTrial, src, dst *testbed.End
 	t.DelayP99 -= off
 	t.DelayMax -= off
 	t.DelayNote = fmt.Sprintf("corrected by the hosts' clock offset %.0f µs, known within ±%.0f µs", off, t.ClockUncertainty)
-}
-
-// udpTrialOf combines the sender's and receiver's reports: loss is what
-// the sender sent and the receiver did not see; rates are over the
-// sender's sending time.
-func udpTrialOf(s udpgen.SenderReport, r udpgen.ReceiverReport) result.UDPTrial {
-	t := result.UDPTrial{
-		OfferedBitsPerSecond: s.OfferedBitsPerSecond,
-		Seconds:              s.Seconds,
-		Sent:                 s.Sent,
-		Received:             r.Received,
-		OutOfOrder:           r.OutOfOrder,
-		DelayMin:             r.DelayMinUs,
-		DelayP50:             r.DelayP50Us,
-		DelayP99:             r.DelayP99Us,
-		DelayMax:             r.DelayMaxUs,
-		Jitter:               r.JitterUs,
-	}
-	if s.Sent > r.Received {
-		t.Lost = s.Sent - r.Received
-	}
-	if s.Sent > 0 {
-		t.LossPercent = 100 * float64(t.Lost) / float64(s.Sent)
-	}
-	if s.Seconds > 0 {
-		t.PacketsPerSecond = float64(r.Received) / s.Seconds
-		t.BitsPerSecond = 8 * float64(r.Bytes) / s.Seconds
-		t.SentBitsPerSec = 8 * float64(s.Bytes) / s.Seconds
-	}
-	return t
 }
