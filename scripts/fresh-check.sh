@@ -9,7 +9,9 @@
 #   - every tool pinned by install.sh is served by its registry at the
 #     version written there (wireguard-go by its Go pseudo-version,
 #     boringtun-cli by its crates.io version);
-#   - every Debian package install.sh names exists in the package lists.
+#   - every Debian package install.sh names exists in the package lists
+#     (cargo-web included, which it installs only on a machine without
+#     cargo).
 # It installs nothing and leaves nothing behind. Run by "make test";
 # docs/development.md says how to reproduce a whole fresh-machine run.
 set -euo pipefail
@@ -34,9 +36,13 @@ GOBIN="$tmp/bin" go install "$wg"
 [ -x "$tmp/bin/wireguard" ] || { echo "fresh-check: go install $wg built no wireguard binary" >&2; exit 1; }
 bt=$(grep -o 'boringtun-cli --version [0-9][^ ]*' scripts/install.sh | awk '{print $3}')
 [ -n "$bt" ] || { echo "fresh-check: no boringtun-cli version in scripts/install.sh" >&2; exit 1; }
-if command -v cargo >/dev/null 2>&1; then
-  CARGO_HOME="$tmp/cargo" cargo info --quiet "boringtun-cli@$bt" >/dev/null
+# cargo as install.sh finds it (which, in make test, has just installed
+# one when the machine had none).
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  PATH=$HOME/.cargo/bin:$PATH
 fi
+command -v cargo >/dev/null 2>&1 || { echo "fresh-check: no cargo to ask crates.io for boringtun-cli $bt (scripts/install.sh test installs one)" >&2; exit 1; }
+CARGO_HOME="$tmp/cargo" cargo info --quiet "boringtun-cli@$bt" >/dev/null
 
 echo "fresh-check: Debian packages named by scripts/install.sh exist"
 mapfile -t pkgs < <(bash scripts/install.sh --list test)

@@ -7,7 +7,8 @@
 #                             method's userspace programs
 #   scripts/install.sh --list run|test
 #                             print the Debian packages of a mode, one a
-#                             line, and install nothing
+#                             line, and install nothing (test: with
+#                             cargo-web, installed only without a cargo)
 # Debian packages only, always with --no-install-recommends (without it,
 # wireguard-tools pulls in a whole kernel image). Idempotent: a second run
 # installs nothing.
@@ -23,6 +24,15 @@ test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   openvswitch-switch openvpn openssl chromium clang llvm libbpf-dev linux-libc-dev
   openssh-server)
 
+# Debian's Rust toolchain, for building boringtun-cli (below) and for
+# fresh-check's question to crates.io, installed in test mode only when the
+# machine has no cargo of its own. Not Debian 12's cargo package: that is Rust 1.63, and
+# boringtun-cli 0.7.1 --locked needs 1.88 or newer (its Cargo.lock pins
+# time 0.3.47, and the lock file's format needs cargo 1.78). cargo-web is
+# the Rust Debian 12 keeps current for building browsers (1.96 from
+# bookworm-security; the 1.85 of the bookworm release itself is too old).
+cargo_pkg=cargo-web
+
 case "$mode" in
 run) pkgs=("${run_pkgs[@]}") ;;
 test) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
@@ -30,6 +40,7 @@ test) pkgs=("${run_pkgs[@]}" "${test_pkgs[@]}") ;;
 esac
 if [ -n "$list" ]; then
   printf '%s\n' "${pkgs[@]}"
+  if [ "$mode" = test ]; then echo "$cargo_pkg"; fi
   exit 0
 fi
 
@@ -42,6 +53,14 @@ missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
+# The machine's own cargo comes first: on PATH, or rustup's in ~/.cargo/bin
+# (which a root shell's PATH may lack).
+if ! command -v cargo >/dev/null 2>&1 && [ -x "$HOME/.cargo/bin/cargo" ]; then
+  PATH=$HOME/.cargo/bin:$PATH
+fi
+if [ "$mode" = test ] && ! command -v cargo >/dev/null 2>&1; then
+  missing+=("$cargo_pkg")
+fi
 # The kernel lab fetches a stock kernel with apt-get download, which needs
 # package lists.
 if [ ${#missing[@]} -gt 0 ] || { [ "$mode" = test ] && [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v lock)" ]; }; then
@@ -79,10 +98,17 @@ if [ "$mode" = test ]; then
     rm -rf "$tmp"
   fi
 
-  # boringtun (optional method): pinned, from crates.io, about two minutes.
-  if ! command -v boringtun-cli >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
-    echo "install.sh: building boringtun-cli 0.7.1"
-    cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local --quiet
+  # boringtun: pinned, from crates.io, about two minutes, with the
+  # machine's own cargo when it has one (rustup's included) and Debian's
+  # cargo-web (installed above) otherwise. The method is optional for
+  # "tunbench run", not for "make test": its tests fail in strict mode
+  # without it, so a failed build fails here, loudly.
+  if ! command -v boringtun-cli >/dev/null 2>&1; then
+    echo "install.sh: building boringtun-cli 0.7.1 with $(cargo --version)"
+    if ! cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local --quiet; then
+      echo "install.sh: FAILED to build boringtun-cli 0.7.1 (--locked) with $(cargo --version); it needs Rust 1.88 or newer (Debian 12: $cargo_pkg from bookworm-security, or rustup)" >&2
+      exit 1
+    fi
   fi
 
   # The kernel lab's guest kernel: Debian's stock kernel package, unpacked

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
@@ -54,9 +56,7 @@ var (
 func tunbenchBinary(t *testing.T) string {
 	t.Helper()
 	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	if bin := os.Getenv(envTestBinary); bin != "" {
 		return bin // built by the host side of a lab test
 	}
@@ -178,7 +178,7 @@ func TestRunExportsJSON(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	for _, tool := range []string{"iperf3", "sockperf"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed: apt-get install -y --no-install-recommends %s", tool, tool)
+			testenv.SkipMissing(t, "%s not installed: apt-get install -y --no-install-recommends %s", tool, tool)
 		}
 	}
 	dir := t.TempDir()
@@ -249,9 +249,7 @@ func TestKilledRunIsCleaned(t *testing.T) {
 	for _, m := range []string{"vxlan", "ovs-vxlan"} {
 		t.Run(m, func(t *testing.T) {
 			if m == "ovs-vxlan" {
-				if _, err := exec.LookPath("ovs-vswitchd"); err != nil {
-					t.Skip("Open vSwitch not installed: apt-get install -y --no-install-recommends openvswitch-switch")
-				}
+				testenv.NeedProgram(t, "ovs-vswitchd", "apt-get install -y --no-install-recommends openvswitch-switch")
 			}
 			killAndClean(t, bin, m)
 		})
@@ -672,12 +670,33 @@ func snapshot(t *testing.T, home string) map[string]string {
 	return out
 }
 
+// ready reports whether method name can run here. A method that cannot
+// is not left out without a word: a subtest "not-ready/NAME" skips with
+// the reason, so the skip list of make test shows it. When a program is
+// what is missing, the skip is testenv.SkipMissing's (a failure in strict
+// mode: scripts/install.sh test installs every method's programs); a
+// missing kernel feature stays a plain skip.
 func ready(t *testing.T, name string) bool {
 	t.Helper()
 	for _, s := range methodStatuses(method.Builtin(), hostProbe()) {
-		if s.Name == name {
-			return s.Ready
+		if s.Name != name {
+			continue
 		}
+		if !s.Ready {
+			m, err := method.Builtin().Get(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			programs := slices.DeleteFunc(slices.Clone(m.Requirements()), func(r method.Requirement) bool { return r.Program == "" })
+			programErr := method.Check(hostProbe(), programs)
+			t.Run("not-ready/"+name, func(t *testing.T) {
+				if programErr != nil {
+					testenv.SkipMissing(t, "%s is left out, not ready here: %s", name, s.Reason)
+				}
+				t.Skipf("%s is left out, not ready here: %s", name, s.Reason)
+			})
+		}
+		return s.Ready
 	}
 	return false
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,6 +22,7 @@ import (
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // Every shipped example validates, and its header comment names the seed
@@ -82,9 +84,7 @@ func TestDryRunCreatesNothing(t *testing.T) {
 func runExport(t *testing.T, args ...string) (report.Document, string) {
 	t.Helper()
 	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
 	code, stdout, stderr := run(t, append([]string{"run", "--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet"}, args...)...)
@@ -197,9 +197,7 @@ func TestLatencyUnderParallelLoad(t *testing.T) {
 // once and ends done.
 func TestResumeAfterSIGKILL(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	var stderr bytes.Buffer
@@ -362,9 +360,7 @@ func TestUDPSearch(t *testing.T) {
 // the MSS to the device MTU).
 func TestMTUProbe(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("ping"); err != nil {
-		t.Skip("ping not installed: apt-get install -y --no-install-recommends iputils-ping")
-	}
+	testenv.NeedProgram(t, "ping", "apt-get install -y --no-install-recommends iputils-ping")
 	doc, stdout := runExport(t,
 		"--methods", "native,vxlan", "--tests", "mtu_probe", "--reps", "1")
 	if !strings.Contains(stdout, "mtu probe:") {
@@ -408,16 +404,43 @@ func TestWANRate(t *testing.T) {
 		t.Errorf("applied qdisc not recorded: %q", c.Meta.Extra["wan"])
 	}
 
+	// A delay needs netem: on a kernel without it the run is refused
+	// before anything is created, naming the option and the kernel lab.
+	// The kernel without netem is faked (the preflight reads the kernel
+	// config, whatever this one has), so the refusal runs on any kernel.
 	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{delay: 40ms}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if has, _ := hostProbe().HasKernel("CONFIG_NET_SCH_NETEM"); has {
-		return
-	}
+	fakeKernelWithout(t, "CONFIG_NET_SCH_NETEM")
 	code, _, stderr = run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r2.db"))
 	if code == 0 || !strings.Contains(stderr, "CONFIG_NET_SCH_NETEM missing") || !strings.Contains(stderr, "--testbed vm") {
 		t.Errorf("delay without netem: exit %d: %s", code, stderr)
 	}
+}
+
+// fakeKernelWithout makes tunbench's preflight, until t ends, see this
+// machine with the kernel options taken away: the refusal paths for a
+// kernel that lacks them run on any kernel. Not for parallel tests.
+func fakeKernelWithout(t *testing.T, options ...string) {
+	t.Helper()
+	saved := hostProbe
+	t.Cleanup(func() { hostProbe = saved })
+	hostProbe = func() method.Probe {
+		return kernelWithout{probe: saved().(*probe), lacks: options}
+	}
+}
+
+// kernelWithout is the host probe with kernel options taken away.
+type kernelWithout struct {
+	*probe
+	lacks []string
+}
+
+func (p kernelWithout) HasKernel(option string) (bool, error) {
+	if slices.Contains(p.lacks, option) {
+		return false, nil
+	}
+	return p.probe.HasKernel(option)
 }
 
 // A named offload set is applied on every device of the path and

@@ -21,7 +21,11 @@ type probe struct {
 	haveMod bool
 }
 
-func hostProbe() method.Probe {
+// hostProbe returns the probe of this machine; a test may replace it with
+// one that fakes a kernel without some options.
+var hostProbe = newHostProbe
+
+func newHostProbe() method.Probe {
 	p := &probe{}
 	if cfg, err := hostinfo.LoadKernelConfig(); err == nil {
 		p.cfg = cfg

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // TestGeneratedUpToDate regenerates the bpf2go output into a temporary
@@ -15,10 +17,10 @@ import (
 // C source changed and "go generate ./internal/ebpf/" was not run.
 func TestGeneratedUpToDate(t *testing.T) {
 	if _, err := exec.LookPath("clang"); err != nil {
-		t.Skip("clang not installed (apt-get install -y --no-install-recommends clang llvm libbpf-dev): cannot check the committed bpf2go output")
+		testenv.SkipMissing(t, "clang not installed (apt-get install -y --no-install-recommends clang llvm libbpf-dev): cannot check the committed bpf2go output")
 	}
 	if _, err := os.Stat("/usr/include/bpf/bpf_helpers.h"); err != nil {
-		t.Skip("libbpf headers not installed (apt-get install -y --no-install-recommends libbpf-dev): cannot check the committed bpf2go output")
+		testenv.SkipMissing(t, "libbpf headers not installed (apt-get install -y --no-install-recommends libbpf-dev): cannot check the committed bpf2go output")
 	}
 	doc, err := os.ReadFile("doc.go")
 	if err != nil {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // These tests run the real tools with the argv the builders produce, in two
@@ -29,7 +31,7 @@ func newNSPair(t *testing.T) nsPair {
 	}
 	for _, bin := range []string{"ip", "ss", "iperf3", "sockperf"} {
 		if _, err := exec.LookPath(bin); err != nil {
-			t.Skipf("%s is not installed: %v", bin, err)
+			testenv.SkipMissing(t, "%s is not installed: %v", bin, err)
 		}
 	}
 	p := nsPair{
@@ -38,7 +40,7 @@ func newNSPair(t *testing.T) nsPair {
 	}
 	if out, err := exec.Command("ip", "netns", "add", p.a).CombinedOutput(); err != nil {
 		if bytes.Contains(out, []byte("Operation not permitted")) || bytes.Contains(out, []byte("Permission denied")) {
-			t.Skipf("creating a network namespace needs CAP_SYS_ADMIN: ip netns add: %s", bytes.TrimSpace(out))
+			testenv.SkipMissing(t, "creating a network namespace needs CAP_SYS_ADMIN: ip netns add: %s", bytes.TrimSpace(out))
 		}
 		t.Fatalf("ip netns add %s: %v: %s", p.a, err, out)
 	}

@@ -418,7 +418,15 @@ func probeXfrm(env *Env, o ipsecOptions) error {
 	if o.NATT {
 		st.Encap = &netlink.XfrmStateEncap{Type: netlink.XFRM_ENCAP_ESPINUDP, SrcPort: 4500, DstPort: 4500}
 	}
-	if err := ep.NL.XfrmStateAdd(st); err != nil {
+	option := "CONFIG_INET_ESP"
+	if env.Family == IPv6 {
+		option = "CONFIG_INET6_ESP"
+	}
+	err := fakeKernelErr(option, unix.EPROTONOSUPPORT)
+	if err == nil {
+		err = ep.NL.XfrmStateAdd(st)
+	}
+	if err != nil {
 		return fmt.Errorf("%s: kernel xfrm cannot add an ESP SA with %s (%s): %w", ep.Side, name, env.Family, err)
 	}
 	if err := ep.NL.XfrmStateDel(st); err != nil {

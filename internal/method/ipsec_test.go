@@ -22,6 +22,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
 	"github.com/vishvananda/netlink"
 )
@@ -30,7 +31,7 @@ import (
 func ipsecRequireSwan(t *testing.T) {
 	t.Helper()
 	if err := method.Check(method.KernelFunc(func(string) (bool, error) { return true, nil }), method.NewIPsec().Requirements()); err != nil {
-		t.Skipf("strongSwan missing: %v", err)
+		testenv.SkipMissing(t, "strongSwan missing: %v", err)
 	}
 }
 
@@ -45,6 +46,19 @@ func ipsecRequireESP(t *testing.T) {
 		return
 	}
 	t.Skip("kernel lacks CONFIG_INET_ESP/CONFIG_INET6_ESP (kernel xfrm ESP); runs in the kernel lab")
+}
+
+// ipsecWithoutESP gives t a kernel without ESP: this host's own when it
+// lacks ESP (the kernel refuses the data path's probe SA), else this one
+// with ESP faked away (method.SetKernelLacks), so the tests of the
+// kernel-libipsec fallback and of its refusals run on any kernel.
+func ipsecWithoutESP(t *testing.T) {
+	t.Helper()
+	cfg, err := hostinfo.LoadKernelConfig()
+	if err == nil && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET_ESP") && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET6_ESP") {
+		return
+	}
+	method.SetKernelLacks(t, "CONFIG_INET_ESP", "CONFIG_INET6_ESP")
 }
 
 // ipsecCapture captures on ep's underlay device while fn runs and returns
@@ -153,13 +167,12 @@ func ipsecSPIs(t *testing.T, l *testbed.Local, dirs ...string) map[uint32]bool {
 	return spis
 }
 
-// TestIPsecLibipsec runs the default options on the host kernel (no ESP):
-// kernel-libipsec, ESP in UDP 4500, the TUN MTU capped at 1400.
+// TestIPsecLibipsec runs the default options on a kernel without ESP
+// (ipsecWithoutESP): auto picks kernel-libipsec, ESP in UDP 4500, the TUN
+// MTU capped at 1400.
 func TestIPsecLibipsec(t *testing.T) {
 	ipsecRequireSwan(t)
-	if methodtest.InLab() {
-		t.Skip("host test: the lab kernel has ESP, so auto picks xfrm there")
-	}
+	ipsecWithoutESP(t)
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
 			l, env, path := methodtest.Setup(t, method.NewIPsec(), family, 1500, nil)
@@ -206,17 +219,16 @@ func TestIPsecCiphers(t *testing.T) {
 }
 
 // TestIPsecTransportNeedsXfrm: kernel-libipsec has no transport mode, so
-// on a kernel without ESP transport mode is not supported, and says why.
+// on a kernel without ESP (ipsecWithoutESP) transport mode is not
+// supported, nor is a forced xfrm data path, and the error says why.
 func TestIPsecTransportNeedsXfrm(t *testing.T) {
 	ipsecRequireSwan(t)
+	ipsecWithoutESP(t)
 	for _, opts := range []map[string]string{
 		{"mode": "transport", "datapath": "libipsec"},
 		{"mode": "transport"},
 		{"datapath": "xfrm"},
 	} {
-		if opts["datapath"] != "libipsec" && methodtest.InLab() {
-			continue
-		}
 		l := testbedtest.New(t, 1500)
 		m := method.NewIPsec()
 		env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1435,

@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -27,6 +26,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -335,9 +335,7 @@ func TestParseOpenVPNStatusErrors(t *testing.T) {
 // missing.
 func requireOpenVPN(t *testing.T) {
 	t.Helper()
-	if _, err := exec.LookPath("openvpn"); err != nil {
-		t.Skip("openvpn not installed: apt-get install -y --no-install-recommends openvpn")
-	}
+	testenv.NeedProgram(t, "openvpn", "apt-get install -y --no-install-recommends openvpn")
 }
 
 // ovpnSecrets reads the run's certificates and keys from the side

@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -283,7 +284,7 @@ func requireOVS(t *testing.T) {
 			continue
 		}
 		if _, err := exec.LookPath(r.Program); err != nil {
-			t.Skipf("%s not installed: %s", r.Program, r.Fix())
+			testenv.SkipMissing(t, "%s not installed: %s", r.Program, r.Fix())
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // TestPortableMethodsThroughAgents sets every portable method up between
@@ -30,7 +31,7 @@ func TestPortableMethodsThroughAgents(t *testing.T) {
 				for _, r := range m.Requirements() {
 					if r.Program != "" {
 						if _, err := exec.LookPath(r.Program); err != nil {
-							t.Skipf("%s not installed: %s", r.Program, r.Install)
+							testenv.SkipMissing(t, "%s not installed: %s", r.Program, r.Install)
 						}
 					}
 				}

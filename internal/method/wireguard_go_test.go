@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // requireProgram skips t, with the install instruction, when the method's
@@ -14,7 +15,7 @@ func requireProgram(t *testing.T, m method.Method, program string) {
 	for _, r := range m.Requirements() {
 		if r.Program == program {
 			if _, err := exec.LookPath(program); err != nil {
-				t.Skipf("%s not installed: %s", program, r.Fix())
+				testenv.SkipMissing(t, "%s not installed: %s", program, r.Fix())
 			}
 			return
 		}

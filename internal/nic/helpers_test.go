@@ -15,6 +15,8 @@ import (
 	rtnl "github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // testNS creates the named namespace tbtest-<name>-<pid> without moving the
@@ -34,7 +36,7 @@ func testNS(t testing.TB, name string) (string, netns.NsHandle) {
 	if err != nil {
 		runtime.UnlockOSThread()
 		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
-			t.Skipf("creating network namespace %s needs CAP_SYS_ADMIN: %v", full, err)
+			testenv.SkipMissing(t, "creating network namespace %s needs CAP_SYS_ADMIN: %v", full, err)
 		}
 		t.Fatalf("create netns %s: %v", full, err)
 	}
@@ -128,9 +130,7 @@ func newTestbed(t testing.TB, vxlan bool) testbed {
 // feature name mapped to on, and the set of names marked "[fixed]".
 func ethtoolK(t testing.TB, ns, dev string) (map[string]bool, map[string]bool) {
 	t.Helper()
-	if _, err := exec.LookPath("ethtool"); err != nil {
-		t.Skip("cross-check needs the ethtool CLI, not installed")
-	}
+	testenv.NeedProgram(t, "ethtool", "apt-get install -y --no-install-recommends ethtool")
 	argv := []string{"ip", "netns", "exec", ns, "ethtool", "-k", dev}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "LC_ALL=C")

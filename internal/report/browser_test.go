@@ -17,6 +17,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // screenshotEnv names a file the browser test also copies its screenshot
@@ -33,7 +35,7 @@ const screenshotEnv = "TUNBENCH_REPORT_SCREENSHOT"
 func TestReportInBrowser(t *testing.T) {
 	browser, err := exec.LookPath("chromium")
 	if err != nil {
-		t.Skip("chromium is not installed (Debian package chromium; scripts/install.sh installs it): " + err.Error())
+		testenv.SkipMissing(t, "chromium is not installed (Debian package chromium; scripts/install.sh installs it): %v", err)
 	}
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "report.html")

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // Addresses the tests put on lo in their namespace.
@@ -35,12 +37,12 @@ type testNS struct {
 func newTestNS(tb testing.TB) *testNS {
 	tb.Helper()
 	if _, err := exec.LookPath("ip"); err != nil {
-		tb.Skipf("ip (iproute2) is not installed: %v", err)
+		testenv.SkipMissing(tb, "ip (iproute2) is not installed: %v", err)
 	}
 	name := fmt.Sprintf("tbtest-rr-%d-%d", os.Getpid(), nsCount.Add(1))
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		if bytes.Contains(out, []byte("Operation not permitted")) || bytes.Contains(out, []byte("Permission denied")) {
-			tb.Skipf("creating a network namespace needs CAP_SYS_ADMIN: ip netns add: %s", bytes.TrimSpace(out))
+			testenv.SkipMissing(tb, "creating a network namespace needs CAP_SYS_ADMIN: ip netns add: %s", bytes.TrimSpace(out))
 		}
 		tb.Fatalf("ip netns add %s: %v: %s", name, err, out)
 	}

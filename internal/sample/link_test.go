@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 func TestRate(t *testing.T) {
@@ -50,7 +52,7 @@ func requireCaps(t *testing.T) {
 	t.Helper()
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		t.Skipf("skipping: cannot read capabilities: %v", err)
+		testenv.SkipMissing(t, "skipping: cannot read capabilities: %v", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -61,19 +63,19 @@ func requireCaps(t *testing.T) {
 		}
 		eff, err := strconv.ParseUint(strings.TrimSpace(hex), 16, 64)
 		if err != nil {
-			t.Skipf("skipping: bad CapEff line %q", sc.Text())
+			testenv.SkipMissing(t, "skipping: bad CapEff line %q", sc.Text())
 		}
 		for _, c := range []struct {
 			bit  uint
 			name string
 		}{{capNetAdmin, "CAP_NET_ADMIN"}, {capSysAdmin, "CAP_SYS_ADMIN"}} {
 			if eff&(1<<c.bit) == 0 {
-				t.Skipf("skipping: needs %s to create network namespaces and veth devices", c.name)
+				testenv.SkipMissing(t, "skipping: needs %s to create network namespaces and veth devices", c.name)
 			}
 		}
 		return
 	}
-	t.Skip("skipping: no CapEff in /proc/self/status")
+	testenv.SkipMissing(t, "skipping: no CapEff in /proc/self/status")
 }
 
 // newNamespace creates a named network namespace "tbtest-..." without

@@ -22,6 +22,7 @@ import (
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 var (
@@ -35,9 +36,7 @@ var (
 // and returns its path and build identity.
 func tunbench(t testing.TB) (string, string) {
 	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "tunbench-sshbed-test-")
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
@@ -201,9 +202,7 @@ func TestPin(t *testing.T) {
 // namespaces.
 func TestIPNetnsAddAfterRun(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("ip not installed: apt-get install -y --no-install-recommends iproute2")
-	}
+	testenv.NeedProgram(t, "ip", "apt-get install -y --no-install-recommends iproute2")
 	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/udpgen"
 )
 
@@ -159,9 +159,7 @@ func TestReportsBuffers(t *testing.T) {
 }
 
 func needIperf3(t testing.TB) {
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 }
 
 // The generator agrees with iperf3 on the same path at a rate the path

@@ -22,10 +22,11 @@
 // (pass, fail, skip) and, on failure, its output.
 //
 // When qemu, busybox-static or kmod is missing, the host test is skipped
-// with the reason, unless the CI environment variable is set: in CI a
-// missing lab fails, because the install step must provide it. A kernel
-// that cannot be found or fetched always fails. Guests boot one at a time
-// per machine: a lock in the cache directory serialises test processes.
+// with the reason, except in strict mode (TUNBENCH_STRICT, which make test
+// sets, or CI; package testenv): there a missing lab fails, because
+// scripts/install.sh test provides it. A kernel that cannot be found or
+// fetched always fails. Guests boot one at a time per machine: a lock in
+// the cache directory serialises test processes.
 package labtest
 
 import (
@@ -40,20 +41,18 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/tunbench/tunbench/internal/lab"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // InLab reports whether this process runs inside the lab's guest.
 func InLab() bool { return os.Getenv(lab.EnvInLab) == "1" }
 
-// RequireLab skips t when the lab's host tools are missing and CI is
-// unset, and fails it when they are missing in CI.
+// RequireLab skips t when the lab's host tools are missing, and fails it
+// in strict mode (testenv.Strict), where the install step provides them.
 func RequireLab(t testing.TB) {
 	t.Helper()
 	if err := lab.ToolsAvailable(); err != nil {
-		if os.Getenv("CI") == "" {
-			t.Skipf("kernel lab unavailable (set CI to make this a failure): %v", err)
-		}
-		t.Fatalf("kernel lab unavailable in CI, where the install step must provide it: %v", err)
+		testenv.SkipMissing(t, "kernel lab unavailable (scripts/install.sh test installs its tools): %v", err)
 	}
 }
 

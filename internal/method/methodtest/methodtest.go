@@ -7,7 +7,6 @@ import (
 	"context"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // Setup builds a testbed with the given underlay MTU and sets m up on it.
@@ -77,9 +77,7 @@ func Iperf3(t testing.TB, l *testbed.Local, path *method.Path, seconds int) []by
 // Iperf3Streams is Iperf3 with streams parallel TCP flows (iperf3 -P).
 func Iperf3Streams(t testing.TB, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
 	t.Helper()
-	if _, err := exec.LookPath("iperf3"); err != nil {
-		t.Skip("iperf3 not installed: apt-get install -y --no-install-recommends iperf3")
-	}
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	ctx := context.Background()
 	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
 	if err := l.B.Start(srv); err != nil {

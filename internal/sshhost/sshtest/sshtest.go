@@ -37,6 +37,7 @@ import (
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/vishvananda/netns"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -93,10 +94,10 @@ func New(t testing.TB, n int) *Sites {
 	t.Helper()
 	testbedtest.RequireNetAdmin(t)
 	if _, err := os.Stat(SSHD); err != nil {
-		t.Skipf("needs the OpenSSH server %s (Debian package openssh-server; scripts/install.sh test installs it): %v", SSHD, err)
+		testenv.SkipMissing(t, "needs the OpenSSH server %s (Debian package openssh-server; scripts/install.sh test installs it): %v", SSHD, err)
 	}
 	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skipf("needs ip (iproute2): %v", err)
+		testenv.SkipMissing(t, "needs ip (iproute2): %v", err)
 	}
 	if n < 1 {
 		t.Fatalf("sshtest.New: n = %d, want at least 1", n)

@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -79,7 +80,7 @@ func TestHoldSites(t *testing.T) {
 func TestCleanFindsSites(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	if _, err := os.Stat(sshtest.SSHD); err != nil {
-		t.Skipf("needs %s: %v", sshtest.SSHD, err)
+		testenv.SkipMissing(t, "needs %s: %v", sshtest.SSHD, err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHoldSites$", "-test.v")
 	cmd.Env = append(os.Environ(), "SSHTEST_HOLD=1")

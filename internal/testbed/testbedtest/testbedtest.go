@@ -1,6 +1,7 @@
 // Package testbedtest gives tests a real local testbed: two fresh network
 // namespaces joined by a veth pair, removed in t.Cleanup. Tests skip, with
-// the reason, when the process lacks the capabilities to create them.
+// the reason, when the process lacks the capabilities to create them, and
+// fail instead in strict mode (package testenv: make test runs as root).
 package testbedtest
 
 import (
@@ -8,21 +9,22 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
-// RequireNetAdmin skips t unless the process can create namespaces and
-// configure links (CAP_SYS_ADMIN and CAP_NET_ADMIN).
+// RequireNetAdmin skips t (fails it in strict mode) unless the process can
+// create namespaces and configure links (CAP_SYS_ADMIN and CAP_NET_ADMIN).
 func RequireNetAdmin(t testing.TB) {
 	t.Helper()
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		t.Skipf("cannot read capabilities: %v", err)
+		testenv.SkipMissing(t, "cannot read capabilities: %v", err)
 	}
 	has := func(c uint) bool { return data[c/32].Effective&(1<<(c%32)) != 0 }
 	if !has(unix.CAP_SYS_ADMIN) || !has(unix.CAP_NET_ADMIN) {
-		t.Skip("needs CAP_SYS_ADMIN and CAP_NET_ADMIN to create network namespaces (run as root)")
+		testenv.SkipMissing(t, "needs CAP_SYS_ADMIN and CAP_NET_ADMIN to create network namespaces (run as root)")
 	}
 }
 

@@ -1,0 +1,20 @@
+package method
+
+import "golang.org/x/sys/unix"
+
+// kernelLacks, when set (by tests only: SetKernelLacks), fakes a kernel
+// built without some options at the places where a method asks the kernel
+// by trying: an option it names gets the answer such a kernel gives
+// (rtnetlink's EOPNOTSUPP for a missing link kind, xfrm's EPROTONOSUPPORT
+// for a missing ESP) without the kernel being asked. The tests of the
+// refusal paths use it to run on a kernel that has every option.
+var kernelLacks func(option string) bool
+
+// fakeKernelErr returns errno when a test fakes a kernel without option,
+// and nil otherwise.
+func fakeKernelErr(option string, errno unix.Errno) error {
+	if kernelLacks != nil && kernelLacks(option) {
+		return errno
+	}
+	return nil
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const pkgA = "github.com/tunbench/tunbench/internal/a"
+
+// stream builds a go test -json stream: each event is a JSON object, or a
+// plain line when it is a string.
+func stream(t *testing.T, events ...any) string {
+	t.Helper()
+	var b strings.Builder
+	for _, e := range events {
+		if s, ok := e.(string); ok {
+			b.WriteString(s + "\n")
+			continue
+		}
+		data, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(data)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func out(pkg, test, text string) event {
+	return event{Action: "output", Package: pkg, Test: test, Output: text + "\n"}
+}
+
+func act(action, pkg, test string) event { return event{Action: action, Package: pkg, Test: test} }
+
+// A run as go test -json prints it: a passing test, a skipped top-level
+// test with a two-line reason after a log line, a skipped subtest.
+func passingRun(t *testing.T) string {
+	return stream(t,
+		"go: downloading example.com/x v1.0.0",
+		act("start", pkgA, ""),
+		act("run", pkgA, "TestPass"),
+		out(pkgA, "TestPass", "=== RUN   TestPass"),
+		out(pkgA, "TestPass", "    a_test.go:5: hello"),
+		out(pkgA, "TestPass", "--- PASS: TestPass (0.00s)"),
+		act("pass", pkgA, "TestPass"),
+		act("run", pkgA, "TestLabGeneve"),
+		out(pkgA, "TestLabGeneve", "=== RUN   TestLabGeneve"),
+		out(pkgA, "TestLabGeneve", "    a_test.go:6: first a log line"),
+		out(pkgA, "TestLabGeneve", "    a_test.go:7: kernel lacks CONFIG_GENEVE"),
+		out(pkgA, "TestLabGeneve", "        runs in the kernel lab"),
+		out(pkgA, "TestLabGeneve", "--- SKIP: TestLabGeneve (0.00s)"),
+		act("skip", pkgA, "TestLabGeneve"),
+		act("run", pkgA, "TestSub"),
+		out(pkgA, "TestSub", "=== RUN   TestSub"),
+		act("run", pkgA, "TestSub/one"),
+		out(pkgA, "TestSub/one", "=== RUN   TestSub/one"),
+		out(pkgA, "TestSub/one", "    a_test.go:9: needs the lab's kernel"),
+		out(pkgA, "TestSub/one", "--- SKIP: TestSub/one (0.00s)"),
+		act("skip", pkgA, "TestSub/one"),
+		out(pkgA, "TestSub", "--- PASS: TestSub (0.00s)"),
+		act("pass", pkgA, "TestSub"),
+		out(pkgA, "", "PASS"),
+		out(pkgA, "", "ok  \t"+pkgA+"\t0.01s"),
+		act("pass", pkgA, ""),
+		act("start", "github.com/tunbench/tunbench/internal/b", ""),
+		out("github.com/tunbench/tunbench/internal/b", "", "?   \tgithub.com/tunbench/tunbench/internal/b\t[no test files]"),
+		act("skip", "github.com/tunbench/tunbench/internal/b", ""),
+	)
+}
+
+func expect(t *testing.T, lines ...string) []expectation {
+	t.Helper()
+	exp, err := parseExpected("expected", strings.NewReader(strings.Join(lines, "\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return exp
+}
+
+func runOn(t *testing.T, in string, exp []expectation) (bool, string) {
+	t.Helper()
+	var w bytes.Buffer
+	ok, err := run(strings.NewReader(in), &w, exp, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok, w.String()
+}
+
+func TestExpectedSkipsPass(t *testing.T) {
+	exp := expect(t,
+		"# comment",
+		"",
+		"internal/a TestLab.* host kernel lacks the tunnel; TestKernelLab covers it",
+		"github.com/tunbench/tunbench/internal/a TestSub/.* runs in the lab",
+	)
+	ok, got := runOn(t, passingRun(t), exp)
+	if !ok {
+		t.Errorf("every skip expected, no failure: run failed\n%s", got)
+	}
+	for _, want := range []string{
+		"go: downloading example.com/x v1.0.0\n", // not JSON: copied
+		"ok  \t" + pkgA + "\t0.01s\n",
+		"?   \tgithub.com/tunbench/tunbench/internal/b\t[no test files]\n",
+		"skipped tests: 2 (2 expected, 0 unexpected)",
+		"expected   internal/a TestLabGeneve\n                a_test.go:7: kernel lacks CONFIG_GENEVE\n                runs in the kernel lab\n",
+		"expected   internal/a TestSub/one\n                a_test.go:9: needs the lab's kernel\n",
+		"packages: 1 ok, 0 failed (0 did not build), 1 without tests; tests: 2 passed, 0 failed, 2 skipped\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if !strings.HasSuffix(got, "\nPASS\n") {
+		t.Errorf("output does not end with PASS:\n%s", got)
+	}
+	for _, noise := range []string{"=== RUN", "--- PASS", "hello", "first a log line", "\nPASS\nok"} {
+		if strings.Contains(got, noise) {
+			t.Errorf("output of passing tests shown (%q), unlike a plain go test:\n%s", noise, got)
+		}
+	}
+}
+
+func TestUnexpectedSkipFails(t *testing.T) {
+	for name, exp := range map[string][]expectation{
+		"no file lines":   nil,
+		"other package":   expect(t, "internal/ab TestLab.* x", "internal TestSub/one x"),
+		"partial name":    expect(t, "internal/a TestLab x", "internal/a TestSub x"),
+		"other test only": expect(t, "internal/a TestSub/one the lab"),
+	} {
+		ok, got := runOn(t, passingRun(t), exp)
+		if ok {
+			t.Errorf("%s: an unexpected skip passed:\n%s", name, got)
+		}
+		if !strings.Contains(got, "UNEXPECTED internal/a TestLabGeneve\n") || !strings.HasSuffix(got, "\nFAIL\n") {
+			t.Errorf("%s: unexpected skip not named, or no final FAIL:\n%s", name, got)
+		}
+	}
+}
+
+func TestFailureShownAndFails(t *testing.T) {
+	in := stream(t,
+		act("start", pkgA, ""),
+		act("run", pkgA, "TestSub"),
+		out(pkgA, "TestSub", "=== RUN   TestSub"),
+		act("run", pkgA, "TestSub/ok"),
+		out(pkgA, "TestSub/ok", "=== RUN   TestSub/ok"),
+		out(pkgA, "TestSub/ok", "    a_test.go:3: chatter of a passing subtest"),
+		out(pkgA, "TestSub/ok", "--- PASS: TestSub/ok (0.00s)"),
+		act("pass", pkgA, "TestSub/ok"),
+		act("run", pkgA, "TestSub/bad"),
+		out(pkgA, "TestSub/bad", "=== RUN   TestSub/bad"),
+		out(pkgA, "TestSub/bad", "    a_test.go:9: boom"),
+		out(pkgA, "TestSub/bad", "--- FAIL: TestSub/bad (0.00s)"),
+		act("fail", pkgA, "TestSub/bad"),
+		out(pkgA, "TestSub", "--- FAIL: TestSub (0.00s)"),
+		act("fail", pkgA, "TestSub"),
+		out(pkgA, "", "FAIL"),
+		out(pkgA, "", "FAIL\t"+pkgA+"\t0.01s"),
+		act("fail", pkgA, ""),
+	)
+	ok, got := runOn(t, in, nil)
+	if ok {
+		t.Errorf("a failed test passed:\n%s", got)
+	}
+	want := "    a_test.go:9: boom\n--- FAIL: TestSub/bad (0.00s)\n--- FAIL: TestSub (0.00s)\nFAIL\nFAIL\t" + pkgA + "\t0.01s\n"
+	if !strings.HasPrefix(got, want) {
+		t.Errorf("output does not start with the failure as go test shows it, %q:\n%s", want, got)
+	}
+	if strings.Contains(got, "chatter") {
+		t.Errorf("a passing subtest's output shown:\n%s", got)
+	}
+	if !strings.Contains(got, "packages: 0 ok, 1 failed") || !strings.HasSuffix(got, "\nFAIL\n") {
+		t.Errorf("counts or final FAIL missing:\n%s", got)
+	}
+}
+
+func TestBuildFailureFails(t *testing.T) {
+	in := stream(t,
+		event{ImportPath: pkgA + " [" + pkgA + ".test]", Action: "build-output", Output: "# " + pkgA + "\n"},
+		event{ImportPath: pkgA + " [" + pkgA + ".test]", Action: "build-output", Output: "a_test.go:5:28: undefined: x\n"},
+		event{ImportPath: pkgA + " [" + pkgA + ".test]", Action: "build-fail"},
+		act("start", pkgA, ""),
+		out(pkgA, "", "FAIL\t"+pkgA+" [build failed]"),
+		event{Action: "fail", Package: pkgA, FailedBuild: pkgA + " [" + pkgA + ".test]"},
+	)
+	ok, got := runOn(t, in, nil)
+	if ok || !strings.Contains(got, "a_test.go:5:28: undefined: x\n") || !strings.Contains(got, "FAIL\t"+pkgA+" [build failed]\n") {
+		t.Errorf("build failure: ok %v\n%s", ok, got)
+	}
+}
+
+// A test binary that dies mid-test (a timeout's panic) fails the package;
+// the running test's output is shown.
+func TestCrashShowsRunningTest(t *testing.T) {
+	in := stream(t,
+		act("start", pkgA, ""),
+		act("run", pkgA, "TestHang"),
+		out(pkgA, "TestHang", "=== RUN   TestHang"),
+		out(pkgA, "TestHang", "    a_test.go:4: waiting"),
+		out(pkgA, "", "panic: test timed out after 1s"),
+		out(pkgA, "", "FAIL\t"+pkgA+"\t1.01s"),
+		act("fail", pkgA, ""),
+	)
+	ok, got := runOn(t, in, nil)
+	if ok || !strings.Contains(got, "panic: test timed out after 1s\n") || !strings.Contains(got, "a_test.go:4: waiting\n") {
+		t.Errorf("crash: ok %v\n%s", ok, got)
+	}
+}
+
+func TestTruncatedOrEmptyStreamFails(t *testing.T) {
+	full := passingRun(t)
+	cut := full[:strings.Index(full, "--- PASS: TestSub ")]
+	cut = cut[:strings.LastIndex(cut, "\n")+1] // the package never ends
+	exp := expect(t, "internal/a Test.* x")
+	for name, in := range map[string]string{"truncated": cut, "empty": "", "not JSON": "go: no Go files\n"} {
+		ok, got := runOn(t, in, exp)
+		if ok || !strings.HasSuffix(got, "\nFAIL\n") {
+			t.Errorf("%s stream passed:\n%s", name, got)
+		}
+	}
+}
+
+func TestParseExpectedErrors(t *testing.T) {
+	for _, in := range []string{
+		"internal/a TestX",                  // no reason
+		"internal/a Test( missing ) reason", // bad pattern
+	} {
+		if _, err := parseExpected("e", strings.NewReader(in)); err == nil {
+			t.Errorf("%q: no error", in)
+		}
+	}
+}
+
+// The repository's own file parses, and each line names a directory of
+// the module.
+func TestRepositoryExpectedSkips(t *testing.T) {
+	exp, err := readExpected("../expected-skips.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exp) == 0 {
+		t.Fatal("no expected skips: the file is empty")
+	}
+	for _, e := range exp {
+		if strings.Contains(e.pkg, ".") {
+			t.Errorf("line %d: package %q: use the directory relative to the module", e.line, e.pkg)
+		} else if _, err := os.Stat(filepath.Join("..", "..", e.pkg)); err != nil {
+			t.Errorf("line %d: package %q: %v", e.line, e.pkg, err)
+		}
+	}
+}
+
+// -v copies every line of test output, framing included, and still ends
+// with the skip list.
+func TestVerboseCopiesEverything(t *testing.T) {
+	var w bytes.Buffer
+	ok, err := run(strings.NewReader(passingRun(t)), &w, expect(t, "internal/a Test.* x"), true)
+	if err != nil || !ok {
+		t.Fatalf("ok %v, err %v\n%s", ok, err, w.String())
+	}
+	got := w.String()
+	for _, want := range []string{"=== RUN   TestPass\n    a_test.go:5: hello\n--- PASS: TestPass (0.00s)\n", "\nPASS\nok  \t" + pkgA, "skipped tests: 2 (2 expected, 0 unexpected)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("verbose output lacks %q:\n%s", want, got)
+		}
+	}
+}
