@@ -237,13 +237,21 @@ func (a *agent) hello(h *Hello, version string) error {
 	if err != nil {
 		return fmt.Errorf("agent: lock: %w", err)
 	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+	// unlock drops the lock of a refused hello, and its file when no
+	// other agent of the run holds it, as the agent's end does.
+	unlock := func() {
 		lock.Close()
+		if !locked(lockPath(h.ID)) {
+			_ = os.Remove(lockPath(h.ID))
+		}
+	}
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		unlock()
 		return fmt.Errorf("agent: lock run %s: %w", h.ID, err)
 	}
 	nl, err := netlink.NewHandle()
 	if err != nil {
-		lock.Close()
+		unlock()
 		return fmt.Errorf("agent: netlink: %w", err)
 	}
 	// The agent records itself as the run's processes are recorded, so
@@ -251,7 +259,7 @@ func (a *agent) hello(h *Hello, version string) error {
 	// agent that cannot be found that way refuses the run.
 	if err := writePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
 		nl.Close()
-		lock.Close()
+		unlock()
 		return fmt.Errorf("agent: %w", err)
 	}
 	a.id, a.lock = h.ID, lock

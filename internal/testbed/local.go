@@ -263,6 +263,7 @@ func (l *Local) Close() error {
 		// use by another run is not empty and stays.
 		_ = os.Remove(LockDir)
 		_ = os.Remove(filepath.Dir(l.Dir))
+		_ = os.Remove(filepath.Dir(LockDir))
 	}
 	return errors.Join(errs...)
 }

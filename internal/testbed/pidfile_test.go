@@ -95,6 +95,9 @@ func TestAgentRefusesRunWithoutPidFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "record pid") {
 		t.Fatalf("hello: got %v, want a refusal saying the pid was not recorded", err)
 	}
+	if _, err := os.Stat(filepath.Join(testbed.LockDir, id+".lock")); err == nil {
+		t.Errorf("the refused hello left its run's lock file behind")
+	}
 }
 
 // processesWith returns the pids of live processes whose command line
