@@ -230,12 +230,11 @@ func (a *agent) hello(h *Hello, version string) error {
 	}
 	// A shared lock: "tunbench clean" on this host leaves a live run's
 	// objects alone (sites sharing one machine share the lock file).
-	if err := os.MkdirAll(LockDir, 0o700); err != nil {
-		return fmt.Errorf("agent: create %s: %w", LockDir, err)
-	}
-	lock, err := os.OpenFile(lockPath(h.ID), os.O_CREATE|os.O_RDWR, 0o600)
+	// createLock retries when another run's close removes the empty
+	// lock directory in between.
+	lock, err := createLock(h.ID)
 	if err != nil {
-		return fmt.Errorf("agent: lock: %w", err)
+		return fmt.Errorf("agent: %w", err)
 	}
 	// unlock drops the lock of a refused hello, and its file when no
 	// other agent of the run holds it, as the agent's end does.

@@ -561,6 +561,9 @@ func (s *Sites) cleanup() {
 		_ = os.Remove(filepath.Join(testbed.LockDir, s.ids[i]+".lock"))
 		f.Close()
 	}
+	// Empty directories go too; one another test still uses stays.
+	_ = os.Remove(testbed.LockDir)
+	_ = os.Remove(testbed.DefaultRoot)
 	// What must be gone.
 	for _, name := range s.Namespaces {
 		if _, err := os.Stat(filepath.Join("/run/netns", name)); err == nil {
