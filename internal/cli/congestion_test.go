@@ -1,14 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 )
@@ -31,20 +29,6 @@ func sysctlIn(t *testing.T, ns string) string {
 		t.Fatalf("read %s in %s: %v", ccSysctl, ns, err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-// exportedCells reads a run's JSON export.
-func exportedCells(t *testing.T, path string) []result.Cell {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc report.Document
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
-	return doc.Cells
 }
 
 // wantCongestionCells checks that cells hold n ok cells per algorithm
@@ -100,7 +84,7 @@ func TestCongestionControlLocal(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunbench run: %v\n%s", err, out)
 	}
-	wantCongestionCells(t, exportedCells(t, export), 1, "cubic", "bbr")
+	wantCongestionCells(t, exportOf(t, export).Cells, 1, "cubic", "bbr")
 	for _, want := range []string{"-- cc cubic", "-- cc bbr"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
@@ -122,7 +106,7 @@ func TestCongestionControlDefaultIsCubic(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunbench run: %v\n%s", err, out)
 	}
-	wantCongestionCells(t, exportedCells(t, export), 1, "cubic")
+	wantCongestionCells(t, exportOf(t, export).Cells, 1, "cubic")
 	if !strings.Contains(string(out), "TCP congestion control: cubic") || strings.Contains(string(out), "paces its own sending") {
 		t.Errorf("the default run does not say cubic, or warns of BBR's pacing:\n%s", out)
 	}
@@ -157,7 +141,7 @@ func TestCongestionControlSSH(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
 	}
-	wantCongestionCells(t, exportedCells(t, export), 2, "cubic", "bbr") // two ordered pairs each
+	wantCongestionCells(t, exportOf(t, export).Cells, 2, "cubic", "bbr") // two ordered pairs each
 	for i, st := range sites.Site {
 		if after := sysctlIn(t, st.Namespace); after != before[i] {
 			t.Errorf("site %s: %s went from %s to %s", st.Config.Name, ccSysctl, before[i], after)

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/lab/labtest"
-	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 )
 
@@ -35,14 +32,7 @@ func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tunbench run --testbed vm: %v\n%s", err, out)
 	}
-	data, err := os.ReadFile(export)
-	if err != nil {
-		t.Fatalf("no export: %v\n%s", err, out)
-	}
-	var doc report.Document
-	if err := json.Unmarshal(data, &doc); err != nil {
-		t.Fatal(err)
-	}
+	doc := exportOf(t, export)
 	if h := doc.Run.Host; h.Class != result.ClassEmulated || !doc.Emulated {
 		t.Errorf("the lab's run: host class %q (%s), emulated %v; want emulated", h.Class, h.ClassLabel(), doc.Emulated)
 	}
