@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -76,7 +76,7 @@ func TestChaos(t *testing.T) {
 // methodNames lists the registered methods.
 func methodNames() []string {
 	var names []string
-	for _, s := range methodStatuses(method.Builtin(), hostProbe()) {
+	for _, s := range methodStatuses(registry.Builtin(), hostProbe()) {
 		names = append(names, s.Name)
 	}
 	return names

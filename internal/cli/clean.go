@@ -6,7 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshbed"
@@ -49,7 +49,7 @@ a host it lost and reached again.`,
 				if err != nil {
 					return fmt.Errorf("scenario %s: %w", file, err)
 				}
-				reg := method.Builtin()
+				reg := registry.Builtin()
 				if s.Testbed != "ssh" {
 					return fmt.Errorf("scenario %s: testbed is %q, not ssh", file, s.Testbed)
 				}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
@@ -678,12 +679,12 @@ func snapshot(t *testing.T, home string) map[string]string {
 // missing kernel feature stays a plain skip.
 func ready(t *testing.T, name string) bool {
 	t.Helper()
-	for _, s := range methodStatuses(method.Builtin(), hostProbe()) {
+	for _, s := range methodStatuses(registry.Builtin(), hostProbe()) {
 		if s.Name != name {
 			continue
 		}
 		if !s.Ready {
-			m, err := method.Builtin().Get(name)
+			m, err := registry.Builtin().Get(name)
 			if err != nil {
 				t.Fatal(err)
 			}

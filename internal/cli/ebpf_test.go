@@ -7,6 +7,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 )
 
@@ -24,7 +25,7 @@ func TestEBPFStats(t *testing.T) {
 	if err := ebpf.Probe(); err != nil {
 		t.Skipf("the eBPF data path cannot run here: needs %v", err)
 	}
-	l, env, path := methodtest.Setup(t, method.EBPFVXLAN, method.IPv4, 1500, map[string]string{"rules": "100"})
+	l, env, path := methodtest.Setup(t, ebpftun.EBPFVXLAN, method.IPv4, 1500, map[string]string{"rules": "100"})
 	methodtest.Ping(t, l, path)
 	name := env.Prefix + "-a"
 	code, out, errOut := run(t, "ebpf", "stats", name, "--max-rules", "3")
@@ -42,7 +43,7 @@ func TestEBPFStats(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
-	c, err := method.EBPFVXLAN.Counters(context.Background(), env)
+	c, err := ebpftun.EBPFVXLAN.Counters(context.Background(), env)
 	if err != nil {
 		t.Fatal(err)
 	}

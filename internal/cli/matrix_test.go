@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
@@ -42,7 +43,7 @@ func TestExamplesValidate(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if err := s.Validate(runner.Catalog(method.Builtin())); err != nil {
+		if err := s.Validate(runner.Catalog(registry.Builtin())); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		head := string(data[:min(len(data), 400)])

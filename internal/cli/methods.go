@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,9 +62,9 @@ with the command that installs it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if options != "" {
-				return printOptions(cmd.OutOrStdout(), method.Builtin(), options, asJSON)
+				return printOptions(cmd.OutOrStdout(), registry.Builtin(), options, asJSON)
 			}
-			st := methodStatuses(method.Builtin(), hostProbe())
+			st := methodStatuses(registry.Builtin(), hostProbe())
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -232,7 +233,7 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 
 func runRun(cmd *cobra.Command, f runFlags) error {
 	stdout := cmd.OutOrStdout()
-	reg := method.Builtin()
+	reg := registry.Builtin()
 	if f.resume != "" {
 		return resumeRun(cmd, f, reg)
 	}
@@ -264,12 +265,10 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 }
 
 // checkHere refuses, before anything is created, a run this machine
-// cannot carry (preflight); on testbed ssh the hosts are checked when the
-// testbed opens instead. New and resumed runs go through it alike.
+// cannot carry (preflight; on testbed ssh it asks nothing of this
+// machine, and the hosts are checked, each by its own kernel, when the
+// testbed opens). New and resumed runs go through it alike.
 func checkHere(s scenario.Scenario, reg *method.Registry) error {
-	if s.Testbed == "ssh" {
-		return nil
-	}
 	return preflight(s, reg, hostProbe())
 }
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/hostinfo"
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
@@ -99,7 +99,7 @@ func harness(cmd *cobra.Command) (*harnessReport, error) {
 		return nil, err
 	}
 	s := scenario.Default()
-	out, err := runner.Run(cmd.Context(), runner.Config{Scenario: s, Methods: method.Builtin(), Store: st, Host: host, Progress: cmd.ErrOrStderr()})
+	out, err := runner.Run(cmd.Context(), runner.Config{Scenario: s, Methods: registry.Builtin(), Store: st, Host: host, Progress: cmd.ErrOrStderr()})
 	if err != nil {
 		return nil, err
 	}

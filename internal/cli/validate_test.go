@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -45,7 +45,7 @@ func refused(t *testing.T, args []string, want ...string) {
 // accepts: each is refused before anything is created, naming the option
 // and the valid keys or range.
 func TestEveryMethodsOptionsAreValidated(t *testing.T) {
-	for _, m := range method.Builtin().All() {
+	for _, m := range registry.Builtin().All() {
 		t.Run(m.Name(), func(t *testing.T) {
 			base := []string{"run", "--methods", m.Name(), "--family", m.Families()[0]}
 			valid := "it takes no options"
@@ -158,7 +158,7 @@ func TestMethodsDocListsOptions(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s lacks the markers %q and %q", path, begin, end)
 	}
-	want := optionsMarkdown(method.Builtin())
+	want := optionsMarkdown(registry.Builtin())
 	got := doc[i+len(begin) : j]
 	if got == want {
 		return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
@@ -15,7 +16,7 @@ import (
 // local testbed, and reports the median in milliseconds (target: 50 ms or
 // less for native and vxlan; see docs/performance.md).
 func BenchmarkSetupTeardown(b *testing.B) {
-	for _, m := range []method.Method{method.Native{}, method.VXLAN{}, method.SRv6{}} {
+	for _, m := range []method.Method{method.Native{}, kernel.VXLAN{}, kernel.SRv6{}} {
 		b.Run(m.Name(), func(b *testing.B) {
 			l := testbedtest.New(b, 1500)
 			env := &method.Env{

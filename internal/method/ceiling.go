@@ -1,31 +1,20 @@
 package method
 
-import "strings"
+// Framer is implemented by methods whose per-packet overhead depends on
+// the options they ran with (openvpn over TCP, IPsec's mode and UDP
+// encapsulation). variant is Path.Variant, which says which data path an
+// "auto" choice took.
+type Framer interface {
+	HeaderOverhead(family string, opts map[string]string, variant string) int
+}
 
 // HeaderOverhead is the number of bytes a method really adds to each
-// packet with the options it ran with (variant is Path.Variant, which says
-// which data path an "auto" choice took). Methods whose framing does not
-// depend on options give their Overhead. It feeds the ceiling arithmetic
-// of docs/methods.md:
-//
-//   - openvpn over TCP: the outer TCP header is 20 bytes, not UDP's 8, and
-//     each packet carries a 2-byte length prefix;
-//   - ipsec and ipsec-ecmp: transport mode has no outer IP header; the 8
-//     bytes of UDP are there only with natt on or the kernel-libipsec data
-//     path (which always encapsulates ESP in UDP 4500).
+// packet with the options it ran with: the method's own answer when it is
+// a Framer, its Overhead otherwise. It feeds the ceiling arithmetic of
+// docs/methods.md.
 func HeaderOverhead(m Method, family string, opts map[string]string, variant string) int {
-	switch m.Name() {
-	case "openvpn":
-		if opts["proto"] == "tcp" {
-			return m.Overhead(family) - 8 + 20 + 2
-		}
-	case "ipsec", "ipsec-ecmp":
-		mode := opts["mode"]
-		if mode == "" {
-			mode = "tunnel"
-		}
-		udp := opts["natt"] == "on" || opts["datapath"] == ipsecLibipsec || strings.Contains(variant, "UDP")
-		return ipsecOverhead(family, mode, udp)
+	if f, ok := m.(Framer); ok {
+		return f.HeaderOverhead(family, opts, variant)
 	}
 	return m.Overhead(family)
 }

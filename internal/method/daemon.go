@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -51,6 +53,9 @@ func StartDaemon(ep *testbed.Endpoint, role, log string, env []string, argv ...s
 	}()
 	return p, nil
 }
+
+// Done is closed once the daemon has exited and been waited for.
+func (p *Process) Done() <-chan struct{} { return p.exited }
 
 // Exited reports whether the daemon has exited, and how.
 func (p *Process) Exited() (bool, error) {
@@ -221,26 +226,26 @@ func WriteSecret(ep *testbed.Endpoint, path string, data []byte) error {
 // SideDir returns (creating it, 0700, on ep's host) a per-side private
 // directory for a method's state: <ep.Dir>/<method>-<side>.
 func SideDir(env *Env, method string, ep *testbed.Endpoint) (string, error) {
-	dir := filepath.Join(sideRoot(env, ep), method+"-"+ep.Side)
+	dir := filepath.Join(SideRoot(env, ep), method+"-"+ep.Side)
 	if err := ep.MkdirAll(dir, 0o700); err != nil {
 		return "", fmt.Errorf("%s: create %s: %w", ep.Side, dir, err)
 	}
 	return dir, nil
 }
 
-// sideRoot is the run's private directory on ep's host: the endpoint's
+// SideRoot is the run's private directory on ep's host: the endpoint's
 // own, or env.Dir where the endpoint has none (tests).
-func sideRoot(env *Env, ep *testbed.Endpoint) string {
+func SideRoot(env *Env, ep *testbed.Endpoint) string {
 	if ep.Dir != "" {
 		return ep.Dir
 	}
 	return env.Dir
 }
 
-// dialUnix connects to the unix socket at path. A path longer than a
+// DialUnix connects to the unix socket at path. A path longer than a
 // sockaddr_un holds (107 bytes; test directories can be that deep) is
 // reached through /proc/self/fd of its directory.
-func dialUnix(path string) (net.Conn, error) {
+func DialUnix(path string) (net.Conn, error) {
 	if len(path) < 100 {
 		return net.DialTimeout("unix", path, 5*time.Second)
 	}
@@ -258,10 +263,77 @@ func dialUnix(path string) (net.Conn, error) {
 // is a window of tens of milliseconds, so waiting for the file alone is
 // not enough.
 func socketAccepts(path string) bool {
-	c, err := dialUnix(path)
+	c, err := DialUnix(path)
 	if err != nil {
 		return false
 	}
 	c.Close()
 	return true
+}
+
+// ProgramVersion returns the first line of "program --version" on this
+// machine, or "program (not installed)": for descriptions (tunbench
+// methods). A cell records the version on its hosts (ProgramVersionOn).
+func ProgramVersion(program string) string {
+	path, err := exec.LookPath(program)
+	if err != nil {
+		return program + " (not installed)"
+	}
+	out, err := exec.Command(path, "--version").Output()
+	if err != nil {
+		return program + " (version unknown)"
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return strings.TrimSpace(first)
+}
+
+// opSocketAccepts asks ep's host whether a daemon accepts connections on
+// the unix socket at path (socketAccepts).
+var opSocketAccepts = testbed.NewOp("unix.accepts", func(_ context.Context, _ *testbed.Endpoint, path string) (bool, error) {
+	return socketAccepts(path), nil
+})
+
+// SocketAccepts reports whether a daemon accepts connections on the unix
+// socket at path on ep's host.
+func SocketAccepts(ctx context.Context, ep *testbed.Endpoint, path string) (bool, error) {
+	return opSocketAccepts.Call(ctx, ep, path)
+}
+
+// HostImplementer is implemented by methods whose Implementation names a
+// program's version: ImplementationOn describes the method as it runs on
+// ep's host (ProgramVersionOn), which the runner records with each cell
+// in place of Implementation, this machine's.
+type HostImplementer interface {
+	ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string
+}
+
+// hostVersions caches ProgramVersionOn by host and program.
+var hostVersions sync.Map
+
+// ProgramVersionOn returns the first line of "program --version" on ep's
+// host (this machine for a local endpoint), or "program (not installed)"
+// or "program (version unknown)" there. Answers are cached per host.
+func ProgramVersionOn(ctx context.Context, ep *testbed.Endpoint, program string) string {
+	key := ep.Host + "\x00" + program
+	if v, ok := hostVersions.Load(key); ok {
+		return v.(string)
+	}
+	out, err := ep.Run(ctx, program, "--version")
+	var v string
+	switch {
+	case err != nil && len(out) == 0:
+		v = program + " (not installed)"
+		if !errors.Is(err, exec.ErrNotFound) && !strings.Contains(err.Error(), "executable file not found") {
+			v = program + " (version unknown)"
+		}
+	default:
+		// Some programs (openvpn) print their version and exit 1.
+		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+		v = strings.TrimSpace(first)
+		if v == "" {
+			v = program + " (version unknown)"
+		}
+	}
+	hostVersions.Store(key, v)
+	return v
 }

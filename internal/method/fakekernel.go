@@ -1,6 +1,10 @@
 package method
 
-import "golang.org/x/sys/unix"
+import (
+	"slices"
+
+	"golang.org/x/sys/unix"
+)
 
 // kernelLacks, when set (by tests only: SetKernelLacks), fakes a kernel
 // built without some options at the places where a method asks the kernel
@@ -10,11 +14,21 @@ import "golang.org/x/sys/unix"
 // refusal paths use it to run on a kernel that has every option.
 var kernelLacks func(option string) bool
 
-// fakeKernelErr returns errno when a test fakes a kernel without option,
+// FakeKernelErr returns errno when a test fakes a kernel without option,
 // and nil otherwise.
-func fakeKernelErr(option string, errno unix.Errno) error {
+func FakeKernelErr(option string, errno unix.Errno) error {
 	if kernelLacks != nil && kernelLacks(option) {
 		return errno
 	}
 	return nil
+}
+
+// SetKernelLacks makes the methods' own kernel probes (creating a tunnel
+// device, adding an ESP SA) answer as a kernel built without options
+// does, until the returned restore is called. It is for the tests of the
+// refusal paths (t.Cleanup(method.SetKernelLacks(...))), which must not
+// run in parallel.
+func SetKernelLacks(options ...string) (restore func()) {
+	kernelLacks = func(o string) bool { return slices.Contains(options, o) }
+	return func() { kernelLacks = nil }
 }

@@ -1,5 +1,10 @@
-// Package method implements the tunnelling and encryption methods tunbench
-// measures, one file per method, each behind the Method interface.
+// Package method is the core of the tunnelling and encryption methods
+// tunbench measures: the Method interface, the Registry, options,
+// requirements, and the daemon handling (start, readiness wait, exit
+// check) every family shares. The methods themselves live one family a
+// package beside it: kernel (kernel tunnel devices and SRv6), wireguard,
+// ipsec, ovs, openvpn and ebpftun; package registry holds the single list
+// of them all (registry.Builtin).
 //
 // A method is set up between the two endpoints of a testbed (Setup), is
 // measured by sending from endpoint a to endpoint b over the overlay
@@ -29,6 +34,13 @@ import (
 const (
 	IPv4 = "ipv4"
 	IPv6 = "ipv6"
+)
+
+// The IANA ports of the UDP encapsulations, shared by the kernel, OVS and
+// eBPF data paths.
+const (
+	VXLANPort  = 4789
+	GenevePort = 6081
 )
 
 // Overlay addresses used by every tunnel method (the underlay uses
@@ -134,22 +146,6 @@ type Method interface {
 // metadata (Meta.Extra) under the keys returned.
 type Counter interface {
 	Counters(ctx context.Context, env *Env) (map[string]string, error)
-}
-
-// Portable is implemented by methods whose Setup, Teardown and counters
-// do everything through the endpoints (commands, files, netlink calls and
-// testbed ops), never by entering a namespace or loading programs in this
-// process, so they run on the endpoints of remote hosts too (the ssh
-// testbed). The others need endpoints on this machine.
-type Portable interface {
-	// Portable marks the method; it does nothing.
-	Portable()
-}
-
-// IsPortable reports whether m runs on remote endpoints.
-func IsPortable(m Method) bool {
-	_, ok := m.(Portable)
-	return ok
 }
 
 // Registry maps names to methods.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 )
 
@@ -18,11 +19,11 @@ func TestOverheadAndMTU(t *testing.T) {
 		overlay  int
 	}{
 		{method.Native{}, method.IPv4, 1500, 1500},
-		{method.VXLAN{}, method.IPv4, 1500, 1450},
-		{method.VXLAN{}, method.IPv4, 9000, 8950},
-		{method.VXLAN{}, method.IPv6, 1500, 1430},
-		{method.SRv6{}, method.IPv4, 1500, 1436},
-		{method.SRv6{}, method.IPv6, 9000, 8936},
+		{kernel.VXLAN{}, method.IPv4, 1500, 1450},
+		{kernel.VXLAN{}, method.IPv4, 9000, 8950},
+		{kernel.VXLAN{}, method.IPv6, 1500, 1430},
+		{kernel.SRv6{}, method.IPv4, 1500, 1436},
+		{kernel.SRv6{}, method.IPv6, 9000, 8936},
 	}
 	for _, tt := range tests {
 		if got := tt.underlay - tt.m.Overhead(tt.family); got != tt.overlay {
@@ -32,7 +33,7 @@ func TestOverheadAndMTU(t *testing.T) {
 }
 
 func TestRegistry(t *testing.T) {
-	r := method.NewRegistry(method.VXLAN{}, method.Native{}, method.SRv6{})
+	r := method.NewRegistry(kernel.VXLAN{}, method.Native{}, kernel.SRv6{})
 	if diff := cmp.Diff([]string{"native", "srv6", "vxlan"}, r.Names()); diff != "" {
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
@@ -52,7 +53,7 @@ func (f fakeProbe) HasProgram(p string) bool         { return f.programs[p] }
 
 func TestCheck(t *testing.T) {
 	p := fakeProbe{kernel: map[string]bool{"CONFIG_VXLAN": true}}
-	if err := method.Check(p, method.VXLAN{}.Requirements()); err != nil {
+	if err := method.Check(p, kernel.VXLAN{}.Requirements()); err != nil {
 		t.Errorf("vxlan with CONFIG_VXLAN: %v", err)
 	}
 	err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_GENEVE"}, {Program: "wg", Package: "wireguard-tools"}})
@@ -69,7 +70,7 @@ func TestCheck(t *testing.T) {
 // TestMethodsCarryTraffic sets up every host-kernel method in a real
 // testbed, sends one second of iperf3 through it, and tears it down.
 func TestMethodsCarryTraffic(t *testing.T) {
-	for _, m := range []method.Method{method.Native{}, method.VXLAN{}, method.SRv6{}} {
+	for _, m := range []method.Method{method.Native{}, kernel.VXLAN{}, kernel.SRv6{}} {
 		for _, family := range m.Families() {
 			t.Run(m.Name()+"/"+family, func(t *testing.T) {
 				l, env, path := methodtest.Setup(t, m, family, 1500, nil)

@@ -27,6 +27,3 @@ func (Native) Setup(_ context.Context, env *Env) (*Path, error) {
 
 // Teardown has nothing to remove.
 func (Native) Teardown(context.Context, *Env) error { return nil }
-
-// Portable: native runs on remote endpoints.
-func (Native) Portable() {}

@@ -4,15 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
-// addLink creates link in ep's namespace, sets its MTU, adds addr (when
+// AddLink creates link in ep's namespace, sets its MTU, adds addr (when
 // valid) and brings it up.
-func addLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix) error {
+func AddLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix) error {
 	name := link.Attrs().Name
 	link.Attrs().MTU = mtu
 	if err := ep.NL.LinkAdd(link); err != nil {
@@ -26,7 +27,7 @@ func addLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix
 		return fmt.Errorf("%s: set mtu %d on %s: %w", ep.Side, mtu, name, err)
 	}
 	if addr.IsValid() {
-		if err := addAddr(ep, created, addr); err != nil {
+		if err := AddAddr(ep, created, addr); err != nil {
 			return err
 		}
 	}
@@ -36,7 +37,7 @@ func addLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix
 	return nil
 }
 
-func addAddr(ep *testbed.Endpoint, link netlink.Link, addr netip.Prefix) error {
+func AddAddr(ep *testbed.Endpoint, link netlink.Link, addr netip.Prefix) error {
 	a := &netlink.Addr{IPNet: testbed.PrefixNet(addr)}
 	if addr.Addr().Is6() {
 		a.Flags = unix.IFA_F_NODAD
@@ -47,8 +48,8 @@ func addAddr(ep *testbed.Endpoint, link netlink.Link, addr netip.Prefix) error {
 	return nil
 }
 
-// delLinks deletes the named links in ep's namespace; missing ones are fine.
-func delLinks(ep *testbed.Endpoint, names ...string) error {
+// DelLinks deletes the named links in ep's namespace; missing ones are fine.
+func DelLinks(ep *testbed.Endpoint, names ...string) error {
 	if ep == nil || ep.NL == nil {
 		return nil
 	}
@@ -70,14 +71,14 @@ func delLinks(ep *testbed.Endpoint, names ...string) error {
 }
 
 // host returns addr as a full-length prefix (/32 or /128).
-func host(addr netip.Addr) netip.Prefix {
+func HostPrefix(addr netip.Addr) netip.Prefix {
 	return netip.PrefixFrom(addr, addr.BitLen())
 }
 
-// eachSide runs fn for both endpoints at once and joins their errors.
+// EachSide runs fn for both endpoints at once and joins their errors.
 // Deleting a device waits for an RCU grace period in the kernel (tens of
 // milliseconds); doing both sides concurrently lets the waits overlap.
-func eachSide(env *Env, fn func(ep *testbed.Endpoint) error) error {
+func EachSide(env *Env, fn func(ep *testbed.Endpoint) error) error {
 	errc := make(chan error, 2)
 	for _, ep := range env.Endpoints() {
 		go func() { errc <- fn(ep) }()
@@ -85,10 +86,35 @@ func eachSide(env *Env, fn func(ep *testbed.Endpoint) error) error {
 	return errors.Join(<-errc, <-errc)
 }
 
-// localHandle returns ep's netlink handle for what needs a real one in
+// LocalHandle returns ep's netlink handle for what needs a real one in
 // this process (tc filters carrying BPF programs loaded here); nil, which
 // the callers report, on a remote endpoint.
-func localHandle(ep *testbed.Endpoint) *netlink.Handle {
+func LocalHandle(ep *testbed.Endpoint) *netlink.Handle {
 	h, _ := ep.NL.(*netlink.Handle)
 	return h
+}
+
+// RouteAdd adds r on ep's host. The route carries the endpoint's
+// RouteCongestion, if any (the congctl metric).
+func RouteAdd(ep *testbed.Endpoint, r *netlink.Route) error {
+	if r.Congctl == "" {
+		r.Congctl = ep.RouteCongestion
+	}
+	if err := ep.NL.RouteAdd(r); err != nil {
+		return fmt.Errorf("%s: add route %s: %w", ep.Side, r, err)
+	}
+	return nil
+}
+
+func FamilyOf(a netip.Addr) int {
+	if a.Is4() {
+		return netlink.FAMILY_V4
+	}
+	return netlink.FAMILY_V6
+}
+
+// UnsupportedFamily is the error of a method asked for a family it cannot
+// carry.
+func UnsupportedFamily(m Method, family string) error {
+	return fmt.Errorf("%s carries only %s, not %s", m.Name(), strings.Join(m.Families(), " and "), family)
 }

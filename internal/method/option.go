@@ -88,31 +88,31 @@ func (v Values) On(name string) bool { return v.v[name] == "on" }
 // default applying).
 func (v Values) Given(name string) bool { return v.given[name] }
 
-// optionChecker is implemented by methods whose options constrain each
+// OptionChecker is implemented by methods whose options constrain each
 // other; ParseOptions calls it after checking each option on its own.
-type optionChecker interface {
-	checkOptions(Values) error
+type OptionChecker interface {
+	CheckOptions(Values) error
 }
 
 // ParseOptions checks given against m's declared options and fills in
 // defaults. An unknown key is an error that lists the valid ones; a bad
 // value names the range. Errors start with the method's name.
 func ParseOptions(m Method, given map[string]string) (Values, error) {
-	vals, err := parseOptions(m.Name(), m.Options(), given)
+	vals, err := ParseDeclared(m.Name(), m.Options(), given)
 	if err != nil {
 		return vals, err
 	}
-	if c, ok := m.(optionChecker); ok {
-		if err := c.checkOptions(vals); err != nil {
+	if c, ok := m.(OptionChecker); ok {
+		if err := c.CheckOptions(vals); err != nil {
 			return vals, fmt.Errorf("%s: %w", m.Name(), err)
 		}
 	}
 	return vals, nil
 }
 
-// parseOptions checks given against decl, the options of the method
+// ParseDeclared checks given against decl, the options of the method
 // called name, and fills in defaults.
-func parseOptions(name string, decl []Option, given map[string]string) (Values, error) {
+func ParseDeclared(name string, decl []Option, given map[string]string) (Values, error) {
 	vals := Values{v: map[string]string{}, given: map[string]bool{}}
 	for _, o := range decl {
 		vals.v[o.Name] = o.Default
@@ -150,10 +150,10 @@ func validNames(decl []Option) string {
 
 // Option declarations shared by several methods.
 var (
-	vniOption = Option{Name: "vni", Default: "42", Min: 1, Max: 1<<24 - 1,
+	VNIOption = Option{Name: "vni", Default: "42", Min: 1, Max: 1<<24 - 1,
 		Help: "VXLAN network identifier (Geneve: virtual network identifier)"}
-	greKeyOption = Option{Name: "key", Default: "42", Min: 1, Max: 1<<32 - 1,
+	GREKeyOption = Option{Name: "key", Default: "42", Min: 1, Max: 1<<32 - 1,
 		Help: "GRE key (0 is refused: the kernel reads it as no key, which changes the overhead)"}
-	wgPortOption = Option{Name: "port", Default: "51820", Min: 1, Max: 65535,
+	WGPortOption = Option{Name: "port", Default: "51820", Min: 1, Max: 65535,
 		Help: "UDP listen port of both sides"}
 )

@@ -103,7 +103,6 @@ type catalog struct{ overheads }
 
 func (catalog) Names() []string                              { return []string{"native", "vxlan", "ipip"} }
 func (catalog) CheckOptions(string, map[string]string) error { return nil }
-func (catalog) Portable(string) bool                         { return true }
 
 // A named offload set is a value of the offloads dimension: it keeps the
 // offloads on and carries its features.

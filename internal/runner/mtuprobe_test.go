@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -50,7 +51,7 @@ func TestMTUProbeFindsBlackHole(t *testing.T) {
 			t.Skipf("%s not installed", tool)
 		}
 	}
-	m := method.VXLAN{}
+	m := kernel.VXLAN{}
 	env := &method.Env{A: tb.A, B: tb.B, Family: "ipv4", UnderlayMTU: 1500, OverlayMTU: 1450,
 		Prefix: testbed.DevicePrefix(tb.ID), Dir: tb.Dir}
 	ctx := context.Background()

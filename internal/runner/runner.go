@@ -191,8 +191,3 @@ func (c catalog) CheckOptions(name string, opts map[string]string) error {
 
 // Catalog exposes the registry to scenario validation.
 func Catalog(r *method.Registry) scenario.Catalog { return catalog{r} }
-
-func (c catalog) Portable(name string) bool {
-	m, err := c.r.Get(name)
-	return err == nil && method.IsPortable(m)
-}

@@ -56,6 +56,11 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		s.fail(err)
 		return cell
 	}
+	if hi, ok := m.(method.HostImplementer); ok {
+		// The programs that carry the traffic are those of the hosts the
+		// cell runs on, whose versions may differ from this machine's.
+		cell.Implementation = hi.ImplementationOn(ctx, s.tb.A)
+	}
 
 	// Set the method up.
 	err = s.setUpMethod()

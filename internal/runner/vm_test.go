@@ -4,14 +4,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
 
 // TestVMBudget: the kernel lab's time budget follows the plan, so every
 // dimension and test counts and cells a method cannot carry do not.
 func TestVMBudget(t *testing.T) {
-	reg := method.Builtin()
+	reg := registry.Builtin()
 	base := scenario.Default()
 	base.Methods = []string{"native"}
 	steps, budget := VMBudget(base, reg)

@@ -237,8 +237,6 @@ type Catalog interface {
 	// unknown key is an error listing the valid ones, a bad value one
 	// naming the range.
 	CheckOptions(method string, opts map[string]string) error
-	// Portable reports whether method runs on remote hosts (testbed ssh).
-	Portable(method string) bool
 }
 
 // Default returns the default scenario: the methods this host

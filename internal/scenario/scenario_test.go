@@ -25,7 +25,6 @@ func (catalog) Families(m string) []string {
 
 // CheckOptions stands in for the method registry: vxlan takes vni, an
 // integer; the rest take nothing.
-func (catalog) Portable(m string) bool { return m == "native" || m == "vxlan" }
 
 func (catalog) CheckOptions(m string, opts map[string]string) error {
 	for k, v := range opts {

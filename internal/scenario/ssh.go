@@ -167,11 +167,6 @@ func (s Scenario) validateSSH(c Catalog) []error {
 			}
 		}
 	}
-	for _, m := range s.Methods {
-		if slices.Contains(c.Names(), m) && !c.Portable(m) {
-			bad("methods", "%s cannot run on testbed ssh yet (it works in this process's namespaces): use native, vxlan, wireguard-go or boringtun there, or testbed local", m)
-		}
-	}
 	return errs
 }
 

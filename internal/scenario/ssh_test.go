@@ -47,7 +47,6 @@ func TestSSHScenarioRefusals(t *testing.T) {
 		{"duplicate site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: a, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "is listed twice"},
 		{"unknown pair site", `ssh: {pairs: [[a, c]], sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.pairs[0]: unknown site \"c\": sites are a, b"},
 		{"offloads off", "offloads: [off]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "offloads: \"off\": testbed ssh leaves the hosts' NIC settings"},
-		{"local method", "methods: [srv6]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "methods: srv6 cannot run on testbed ssh yet"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "testbed: ssh\n" + tc.edit + "\n"

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -32,7 +32,7 @@ import (
 func BenchmarkSSHvsLocal(b *testing.B) {
 	sites := sshtest.New(b, 2)
 	bin, bid := tunbench(b)
-	reg := method.Builtin()
+	reg := registry.Builtin()
 	s := scenario.Default()
 	s.Testbed = "ssh"
 	s.Methods, s.Repetitions = []string{"native"}, 1

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -106,7 +106,7 @@ func dialer(ns map[string]string) func(string) func(context.Context, string, str
 // runSSH runs s on the sites and returns the stored cells.
 func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func(*runner.Config)) ([]result.Cell, error) {
 	t.Helper()
-	reg := method.Builtin()
+	reg := registry.Builtin()
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		t.Fatalf("scenario: %v", err)
 	}

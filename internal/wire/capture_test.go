@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -103,7 +104,7 @@ func TestStartMissingDevice(t *testing.T) {
 func TestCaptureVXLAN(t *testing.T) {
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
-			frames := captureMethod(t, method.VXLAN{}, family, "vxlan-"+family+".pcap")
+			frames := captureMethod(t, kernel.VXLAN{}, family, "vxlan-"+family+".pcap")
 			checkVXLAN(t, frames, family)
 		})
 	}
@@ -112,7 +113,7 @@ func TestCaptureVXLAN(t *testing.T) {
 func TestCaptureSRv6(t *testing.T) {
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
-			frames := captureMethod(t, method.SRv6{}, family, "srv6-"+family+".pcap")
+			frames := captureMethod(t, kernel.SRv6{}, family, "srv6-"+family+".pcap")
 			checkSRv6(t, frames, family)
 		})
 	}

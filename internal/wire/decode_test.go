@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/wire"
 )
@@ -79,13 +80,13 @@ func checkSRv6(t *testing.T, frames []wire.Frame, family string) {
 		encap, icmp = wire.EncapIP6, wire.ProtoICMPv6
 	}
 	echo := wire.Filter(frames, func(f wire.Frame) bool {
-		return f.SRH != nil && f.Dst == method.SIDB
+		return f.SRH != nil && f.Dst == kernel.SIDB
 	})
 	if len(echo) < 2 {
-		t.Fatalf("%d frames with an SRH to %s, want the 2 echo requests; frames:\n%s", len(echo), method.SIDB, list(frames))
+		t.Fatalf("%d frames with an SRH to %s, want the 2 echo requests; frames:\n%s", len(echo), kernel.SIDB, list(frames))
 	}
 	for _, f := range echo {
-		if diff := cmp.Diff(&wire.SRH{Segments: []netip.Addr{method.SIDB}}, f.SRH, addrs); diff != "" {
+		if diff := cmp.Diff(&wire.SRH{Segments: []netip.Addr{kernel.SIDB}}, f.SRH, addrs); diff != "" {
 			t.Errorf("frame %s: SRH (-want +got):\n%s", f, diff)
 		}
 		if f.Family != wire.IPv6 || f.Src != testbed.UnderlayA6.Addr() || len(f.Ext) != 1 || f.Ext[0] != wire.ProtoRouting ||

@@ -45,6 +45,25 @@ const guestBinary = "lab.test"
 // RunTestsInGuestWith is RunTestsInGuest with options.
 func RunTestsInGuestWith(t *testing.T, pkg string, run string, opt Options) {
 	t.Helper()
+	runInGuest(t, []string{pkg}, run, opt)
+}
+
+// RunPackagesInGuest runs, in one guest boot, the tests matching run of
+// each package of pkgs (import paths), one test binary after the other,
+// each in its package's source directory. Each guest test is mirrored as
+// a subtest named after its package's last element and the test
+// ("kernel/TestLabGRE"). It is how a module whose kernel-only tests sit in
+// several packages pays for one boot.
+func RunPackagesInGuest(t *testing.T, pkgs []string, run string, opt Options) {
+	t.Helper()
+	runInGuest(t, pkgs, run, opt)
+}
+
+// pkgMarker starts each package's output in a multi-package guest run.
+const pkgMarker = "=== LABTEST PACKAGE "
+
+func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
+	t.Helper()
 	if InLab() {
 		t.Skip("already inside the kernel lab")
 	}
@@ -55,29 +74,53 @@ func RunTestsInGuestWith(t *testing.T, pkg string, run string, opt Options) {
 	if opt.CPUs != 0 {
 		cfg.CPUs = opt.CPUs
 	}
-	dir, err := packageDir(pkg)
-	if err != nil {
-		t.Fatalf("kernel lab: %v", err)
-	}
 	results := lab.ResultsDir(cfg.WorkDir)
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatalf("kernel lab: %v", err)
 	}
-	if err := compileTest(pkg, filepath.Join(results, guestBinary)); err != nil {
-		t.Fatalf("kernel lab: %v", err)
-	}
-
-	argv := []string{lab.GuestResultsDir + "/" + guestBinary, "-test.v", "-test.run", run}
+	flags := []string{"-test.v", "-test.run", run}
 	if cfg.Timeout > 2*guestTestTimeoutMargin {
-		argv = append(argv, "-test.timeout", (cfg.Timeout - guestTestTimeoutMargin).Round(time.Second).String())
+		flags = append(flags, "-test.timeout", (cfg.Timeout - guestTestTimeoutMargin).Round(time.Second).String())
 	}
-	argv = append(argv, opt.Args...)
+	flags = append(flags, opt.Args...)
+
+	var guest lab.Guest
+	names := make([]string, len(pkgs))
+	if len(pkgs) == 1 {
+		dir, err := packageDir(pkgs[0])
+		if err != nil {
+			t.Fatalf("kernel lab: %v", err)
+		}
+		if err := compileTest(pkgs[0], filepath.Join(results, guestBinary)); err != nil {
+			t.Fatalf("kernel lab: %v", err)
+		}
+		guest = lab.Guest{Argv: append([]string{lab.GuestResultsDir + "/" + guestBinary}, flags...), Env: opt.Env, Dir: dir}
+	} else {
+		// One shell runs every binary; its status is the first failure's.
+		var script strings.Builder
+		script.WriteString("rc=0\n")
+		for i, pkg := range pkgs {
+			dir, err := packageDir(pkg)
+			if err != nil {
+				t.Fatalf("kernel lab: %v", err)
+			}
+			names[i] = filepath.Base(dir)
+			bin := fmt.Sprintf("lab%d.test", i)
+			if err := compileTest(pkg, filepath.Join(results, bin)); err != nil {
+				t.Fatalf("kernel lab: %v", err)
+			}
+			fmt.Fprintf(&script, "echo %s\ncd %s && %s %s || rc=$?\n", shellQuote(pkgMarker+names[i]), shellQuote(dir),
+				shellQuote(lab.GuestResultsDir+"/"+bin), shellJoin(flags))
+		}
+		script.WriteString("exit $rc\n")
+		guest = lab.Guest{Argv: []string{"sh", "-c", script.String()}, Env: opt.Env}
+	}
 
 	// SIGINT ends the guest through the context, so qemu and the work dir
 	// go away before the test binary does.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	out, err := lab.Run(ctx, cfg, lab.Guest{Argv: argv, Env: opt.Env, Dir: dir})
+	out, err := lab.Run(ctx, cfg, guest)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +128,18 @@ func RunTestsInGuestWith(t *testing.T, pkg string, run string, opt Options) {
 	if len(out.Stderr) > 0 {
 		output += "\n--- stderr ---\n" + string(out.Stderr)
 	}
-	tests := parseTestOutput(output)
+	var tests []testResult
+	if len(pkgs) == 1 {
+		tests = parseTestOutput(output)
+	} else {
+		for _, part := range strings.Split(string(out.Stdout), pkgMarker)[1:] {
+			name, rest, _ := strings.Cut(part, "\n")
+			for _, r := range parseTestOutput(rest) {
+				r.name = name + "/" + r.name
+				tests = append(tests, r)
+			}
+		}
+	}
 	for _, r := range tests {
 		t.Run(r.name, func(t *testing.T) {
 			switch r.status {
@@ -97,7 +151,7 @@ func RunTestsInGuestWith(t *testing.T, pkg string, run string, opt Options) {
 		})
 	}
 	header := fmt.Sprintf("kernel lab (kernel %s, boot %.1fs, emulated=%v): %q exited %d",
-		cfg.Kernel.Version, out.BootTime.Seconds(), out.Emulated, argv, out.ExitCode)
+		cfg.Kernel.Version, out.BootTime.Seconds(), out.Emulated, guest.Argv, out.ExitCode)
 	switch {
 	case out.ExitCode != 0:
 		t.Fatalf("%s\n%s", header, output)
@@ -105,6 +159,17 @@ func RunTestsInGuestWith(t *testing.T, pkg string, run string, opt Options) {
 		t.Fatalf("%s: no test matched %q\n%s", header, run, output)
 	}
 	t.Logf("%s\n%s", header, output)
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = shellQuote(a)
+	}
+	return strings.Join(q, " ")
 }
 
 // packageDir is the source directory of pkg, where go test would run its

@@ -1,0 +1,309 @@
+package ebpftun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"path/filepath"
+
+	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+)
+
+// EBPF is tunbench's own eBPF tunnel data path (package ebpf) with one
+// encapsulation: ebpf-geneve, ebpf-vxlan, ebpf-gre or ebpf-ipip. Each side
+// gets one tc egress and one tc ingress program on its underlay device, a
+// rule for the peer's overlay address (a map entry, not a device), a decap
+// entry for the VNI or key, its overlay address on lo and one route for
+// the overlay prefix through the underlay with the overlay MTU. The
+// programs' maps are pinned under ebpf.PinRoot/<prefix>-<side>, where
+// "tunbench ebpf stats" reads their counters.
+//
+// The packets are those of the kernel's devices: Geneve with no options
+// and VXLAN on UDP 6081 and 4789 with an inner Ethernet header, GRE and
+// IPIP with the inner IP packet. Geneve and VXLAN use an underlay of the
+// measured family; GRE and IPIP an IPv4 one (like the kernel's gre and
+// ipip methods).
+type EBPF struct{ encap ebpf.Encap }
+
+// The four eBPF methods.
+var (
+	EBPFGeneve = EBPF{ebpf.Geneve}
+	EBPFVXLAN  = EBPF{ebpf.VXLAN}
+	EBPFGRE    = EBPF{ebpf.GRE}
+	EBPFIPIP   = EBPF{ebpf.IPIP}
+)
+
+func (m EBPF) Name() string { return "ebpf-" + m.encap.String() }
+
+func (m EBPF) Implementation() string {
+	return "tunbench eBPF " + m.encap.String() + " (tc clsact egress encap + ingress decap, rule map)"
+}
+
+func (m EBPF) Families() []string {
+	if m.encap == ebpf.IPIP {
+		return []string{method.IPv4}
+	}
+	return []string{method.IPv4, method.IPv6}
+}
+
+// underlay is the outer family for the measured family.
+func (m EBPF) underlay(family string) string {
+	if m.encap == ebpf.GRE || m.encap == ebpf.IPIP {
+		return method.IPv4
+	}
+	return family
+}
+
+// Overhead is outer IP + UDP (8) + Geneve or VXLAN (8) + inner Ethernet
+// (14), outer IPv4 + GRE (4, no key), or outer IPv4 (IPIP). A GRE key adds
+// 4 bytes, which Setup reports as Path.OverlayMTU.
+func (m EBPF) Overhead(family string) int {
+	return m.encap.Overhead(m.underlay(family), false)
+}
+
+// The filler rules of the scale measurement (option rules) are host
+// prefixes around the peer's overlay address that carry no traffic: IPv4
+// ones in 198.19.0.0/17, IPv6 ones in the overlay /64. They are spread
+// over the block (see ebpf.FillerAddrs), so the peer's own lookup walks a trie
+// as deep as that many rules make it, as it would in a mesh of that many
+// sites, rather than branching off above them.
+var (
+	fillerBlock4 = netip.MustParsePrefix("198.19.0.0/17")
+	fillerBlock6 = netip.MustParsePrefix("2001:2:0:1::/64")
+)
+
+// maxFillers4 is how many IPv4 fillers fit: the /17 less the two overlay
+// addresses.
+const maxFillers4 = 1<<15 - 2
+
+// Options declares the scenario options (see Option).
+func (m EBPF) Options() []method.Option {
+	rules := method.Option{Name: "rules", Default: "1", Min: 1, Max: ebpf.DefaultMaxRules,
+		Help: "rules in the map: the peer's plus filler rules spread around its address, never matched (scale measurement; IPv4 holds at most 32767)"}
+	switch m.encap {
+	case ebpf.Geneve, ebpf.VXLAN:
+		return []method.Option{method.VNIOption, {Name: "srcport", Default: "0", Min: 0, Max: 65535,
+			Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}, rules}
+	case ebpf.GRE:
+		return []method.Option{{Name: "key", Default: "0", Min: 0, Max: 1<<32 - 1,
+			Help: "GRE key; 0 sends no key (like the kernel's gre method)"}, rules}
+	}
+	return []method.Option{rules}
+}
+
+func (m EBPF) Requirements() []method.Requirement {
+	return []method.Requirement{
+		{Kernel: "CONFIG_BPF_SYSCALL"},
+		{Kernel: "CONFIG_NET_CLS_BPF"},
+		{Kernel: "CONFIG_NET_SCH_INGRESS"},
+		{Feature: ebpf.Requirement, Probe: ebpf.Probe},
+	}
+}
+
+// pinDir is where side ep pins its maps.
+func ebpfPinDir(env *method.Env, ep *testbed.Endpoint) string {
+	return filepath.Join(ebpf.PinRoot, env.Prefix+"-"+ep.Side)
+}
+
+// ebpfParams are a Setup's options, resolved.
+type ebpfParams struct {
+	underlay   string // outer family
+	vni        uint32 // VNI or GRE key
+	greKey     bool
+	srcPort    uint16 // 0: from the flow hash
+	rules      int
+	overlayMTU int
+}
+
+func (m EBPF) params(env *method.Env) (ebpfParams, error) {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
+		return ebpfParams{}, err
+	}
+	if !method.Supports(m, env.Family) {
+		return ebpfParams{}, method.UnsupportedFamily(m, env.Family)
+	}
+	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
+		srcPort: uint16(opts.Int("srcport")), rules: opts.Int("rules")}
+	if env.Family == method.IPv4 && p.rules-1 > maxFillers4 {
+		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s; measure more with ipv6",
+			m.Name(), p.rules, maxFillers4, fillerBlock4)
+	}
+	if m.encap == ebpf.GRE {
+		p.vni = uint32(opts.Uint64("key"))
+		p.greKey = p.vni != 0
+	}
+	p.overlayMTU = env.UnderlayMTU - m.encap.Overhead(p.underlay, p.greKey)
+	return p, nil
+}
+
+// Setup loads and attaches the programs on both sides and writes the rules.
+func (m EBPF) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	p, err := m.params(env)
+	if err != nil {
+		return nil, err
+	}
+	if err := ebpf.Probe(); err != nil {
+		return nil, fmt.Errorf("%s: %w: needs %v", m.Name(), method.ErrNotSupported, err)
+	}
+	if p.underlay != env.Family {
+		if err := ebpf.ProbeFamilyChange(); err != nil {
+			return nil, fmt.Errorf("%s over %s: %w: needs %v", m.Name(), env.Family, method.ErrNotSupported, err)
+		}
+	}
+	for _, ep := range env.Endpoints() {
+		if err := m.setupSide(env, ep, p); err != nil {
+			return nil, err
+		}
+	}
+	oa, ob := method.Overlay(env.Family)
+	path := &method.Path{
+		A:       oa.Addr(),
+		B:       ob.Addr(),
+		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
+		Variant: "tc clsact " + m.encap.String() + " over " + p.underlay,
+	}
+	if p.overlayMTU != env.OverlayMTU {
+		path.OverlayMTU = p.overlayMTU
+	}
+	return path, nil
+}
+
+// sides returns ep's overlay prefix and its peer's.
+func sides(env *method.Env, ep *testbed.Endpoint) (mine, theirs netip.Prefix) {
+	oa, ob := method.Overlay(env.Family)
+	if ep == env.B {
+		return ob, oa
+	}
+	return oa, ob
+}
+
+// setupSide sets one endpoint up toward its peer.
+func (m EBPF) setupSide(env *method.Env, ep *testbed.Endpoint, p ebpfParams) error {
+	peer := env.Peer(ep)
+	mine, theirs := sides(env, ep)
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	if err := method.AddAddr(ep, lo, method.HostPrefix(mine.Addr())); err != nil {
+		return err
+	}
+	objs, err := ebpf.Load(ebpf.Config{PinDir: ebpfPinDir(env, ep)})
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	rules := []ebpf.Rule{{
+		ID: 1, Dst: method.HostPrefix(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
+		Local: ep.Addr(p.underlay), Remote: peer.Addr(p.underlay),
+		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
+	}}
+	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
+	t := objs.Table()
+	err = errors.Join(
+		t.PutRules(rules),
+		t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}),
+		objs.Attach(method.LocalHandle(ep), ep.Dev),
+		objs.Close(),
+	)
+	if err != nil {
+		return fmt.Errorf("%s: %w", ep.Side, err)
+	}
+	// The overlay prefix goes to the underlay; its next hop (the peer's
+	// underlay address of the inner family) gives the Ethernet header the
+	// egress program keeps.
+	link, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	return method.RouteAdd(ep, &netlink.Route{
+		LinkIndex: link.Attrs().Index,
+		Dst:       testbed.PrefixNet(theirs.Masked()),
+		Gw:        net.IP(peer.Addr(env.Family).AsSlice()),
+		Src:       net.IP(mine.Addr().AsSlice()),
+		MTU:       p.overlayMTU,
+	})
+}
+
+// fillerRules returns n rules shaped like like for filler host prefixes
+// (ebpf.FillerAddrs), with IDs from 2.
+func fillerRules(family string, n int, like ebpf.Rule) []ebpf.Rule {
+	block, skip := fillerBlock4, []netip.Addr{method.OverlayA4.Addr(), method.OverlayB4.Addr()}
+	if family == method.IPv6 {
+		block, skip = fillerBlock6, []netip.Addr{method.OverlayA6.Addr(), method.OverlayB6.Addr()}
+	}
+	addrs := ebpf.FillerAddrs(block, n, skip...)
+	rules := make([]ebpf.Rule, len(addrs))
+	for i, a := range addrs {
+		r := like
+		r.ID = uint32(i + 2)
+		r.Dst = method.HostPrefix(a)
+		rules[i] = r
+	}
+	return rules
+}
+
+// Teardown detaches the programs, removes the route, the lo address and
+// the pins on both sides.
+func (m EBPF) Teardown(_ context.Context, env *method.Env) error {
+	return method.EachSide(env, func(ep *testbed.Endpoint) error { return m.teardownSide(env, ep) })
+}
+
+func (m EBPF) teardownSide(env *method.Env, ep *testbed.Endpoint) error {
+	if ep == nil || ep.NL == nil {
+		return nil
+	}
+	mine, theirs := sides(env, ep)
+	var errs []error
+	if err := ebpf.Detach(method.LocalHandle(ep), ep.Dev); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
+	}
+	routes, err := ep.NL.RouteListFiltered(method.FamilyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, theirs.Masked(), err))
+	}
+	for _, r := range routes {
+		if err := ep.NL.RouteDel(&r); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
+		}
+	}
+	if lo, err := ep.NL.LinkByName("lo"); err == nil {
+		_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(method.HostPrefix(mine.Addr()))})
+	}
+	if env.Prefix != "" {
+		errs = append(errs, ebpf.Unpin(ebpfPinDir(env, ep)))
+	}
+	return errors.Join(errs...)
+}
+
+// Counters reads the counters of both sides (before Teardown), one line
+// per rule or decap entry, for the cell's metadata.
+func (m EBPF) Counters(_ context.Context, env *method.Env) (map[string]string, error) {
+	out := map[string]string{}
+	for _, ep := range env.Endpoints() {
+		p, err := ebpf.OpenPinned(ebpfPinDir(env, ep))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.Side, err)
+		}
+		s, err := p.Stats()
+		p.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", ep.Side, err)
+		}
+		for _, r := range s.Rules {
+			if r.ID == 1 {
+				out["ebpf."+ep.Side+".rule"] = fmt.Sprintf("%s %s vni %d: %s", r.Dst, r.Encap, r.VNI, r.Counters)
+			}
+		}
+		for _, d := range s.Decaps {
+			out["ebpf."+ep.Side+".decap"] = fmt.Sprintf("%s vni %d: %s", d.Encap, d.VNI, d.Counters)
+		}
+		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
+	}
+	return out, nil
+}

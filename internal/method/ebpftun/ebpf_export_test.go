@@ -1,0 +1,24 @@
+package ebpftun
+
+import (
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// SetupEBPFSide sets m up on ep alone, toward its peer (interop tests put a
+// kernel device on the other side).
+func SetupEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
+	p, err := m.params(env)
+	if err != nil {
+		return err
+	}
+	return m.setupSide(env, ep, p)
+}
+
+// TeardownEBPFSide removes what SetupEBPFSide made.
+func TeardownEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
+	return m.teardownSide(env, ep)
+}
+
+// FillerRules exposes the scale measurement's filler rules.
+var FillerRules = fillerRules

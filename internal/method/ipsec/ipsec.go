@@ -1,0 +1,724 @@
+package ipsec
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// IPsec is IKEv2 with a per-run pre-shared key between two strongSwan
+// charon daemons, one per side, each with its own private /run, control
+// (vici) socket, configuration and log in the run directory. ESP runs in
+// tunnel mode between the overlay addresses (host addresses on lo) or in
+// transport mode between the underlay addresses.
+//
+// The data path is the kernel's xfrm ESP where the kernel has it (probed by
+// adding a throwaway SA with the chosen AEAD), and strongSwan's
+// kernel-libipsec otherwise: userspace ESP in charon, cleartext through a
+// TUN device, ESP always in UDP 4500. This machine's kernel lacks
+// CONFIG_INET_ESP, so here the method runs on kernel-libipsec; the xfrm
+// path runs in the kernel lab.
+//
+// kernel-libipsec reads at most 1400-byte packets from its TUN device
+// (libipsecMaxMTU), so on that path the overlay MTU is min(env.OverlayMTU,
+// 1400) and Variant says so when it is capped. On the xfrm path the
+// overlay MTU is on the route to the peer's overlay address (charon's
+// kernel-netlink "mtu" option), or in transport mode on a host route to the
+// peer.
+//
+// Options:
+//
+//	mode      tunnel (default) | transport (xfrm only: libipsec has no transport mode)
+//	cipher    aes256gcm (default) | chacha20poly1305
+//	natt      off (default) | on: force UDP encapsulation (encap = yes)
+//	datapath  auto (default) | xfrm | libipsec
+//
+// Use NewIPsec: the method keeps the daemons of each set-up Env.
+type IPsec struct{ runs ipsecRuns }
+
+// NewIPsec returns the "ipsec" method.
+func NewIPsec() *IPsec { return &IPsec{} }
+
+// Paths of strongSwan's charon and its plugins (Debian).
+const (
+	charonPath      = "/usr/lib/ipsec/charon"
+	strongswanPlugs = "/usr/lib/ipsec/plugins"
+)
+
+// ipsecPackages installs charon, swanctl, the kernel-libipsec plugin
+// (libcharon-extra-plugins) and the openssl plugin that provides AES-GCM
+// and ChaCha20-Poly1305 (libstrongswan-standard-plugins).
+const ipsecPackages = "apt-get install -y --no-install-recommends strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins"
+
+// ipsecHandshakeTimeout bounds the IKE handshake and every wait for a daemon.
+const ipsecHandshakeTimeout = 15 * time.Second
+
+func (*IPsec) Name() string       { return "ipsec" }
+func (*IPsec) Families() []string { return []string{method.IPv4, method.IPv6} }
+
+func (*IPsec) Implementation() string {
+	return strongswanVersion() + " charon, IKEv2 PSK; ESP by kernel xfrm or kernel-libipsec (userspace, TUN)"
+}
+
+// Overhead is for the default options (tunnel mode, AES-256-GCM, data path
+// auto) and the worst case of the two data paths it may pick:
+// kernel-libipsec always adds UDP, so outer IP + UDP 8 + ESP 8 + IV 8 +
+// padding 3 + trailer 2 + ICV 16 = 65 (IPv4) or 85 (IPv6); see
+// ipsecOverhead. Options lower it: xfrm without NAT-T adds 57/77,
+// transport mode 37 (45 with UDP). ChaCha20-Poly1305 has the same IV and
+// ICV sizes.
+func (*IPsec) Overhead(family string) int { return ipsecOverhead(family, "tunnel", true) }
+
+// HeaderOverhead follows the options that change the framing: transport
+// mode has no outer IP header; the 8 bytes of UDP are there only with
+// natt on or the kernel-libipsec data path (which always encapsulates ESP
+// in UDP 4500).
+func (*IPsec) HeaderOverhead(family string, opts map[string]string, variant string) int {
+	return ipsecHeaderOverhead(family, opts, variant)
+}
+
+func ipsecHeaderOverhead(family string, opts map[string]string, variant string) int {
+	mode := opts["mode"]
+	if mode == "" {
+		mode = "tunnel"
+	}
+	udp := opts["natt"] == "on" || opts["datapath"] == ipsecLibipsec || strings.Contains(variant, "UDP")
+	return ipsecOverhead(family, mode, udp)
+}
+
+func (*IPsec) Requirements() []method.Requirement { return ipsecRequirements() }
+
+// Options declares the scenario options (see Option).
+func (*IPsec) Options() []method.Option { return ipsecDeclared(false) }
+
+func ipsecRequirements() []method.Requirement {
+	return []method.Requirement{
+		{Program: charonPath, Package: "strongswan-charon", Install: ipsecPackages},
+		{Program: "swanctl", Package: "strongswan-swanctl", Install: ipsecPackages},
+		{Program: "unshare", Package: "util-linux"},
+		// kernel-libipsec's TUN device, the fallback that runs everywhere.
+		// The kernel xfrm path also needs CONFIG_INET_ESP/CONFIG_INET6_ESP
+		// and the AEAD; Setup probes for them (probeXfrm) rather than
+		// listing them here, since either path will do.
+		{Kernel: "CONFIG_TUN"},
+		// xfrm netlink: the probe, and teardown's flush.
+		{Kernel: "CONFIG_XFRM_USER"},
+	}
+}
+
+var (
+	swanVersionOnce sync.Once
+	swanVersion     string
+)
+
+// strongswanVersion returns e.g. "strongSwan 5.9.8", or "strongSwan" when
+// charon cannot say.
+func strongswanVersion() string {
+	swanVersionOnce.Do(func() {
+		swanVersion = "strongSwan"
+		out, err := exec.Command(charonPath, "--version").Output()
+		if err != nil {
+			return
+		}
+		if _, v, ok := strings.Cut(strings.TrimSpace(string(out)), "strongSwan "); ok {
+			swanVersion = "strongSwan " + strings.Fields(v)[0]
+		}
+	})
+	return swanVersion
+}
+
+// ipsecRuns keeps the state of every set-up Env of one method value.
+type ipsecRuns struct {
+	mu sync.Mutex
+	m  map[*method.Env]*ipsecRun
+}
+
+func (r *ipsecRuns) put(env *method.Env, run *ipsecRun) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[*method.Env]*ipsecRun{}
+	}
+	r.m[env] = run
+}
+
+func (r *ipsecRuns) take(env *method.Env) *ipsecRun {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	run := r.m[env]
+	delete(r.m, env)
+	return run
+}
+
+// ipsecRun is what Setup started for one Env.
+type ipsecRun struct {
+	mu      sync.Mutex
+	charons []*charon
+	// restore undoes namespace changes that Teardown cannot infer.
+	restore []func() error
+}
+
+func (r *ipsecRun) add(c *charon) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.charons = append(r.charons, c)
+}
+
+// charon is one running charon daemon.
+type charon struct {
+	ep *testbed.Endpoint
+	// run is charon's private /run on the host: strongswan.conf, the pid
+	// file, the vici socket and the log live there.
+	run  string
+	proc *method.Process
+	// tun is the kernel-libipsec TUN device ("" on the xfrm path).
+	tun string
+}
+
+func (c *charon) conf() string    { return filepath.Join(c.run, "strongswan.conf") }
+func (c *charon) vici() string    { return filepath.Join(c.run, "charon.vici") }
+func (c *charon) logPath() string { return filepath.Join(c.run, "charon.log") }
+
+// startCharon writes cfg to dir/run/strongswan.conf and starts charon in
+// ep's namespace and in a mount namespace of its own where dir/run is
+// mounted on /run: charon's pid file (fixed at /run/charon.pid) and
+// everything else it writes stay in dir. It returns once charon answers on
+// its vici socket.
+func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg charonConfig) (*charon, error) {
+	c := &charon{ep: ep, run: filepath.Join(dir, "run")}
+	if err := os.MkdirAll(c.run, 0o700); err != nil {
+		return nil, fmt.Errorf("%s: create %s: %w", ep.Side, c.run, err)
+	}
+	if err := os.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
+		return nil, fmt.Errorf("%s: write strongswan.conf: %w", ep.Side, err)
+	}
+	// unshare execs sh, which execs charon: the pid stays charon's.
+	p, err := method.StartDaemon(ep, "charon", c.logPath(),
+		[]string{"STRONGSWAN_CONF=" + charonRun + "/strongswan.conf"},
+		"unshare", "--mount", "--propagation", "private",
+		"sh", "-c", `mount --bind "$0" /run && exec "$1"`, c.run, charonPath)
+	if err != nil {
+		return nil, err
+	}
+	c.proc = p
+	err = method.WaitFor(ctx, ipsecHandshakeTimeout, ep.Side+" charon vici socket", func() (bool, error) {
+		if err := p.Alive(); err != nil {
+			return false, err
+		}
+		conn, err := net.DialTimeout("unix", c.vici(), 200*time.Millisecond)
+		if err != nil {
+			return false, nil
+		}
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		return c, p.Failure("not ready", err)
+	}
+	return c, nil
+}
+
+// swanctl runs swanctl against this charon's vici socket and returns its
+// standard output; a failure quotes argv and both outputs. (swanctl
+// reports harmless things on stderr, such as missing credential
+// directories next to swanctl.conf.)
+func (c *charon) swanctl(ctx context.Context, args ...string) ([]byte, error) {
+	// A charon that accepts the connection but never answers must not
+	// hang Setup or Teardown.
+	ctx, cancel := context.WithTimeout(ctx, ipsecHandshakeTimeout+5*time.Second)
+	defer cancel()
+	argv := append([]string{"swanctl"}, args...)
+	argv = append(argv, "--uri", "unix://"+c.vici())
+	cmd := c.ep.Command(ctx, argv...)
+	cmd.Env = append(cmd.Env, "STRONGSWAN_CONF="+c.conf())
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := c.ep.Start(cmd); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
+	c.ep.Forget(cmd)
+	if err != nil {
+		return nil, &testbed.CommandError{Side: c.ep.Side, Argv: cmd.Args, Output: stdout.String() + stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// load writes the connections cfgs (they hold the PSK) 0600 next to
+// charon's run directory and loads them with swanctl.
+func (c *charon) load(ctx context.Context, cfgs ...swanctlConfig) error {
+	path := filepath.Join(filepath.Dir(c.run), "swanctl.conf")
+	if err := method.WriteSecret(c.ep, path, []byte(renderSwanctl(cfgs))); err != nil {
+		return fmt.Errorf("%s: %w", c.ep.Side, err)
+	}
+	if _, err := c.swanctl(ctx, "--load-all", "--noprompt", "--file", path); err != nil {
+		return c.proc.Failure("load swanctl.conf", err)
+	}
+	return nil
+}
+
+// listSAs returns charon's IKE and CHILD SAs.
+func (c *charon) listSAs(ctx context.Context) ([]ikeSA, error) {
+	out, err := c.swanctl(ctx, "--list-sas", "--pretty")
+	if err != nil {
+		return nil, err
+	}
+	sas, err := parseListSAs(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.ep.Side, err)
+	}
+	return sas, nil
+}
+
+// waitInstalled waits until charon lists the CHILD_SA child as INSTALLED.
+func (c *charon) waitInstalled(ctx context.Context, child string) (childSA, error) {
+	var got childSA
+	err := method.WaitFor(ctx, ipsecHandshakeTimeout, c.ep.Side+" CHILD_SA "+child+" INSTALLED", func() (bool, error) {
+		if err := c.proc.Alive(); err != nil {
+			return false, err
+		}
+		sas, err := c.listSAs(ctx)
+		if err != nil {
+			return false, err
+		}
+		ch, ok := installedChild(sas, child)
+		got = ch
+		return ok, nil
+	})
+	if err != nil {
+		return got, c.proc.Failure("CHILD_SA "+child+" not installed", err)
+	}
+	return got, nil
+}
+
+// tunDevice returns the name of the TUN device charon holds open
+// (kernel-libipsec creates it as ipsec%d when it loads).
+func (c *charon) tunDevice(ctx context.Context) (string, error) {
+	var name string
+	err := method.WaitFor(ctx, ipsecHandshakeTimeout, c.ep.Side+" kernel-libipsec TUN device", func() (bool, error) {
+		if err := c.proc.Alive(); err != nil {
+			return false, err
+		}
+		n, err := tunOfProcess(c.proc.PID())
+		name = n
+		return err == nil && n != "", nil
+	})
+	if err != nil {
+		return "", c.proc.Failure("no TUN device", err)
+	}
+	return name, nil
+}
+
+// tunOfProcess finds the TUN device an open file of pid is attached to
+// ("iff:" in /proc/PID/fdinfo).
+func tunOfProcess(pid int) (string, error) {
+	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "iff:"); ok {
+				return strings.TrimSpace(v), nil
+			}
+		}
+	}
+	return "", nil
+}
+
+// handshake initiates child from a and waits until both sides have it
+// INSTALLED. A failure names the side and quotes both charons' logs.
+func handshake(ctx context.Context, a, b *charon, child string) error {
+	timeout := fmt.Sprint(int(ipsecHandshakeTimeout / time.Second))
+	if _, err := a.swanctl(ctx, "--initiate", "--child", child, "--timeout", timeout); err != nil {
+		return errors.Join(a.proc.Failure("initiate CHILD_SA "+child, err),
+			b.proc.Failure("responder of CHILD_SA "+child, nil))
+	}
+	for _, c := range []*charon{a, b} {
+		if _, err := c.waitInstalled(ctx, child); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ipsecConfigHook, when set (by tests only), may change a side's PSK
+// before it is written.
+var ipsecConfigHook func(side string, psk *string)
+
+// newPSK returns 32 random bytes in swanctl's base64 form ("0s...").
+func newPSK() (string, error) {
+	var k [32]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		return "", fmt.Errorf("generate pre-shared key: %w", err)
+	}
+	return "0s" + base64.StdEncoding.EncodeToString(k[:]), nil
+}
+
+// chooseDatapath resolves datapath "auto" (xfrm when the kernel has ESP,
+// else libipsec) and checks a forced one. Transport mode needs xfrm:
+// kernel-libipsec answers "IPsec SA: unsupported mode".
+func chooseDatapath(env *method.Env, o ipsecOptions) (string, error) {
+	var xfrmErr error
+	if o.Datapath != ipsecLibipsec {
+		xfrmErr = probeXfrm(env, o)
+	}
+	dp := o.Datapath
+	switch {
+	case dp == ipsecXfrm && xfrmErr != nil:
+		return "", fmt.Errorf("%w: datapath=xfrm: %v (needs CONFIG_INET_ESP/CONFIG_INET6_ESP and the AEAD; run it in the kernel lab)", method.ErrNotSupported, xfrmErr)
+	case dp == ipsecAuto && xfrmErr == nil:
+		dp = ipsecXfrm
+	case dp == ipsecAuto:
+		dp = ipsecLibipsec
+	}
+	if dp == ipsecLibipsec {
+		if o.Mode == "transport" {
+			why := "datapath=libipsec"
+			if xfrmErr != nil {
+				why = xfrmErr.Error()
+			}
+			return "", fmt.Errorf("%w: transport mode needs the kernel xfrm data path, strongSwan's kernel-libipsec supports tunnel mode only (%s); run it in the kernel lab", method.ErrNotSupported, why)
+		}
+		if _, err := os.Stat("/dev/net/tun"); err != nil {
+			return "", fmt.Errorf("%w: strongSwan's kernel-libipsec needs /dev/net/tun (CONFIG_TUN; modprobe tun): %v", method.ErrNotSupported, err)
+		}
+		if _, err := os.Stat(filepath.Join(strongswanPlugs, "libstrongswan-kernel-libipsec.so")); err != nil {
+			return "", fmt.Errorf("%w: strongSwan's kernel-libipsec plugin is missing (fix: %s)", method.ErrNotSupported, ipsecPackages)
+		}
+	}
+	return dp, nil
+}
+
+// probeXfrmSPI is the SPI of the throwaway SA of probeXfrm.
+const probeXfrmSPI = 0x7462
+
+// probeXfrm reports whether the kernel of side a runs ESP with the AEAD of
+// o.Cipher for env.Family: it adds a throwaway SA (a zero key, never used)
+// and deletes it again. Loading esp4/esp6 and the AEAD modules happens on
+// the way where the kernel has them as modules.
+func probeXfrm(env *method.Env, o ipsecOptions) error {
+	ep, peer := env.A, env.B
+	name, keyLen, icv := xfrmAEAD(o.Cipher)
+	mode := netlink.XFRM_MODE_TUNNEL
+	if o.Mode == "transport" {
+		mode = netlink.XFRM_MODE_TRANSPORT
+	}
+	st := &netlink.XfrmState{
+		Src:   net.IP(ep.Addr(env.Family).AsSlice()),
+		Dst:   net.IP(peer.Addr(env.Family).AsSlice()),
+		Proto: netlink.XFRM_PROTO_ESP,
+		Mode:  mode,
+		Spi:   probeXfrmSPI,
+		Aead:  &netlink.XfrmStateAlgo{Name: name, Key: make([]byte, keyLen), ICVLen: icv},
+	}
+	if o.NATT {
+		st.Encap = &netlink.XfrmStateEncap{Type: netlink.XFRM_ENCAP_ESPINUDP, SrcPort: 4500, DstPort: 4500}
+	}
+	option := "CONFIG_INET_ESP"
+	if env.Family == method.IPv6 {
+		option = "CONFIG_INET6_ESP"
+	}
+	err := method.FakeKernelErr(option, unix.EPROTONOSUPPORT)
+	if err == nil {
+		err = ep.NL.XfrmStateAdd(st)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: kernel xfrm cannot add an ESP SA with %s (%s): %w", ep.Side, name, env.Family, err)
+	}
+	if err := ep.NL.XfrmStateDel(st); err != nil {
+		return fmt.Errorf("%s: delete probe ESP SA: %w", ep.Side, err)
+	}
+	return nil
+}
+
+// ipsecVariant names the data path that runs.
+func ipsecVariant(dp string, encap bool, mtu, wanted int) string {
+	if dp == ipsecXfrm {
+		if encap {
+			return "kernel xfrm, ESP in UDP 4500"
+		}
+		return "kernel xfrm, ESP"
+	}
+	v := "kernel-libipsec, ESP in UDP 4500 (always)"
+	if mtu < wanted {
+		v += fmt.Sprintf(", TUN MTU %d (capped from %d)", mtu, wanted)
+	}
+	return v
+}
+
+// ipsecTS is a traffic selector for one address.
+func ipsecTS(a netip.Addr) string { return method.HostPrefix(a).String() }
+
+// ipsecID is the IKE identity of a side.
+func ipsecID(ep *testbed.Endpoint) string { return "tunbench-" + ep.Side }
+
+// ipsecMTU is the MTU the overlay gets on dp: env.OverlayMTU, but at most
+// what kernel-libipsec can read from its TUN device.
+func ipsecMTU(env *method.Env, dp string) int {
+	if dp == ipsecLibipsec && env.OverlayMTU > libipsecMaxMTU {
+		return libipsecMaxMTU
+	}
+	return env.OverlayMTU
+}
+
+// Setup starts one charon per side, loads the connection and its PSK,
+// initiates the CHILD_SA from a and waits until both sides installed it.
+func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
+	o, err := parseIPsecOptions(env.Options, false)
+	if err != nil {
+		return nil, err
+	}
+	dp, err := chooseDatapath(env, o)
+	if err != nil {
+		return nil, err
+	}
+	psk, err := newPSK()
+	if err != nil {
+		return nil, err
+	}
+	run := &ipsecRun{}
+	m.runs.put(env, run)
+	encap := o.NATT || dp == ipsecLibipsec
+	mtu := ipsecMTU(env, dp)
+	oa, ob := method.Overlay(env.Family)
+	path := &method.Path{Devices: map[string][]string{}, Variant: ipsecVariant(dp, encap, mtu, env.OverlayMTU), OverlayMTU: mtu}
+	var cs []*charon
+	for i, ep := range env.Endpoints() {
+		peer := env.Peer(ep)
+		mine, theirs := oa.Addr(), ob.Addr()
+		if i == 1 {
+			mine, theirs = theirs, mine
+		}
+		if o.Mode == "transport" {
+			mine, theirs = ep.Addr(env.Family), peer.Addr(env.Family)
+			// The host route to the peer carries the overlay MTU plus the
+			// ESP transport overhead: the kernel takes the xfrm path MTU
+			// as the route's MTU minus ESP, which is then the overlay MTU
+			// (up to 3 bytes more: ESP pads to 4 bytes).
+			routeMTU := env.OverlayMTU + ipsecOverhead(env.Family, "transport", encap)
+			if err := addMTURoute(ep, run, theirs, mine, min(routeMTU, env.UnderlayMTU)); err != nil {
+				return nil, err
+			}
+		} else if err := addLoAddr(ep, mine); err != nil {
+			return nil, err
+		}
+		if i == 0 {
+			path.A, path.B = mine, theirs
+		}
+		dir, err := method.SideDir(env, "ipsec", ep)
+		if err != nil {
+			return nil, err
+		}
+		c, err := startCharon(ctx, ep, dir, charonConfig{
+			Datapath: dp, Port: 500, PortNATT: 4500, RouteMTU: mtu, InstallRoutes: true,
+		})
+		if c != nil && c.proc != nil {
+			run.add(c)
+			path.Daemons = append(path.Daemons, c.proc.Daemon())
+		}
+		if err != nil {
+			return nil, err
+		}
+		if dp == ipsecLibipsec {
+			if c.tun, err = c.tunDevice(ctx); err != nil {
+				return nil, err
+			}
+			if err := setLinkMTU(ep, c.tun, mtu); err != nil {
+				return nil, err
+			}
+			path.Devices[ep.Side] = append(path.Devices[ep.Side], c.tun)
+		}
+		path.Devices[ep.Side] = append(path.Devices[ep.Side], ep.Dev)
+		sideKey := psk
+		if ipsecConfigHook != nil {
+			ipsecConfigHook(ep.Side, &sideKey)
+		}
+		err = c.load(ctx, swanctlConfig{
+			Name:      "tunbench",
+			LocalAddr: ep.Addr(env.Family).String(), RemoteAddr: peer.Addr(env.Family).String(),
+			LocalID: ipsecID(ep), RemoteID: ipsecID(peer),
+			Encap: encap,
+			Children: []swanctlChild{{
+				Name: "tunbench", Mode: o.Mode,
+				LocalTS: ipsecTS(mine), RemoteTS: ipsecTS(theirs),
+				ESPProposal: espProposal(o.Cipher),
+			}},
+			PSK: sideKey,
+		})
+		if err != nil {
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	if err := handshake(ctx, cs[0], cs[1], "tunbench"); err != nil {
+		return nil, err
+	}
+	return path, nil
+}
+
+// Teardown stops both charons (they remove their SAs, routes and TUN
+// devices), then removes whatever a killed charon or a partial Setup left:
+// the overlay addresses on lo, table 220 and its rule, xfrm state, and the
+// run directories.
+func (m *IPsec) Teardown(ctx context.Context, env *method.Env) error {
+	return ipsecTeardown(env, m.runs.take(env), "ipsec")
+}
+
+func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
+	var errs []error
+	if run != nil {
+		for _, c := range run.charons {
+			if err := c.proc.Stop(5 * time.Second); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		for i := len(run.restore) - 1; i >= 0; i-- {
+			if err := run.restore[i](); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	for _, ep := range env.Endpoints() {
+		if ep == nil || ep.NL == nil {
+			continue
+		}
+		if err := ipsecCleanNamespace(ep); err != nil {
+			errs = append(errs, err)
+		}
+		dir := filepath.Join(env.Dir, name+"-"+ep.Side)
+		if err := os.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("%s: remove %s: %w", ep.Side, dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// charonTable is the routing table charon installs its routes in.
+const charonTable = 220
+
+// ipsecCleanNamespace removes from ep's namespace what the IPsec methods
+// may have left: overlay host addresses on lo, routes in table 220 and
+// the rule that looks it up, and every xfrm state and policy (the
+// namespace belongs to the testbed; nothing else puts xfrm state there).
+func ipsecCleanNamespace(ep *testbed.Endpoint) error {
+	var errs []error
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		addrs, err := ep.NL.AddrList(lo, fam)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list addresses of lo: %w", ep.Side, err))
+			continue
+		}
+		for _, a := range addrs {
+			ip, _ := netip.AddrFromSlice(a.IP)
+			ip = ip.Unmap()
+			if ip != method.OverlayA4.Addr() && ip != method.OverlayB4.Addr() && ip != method.OverlayA6.Addr() && ip != method.OverlayB6.Addr() {
+				continue
+			}
+			if err := ep.NL.AddrDel(lo, &a); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
+				errs = append(errs, fmt.Errorf("%s: delete %s from lo: %w", ep.Side, ip, err))
+			}
+		}
+		routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: charonTable}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list routes of table %d: %w", ep.Side, charonTable, err))
+		}
+		for _, r := range routes {
+			if err := ep.NL.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+				errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
+			}
+		}
+		rules, err := ep.NL.RuleList(fam)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list rules: %w", ep.Side, err))
+		}
+		for _, r := range rules {
+			if r.Table != charonTable {
+				continue
+			}
+			if err := ep.NL.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("%s: delete rule to table %d: %w", ep.Side, charonTable, err))
+			}
+		}
+	}
+	if err := ep.NL.XfrmPolicyFlush(); err != nil {
+		errs = append(errs, fmt.Errorf("%s: flush xfrm policies: %w", ep.Side, err))
+	}
+	if err := ep.NL.XfrmStateFlush(0); err != nil {
+		errs = append(errs, fmt.Errorf("%s: flush xfrm states: %w", ep.Side, err))
+	}
+	return errors.Join(errs...)
+}
+
+// addLoAddr adds addr as a host address on lo.
+func addLoAddr(ep *testbed.Endpoint, addr netip.Addr) error {
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	return method.AddAddr(ep, lo, method.HostPrefix(addr))
+}
+
+// addMTURoute adds a host route to dst over the underlay with the given
+// source address and MTU, and records its removal in run.
+func addMTURoute(ep *testbed.Endpoint, run *ipsecRun, dst, src netip.Addr, mtu int) error {
+	under, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	r := &netlink.Route{
+		LinkIndex: under.Attrs().Index,
+		Dst:       testbed.PrefixNet(method.HostPrefix(dst)),
+		Src:       net.IP(src.AsSlice()),
+		MTU:       mtu,
+	}
+	if err := method.RouteAdd(ep, r); err != nil {
+		return err
+	}
+	run.mu.Lock()
+	defer run.mu.Unlock()
+	run.restore = append(run.restore, func() error {
+		if err := ep.NL.RouteDel(r); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("%s: delete route to %s: %w", ep.Side, dst, err)
+		}
+		return nil
+	})
+	return nil
+}
+
+// setLinkMTU sets the MTU of the named link.
+func setLinkMTU(ep *testbed.Endpoint, name string, mtu int) error {
+	link, err := ep.NL.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
+	}
+	if err := ep.NL.LinkSetMTU(link, mtu); err != nil {
+		return fmt.Errorf("%s: set mtu %d on %s: %w", ep.Side, mtu, name, err)
+	}
+	return nil
+}

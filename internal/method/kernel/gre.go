@@ -1,0 +1,135 @@
+package kernel
+
+import (
+	"context"
+	"net"
+	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+)
+
+// GRE is the kernel's layer-3 GRE tunnel (RFC 2784) without key, checksum
+// or sequence number, over the IPv4 underlay, carrying IPv4 or IPv6. Its
+// IPv6-underlay sibling is IP6GRE.
+//
+// Options: none.
+type GRE struct{}
+
+const greSuffix = "-gre"
+
+func (GRE) Name() string           { return "gre" }
+func (GRE) Implementation() string { return "kernel gre (netlink)" }
+func (GRE) Families() []string     { return []string{method.IPv4, method.IPv6} }
+
+// Overhead is outer IPv4 (20) + the basic GRE header (4), whatever the
+// inner family.
+func (GRE) Overhead(string) int { return 20 + 4 }
+
+// Options declares the scenario options (see Option).
+func (GRE) Options() []method.Option { return nil }
+
+func (GRE) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE"}}
+}
+
+// Setup creates one gre device per side between the IPv4 underlay
+// addresses, with the overlay address of the measured family on it.
+func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	if _, err := method.ParseOptions(g, env.Options); err != nil {
+		return nil, err
+	}
+	return setupTunnel(env, kernelTunnel{
+		kind:     "gre",
+		suffix:   greSuffix,
+		underlay: method.IPv4,
+		config:   "CONFIG_NET_IPGRE",
+		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+			return &netlink.Gretun{
+				LinkAttrs: netlink.LinkAttrs{Name: name},
+				Local:     local,
+				Remote:    remote,
+				Ttl:       tunnelTTL,
+				PMtuDisc:  1,
+			}
+		}),
+	})
+}
+
+// Teardown deletes both gre devices.
+func (GRE) Teardown(_ context.Context, env *method.Env) error { return teardownTunnel(env, greSuffix) }
+
+// Gretap is the kernel's Ethernet-over-GRE device with a GRE key: the
+// NVGRE-style layer-2 overlay (RFC 7637 puts a 24-bit virtual subnet ID and
+// an 8-bit flow ID in the key; here the key is the number the option
+// gives). Like VXLAN and Geneve, which it is compared with, it runs over an
+// underlay of the measured family: gretap over IPv4, ip6gretap (without an
+// encapsulation limit option) over IPv6.
+//
+// Options: "key" (default 42, 1 to 4294967295).
+type Gretap struct{}
+
+const gretapSuffix = "-gtap"
+
+func (Gretap) Name() string       { return "gretap" }
+func (Gretap) Families() []string { return []string{method.IPv4, method.IPv6} }
+func (Gretap) Implementation() string {
+	return "kernel gretap / ip6gretap with key (netlink)"
+}
+
+// Overhead is outer IP (20 or 40) + GRE header (4) + key (4) + inner
+// Ethernet (14): 42 over IPv4, 62 over IPv6.
+func (Gretap) Overhead(family string) int {
+	if family == method.IPv6 {
+		return 40 + 4 + 4 + 14
+	}
+	return 20 + 4 + 4 + 14
+}
+
+// Options declares the scenario options (see Option).
+func (Gretap) Options() []method.Option { return []method.Option{method.GREKeyOption} }
+
+// Requirements: gretap lives in ip_gre, ip6gretap in ip6_gre.
+func (Gretap) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE"}, {Kernel: "CONFIG_IPV6_GRE"}}
+}
+
+// Setup creates one keyed gretap (IPv4) or ip6gretap (IPv6) device per
+// side with the overlay address on it.
+func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	opts, err := method.ParseOptions(g, env.Options)
+	if err != nil {
+		return nil, err
+	}
+	key := uint32(opts.Uint64("key"))
+	kt := kernelTunnel{
+		kind:     "gretap",
+		suffix:   gretapSuffix,
+		underlay: env.Family,
+		config:   "CONFIG_NET_IPGRE",
+		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+			return &netlink.Gretap{
+				LinkAttrs: netlink.LinkAttrs{Name: name},
+				Local:     local,
+				Remote:    remote,
+				IKey:      key,
+				OKey:      key,
+				Ttl:       tunnelTTL,
+				PMtuDisc:  1,
+			}
+		}),
+	}
+	if env.Family == method.IPv6 {
+		kt.kind, kt.config = "ip6gretap", "CONFIG_IPV6_GRE"
+		kt.create = func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
+			return addIP6GRE(ep, "ip6gretap", name, local, remote, key)
+		}
+	}
+	return setupTunnel(env, kt)
+}
+
+// Teardown deletes both gretap devices.
+func (Gretap) Teardown(_ context.Context, env *method.Env) error {
+	return teardownTunnel(env, gretapSuffix)
+}

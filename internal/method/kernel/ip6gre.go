@@ -1,0 +1,57 @@
+package kernel
+
+import (
+	"context"
+	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// IP6GRE is the kernel's layer-3 GRE tunnel over the IPv6 underlay
+// (ip6gre), without key, carrying IPv4 or IPv6. Like IP6IP6 it is set up
+// with "encaplimit none": no 8-byte encapsulation limit option.
+//
+// Options: none.
+type IP6GRE struct{}
+
+const ip6greSuffix = "-6gre"
+
+func (IP6GRE) Name() string       { return "ip6gre" }
+func (IP6GRE) Families() []string { return []string{method.IPv4, method.IPv6} }
+func (IP6GRE) Implementation() string {
+	return "kernel ip6gre, encaplimit none (netlink)"
+}
+
+// Overhead is the outer IPv6 header (40) + the basic GRE header (4),
+// whatever the inner family.
+func (IP6GRE) Overhead(string) int { return 40 + 4 }
+
+// Options declares the scenario options (see Option).
+func (IP6GRE) Options() []method.Option { return nil }
+
+func (IP6GRE) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_GRE"}}
+}
+
+// Setup creates one ip6gre device per side between the IPv6 underlay
+// addresses, with the overlay address of the measured family on it.
+func (m IP6GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	if _, err := method.ParseOptions(m, env.Options); err != nil {
+		return nil, err
+	}
+	return setupTunnel(env, kernelTunnel{
+		kind:     "ip6gre",
+		suffix:   ip6greSuffix,
+		underlay: method.IPv6,
+		config:   "CONFIG_IPV6_GRE",
+		create: func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
+			return addIP6GRE(ep, "ip6gre", name, local, remote, 0)
+		},
+	})
+}
+
+// Teardown deletes both ip6gre devices.
+func (IP6GRE) Teardown(_ context.Context, env *method.Env) error {
+	return teardownTunnel(env, ip6greSuffix)
+}

@@ -1,0 +1,25 @@
+package kernel_test
+
+import (
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/kernel"
+	"github.com/tunbench/tunbench/internal/method/methodtest"
+	"github.com/tunbench/tunbench/internal/wire"
+)
+
+// TestLabIP6GRE carries IPv4 and IPv6 over GRE on the IPv6 underlay
+// (kernel lab: the host lacks CONFIG_IPV6_GRE): next header 47 right in the
+// outer header, no key.
+func TestLabIP6GRE(t *testing.T) {
+	for _, family := range (kernel.IP6GRE{}).Families() {
+		t.Run(family, func(t *testing.T) {
+			methodtest.LabTunnel(t, kernel.IP6GRE{}, family, nil, methodtest.TunnelWire{
+				Underlay: method.IPv6,
+				Proto:    wire.ProtoGRE,
+				Check:    methodtest.CheckGRE(0, methodtest.L3Protocols...),
+			})
+		})
+	}
+}

@@ -1,0 +1,71 @@
+package kernel
+
+import (
+	"context"
+	"net"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// IP6IP6 is the kernel's IPv6-in-IPv6 tunnel (ip6tnl, mode ip6ip6, RFC
+// 2473): IPv6 traffic over the IPv6 underlay.
+//
+// ip6tnl adds by default a destination options header with a tunnel
+// encapsulation limit to every packet (8 bytes); this method sets
+// "encaplimit none" so that the tunnel costs the bare 40-byte header, as
+// SRv6 and ip6gre (also without the option here) are compared with it.
+//
+// Options: none.
+type IP6IP6 struct{}
+
+const ip6ip6Suffix = "-6in6"
+
+func (IP6IP6) Name() string       { return "ip6ip6" }
+func (IP6IP6) Families() []string { return []string{method.IPv6} }
+func (IP6IP6) Implementation() string {
+	return "kernel ip6tnl mode ip6ip6, encaplimit none (netlink)"
+}
+
+// Overhead is the outer IPv6 header (40); there is no encapsulation limit
+// option (it would add 8).
+func (IP6IP6) Overhead(string) int { return 40 }
+
+// Options declares the scenario options (see Option).
+func (IP6IP6) Options() []method.Option { return nil }
+
+func (IP6IP6) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_TUNNEL"}}
+}
+
+// Setup creates one ip6tnl device per side with the overlay address on it.
+func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	if _, err := method.ParseOptions(m, env.Options); err != nil {
+		return nil, err
+	}
+	if env.Family != method.IPv6 {
+		return nil, method.UnsupportedFamily(m, env.Family)
+	}
+	return setupTunnel(env, kernelTunnel{
+		kind:     "ip6tnl",
+		suffix:   ip6ip6Suffix,
+		underlay: method.IPv6,
+		config:   "CONFIG_IPV6_TUNNEL",
+		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+			return &netlink.Ip6tnl{
+				LinkAttrs: netlink.LinkAttrs{Name: name},
+				Local:     local,
+				Remote:    remote,
+				Ttl:       tunnelTTL,
+				Flags:     ip6TnlIgnEncapLimit,
+				Proto:     unix.IPPROTO_IPV6,
+			}
+		}),
+	})
+}
+
+// Teardown deletes both ip6tnl devices.
+func (IP6IP6) Teardown(_ context.Context, env *method.Env) error {
+	return teardownTunnel(env, ip6ip6Suffix)
+}

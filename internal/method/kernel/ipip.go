@@ -1,0 +1,63 @@
+package kernel
+
+import (
+	"context"
+	"net"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// IPIP is the kernel's IPv4-in-IPv4 tunnel (RFC 2003): IPv4 traffic over
+// the IPv4 underlay.
+//
+// Options: none.
+type IPIP struct{}
+
+const ipipSuffix = "-ipip"
+
+func (IPIP) Name() string           { return "ipip" }
+func (IPIP) Implementation() string { return "kernel ipip (netlink)" }
+func (IPIP) Families() []string     { return []string{method.IPv4} }
+
+// Overhead is the outer IPv4 header (20).
+func (IPIP) Overhead(string) int { return 20 }
+
+// Options declares the scenario options (see Option).
+func (IPIP) Options() []method.Option { return nil }
+
+func (IPIP) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPIP"}}
+}
+
+// Setup creates one ipip device per side with the overlay address on it.
+func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	if _, err := method.ParseOptions(m, env.Options); err != nil {
+		return nil, err
+	}
+	if env.Family != method.IPv4 {
+		return nil, method.UnsupportedFamily(m, env.Family)
+	}
+	return setupTunnel(env, kernelTunnel{
+		kind:     "ipip",
+		suffix:   ipipSuffix,
+		underlay: method.IPv4,
+		config:   "CONFIG_NET_IPIP",
+		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+			return &netlink.Iptun{
+				LinkAttrs: netlink.LinkAttrs{Name: name},
+				Local:     local,
+				Remote:    remote,
+				Ttl:       tunnelTTL,
+				PMtuDisc:  1,
+				Proto:     unix.IPPROTO_IPIP,
+			}
+		}),
+	})
+}
+
+// Teardown deletes both ipip devices.
+func (IPIP) Teardown(_ context.Context, env *method.Env) error {
+	return teardownTunnel(env, ipipSuffix)
+}

@@ -1,0 +1,150 @@
+package kernel
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+	"golang.org/x/sys/unix"
+)
+
+// The kernel tunnel methods (geneve, gre, gretap, ipip, ip6ip6, ip6gre)
+// share one shape: a device per side between the two underlay addresses,
+// with the side's overlay address on it and the overlay MTU set. They
+// differ in the device and in the underlay family; this file holds what
+// they share.
+
+// kernelTunnel describes one side's device of a kernel tunnel method.
+type kernelTunnel struct {
+	// kind is the link kind created ("gre", "ip6gretap"...), recorded as
+	// Path.Variant.
+	kind string
+	// suffix follows env.Prefix in the device name (at most 6 bytes).
+	suffix string
+	// underlay is the family of the outer header.
+	underlay string
+	// config is the kernel option that provides kind.
+	config string
+	// create creates the device called name in ep's namespace, from local
+	// to remote (underlay addresses), down and without addresses.
+	create func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error
+}
+
+// tunnelName is the device name of a kernel tunnel method.
+func tunnelName(env *method.Env, suffix string) string { return env.Prefix + suffix }
+
+// setupTunnel creates kt on both sides, puts the overlay addresses on the
+// devices, sets the overlay MTU and brings them up.
+func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
+	oa, ob := method.Overlay(env.Family)
+	name := tunnelName(env, kt.suffix)
+	for i, ep := range env.Endpoints() {
+		peer := env.Peer(ep)
+		err := method.FakeKernelErr(kt.config, unix.EOPNOTSUPP)
+		if err == nil {
+			err = kt.create(ep, name, ep.Addr(kt.underlay), peer.Addr(kt.underlay))
+		}
+		if err != nil {
+			if errors.Is(err, unix.EOPNOTSUPP) {
+				// rtnetlink's answer to a link kind the kernel does not have.
+				return nil, fmt.Errorf("%s: create %s %s: %w: kernel lacks %s (%w)", ep.Side, kt.kind, name, method.ErrNotSupported, kt.config, err)
+			}
+			return nil, fmt.Errorf("%s: create %s %s from %s to %s: %w", ep.Side, kt.kind, name, ep.Addr(kt.underlay), peer.Addr(kt.underlay), err)
+		}
+		addr := oa
+		if i == 1 {
+			addr = ob
+		}
+		if err := configureLink(ep, name, env.OverlayMTU, addr); err != nil {
+			return nil, err
+		}
+	}
+	return &method.Path{
+		A:       oa.Addr(),
+		B:       ob.Addr(),
+		Devices: map[string][]string{"a": {name, env.A.Dev}, "b": {name, env.B.Dev}},
+		Variant: kt.kind,
+	}, nil
+}
+
+// configureLink sets the MTU of an existing link, adds addr and brings it up.
+func configureLink(ep *testbed.Endpoint, name string, mtu int, addr netip.Prefix) error {
+	link, err := ep.NL.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
+	}
+	if err := ep.NL.LinkSetMTU(link, mtu); err != nil {
+		return fmt.Errorf("%s: set mtu %d on %s: %w", ep.Side, mtu, name, err)
+	}
+	if err := method.AddAddr(ep, link, addr); err != nil {
+		return err
+	}
+	if err := ep.NL.LinkSetUp(link); err != nil {
+		return fmt.Errorf("%s: set %s up: %w", ep.Side, name, err)
+	}
+	return nil
+}
+
+// teardownTunnel deletes the device on both sides.
+func teardownTunnel(env *method.Env, suffix string) error {
+	name := tunnelName(env, suffix)
+	return errors.Join(method.DelLinks(env.A, name), method.DelLinks(env.B, name))
+}
+
+// linkAdd adapts a netlink link constructor to kernelTunnel.create.
+func linkAdd(mk func(name string, local, remote net.IP) netlink.Link) func(*testbed.Endpoint, string, netip.Addr, netip.Addr) error {
+	return func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
+		return ep.NL.LinkAdd(mk(name, net.IP(local.AsSlice()), net.IP(remote.AsSlice())))
+	}
+}
+
+// tunnelTTL is the outer TTL or hop limit of every kernel tunnel, set
+// rather than inherited from the inner packet.
+const tunnelTTL = 64
+
+// ip6TnlIgnEncapLimit is IP6_TNL_F_IGN_ENCAP_LIMIT (linux/ip6_tunnel.h):
+// the tunnel adds no encapsulation limit option.
+const ip6TnlIgnEncapLimit = 0x1
+
+// addIP6GRE creates an ip6gre or ip6gretap device with a raw RTM_NEWLINK
+// request, because netlink.Gretun and netlink.Gretap cannot set
+// IFLA_GRE_FLAGS: without IP6_TNL_F_IGN_ENCAP_LIMIT the kernel puts an
+// 8-byte destination options header (tunnel encapsulation limit, RFC 2473)
+// in front of every packet. key 0 means no GRE key. The request runs on a
+// thread inside ep's namespace, so the kernel creates the device there.
+// It is what "ip link add NAME type KIND local L remote R ttl 64
+// encaplimit none [key K]" sends.
+func addIP6GRE(ep *testbed.Endpoint, kind, name string, local, remote netip.Addr, key uint32) error {
+	if !local.Is6() || !remote.Is6() {
+		return fmt.Errorf("%s needs IPv6 endpoints, got %s and %s", kind, local, remote)
+	}
+	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
+	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
+	data.AddRtAttr(nl.IFLA_GRE_LOCAL, local.AsSlice())
+	data.AddRtAttr(nl.IFLA_GRE_REMOTE, remote.AsSlice())
+	data.AddRtAttr(nl.IFLA_GRE_TTL, nl.Uint8Attr(tunnelTTL))
+	data.AddRtAttr(nl.IFLA_GRE_FLAGS, nl.Uint32Attr(ip6TnlIgnEncapLimit))
+	if key != 0 {
+		flags := binary.BigEndian.AppendUint16(nil, nl.GRE_KEY)
+		k := binary.BigEndian.AppendUint32(nil, key)
+		data.AddRtAttr(nl.IFLA_GRE_IFLAGS, flags)
+		data.AddRtAttr(nl.IFLA_GRE_OFLAGS, flags)
+		data.AddRtAttr(nl.IFLA_GRE_IKEY, k)
+		data.AddRtAttr(nl.IFLA_GRE_OKEY, k)
+	}
+	req.AddData(info)
+	return ep.Do(func() error {
+		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+		return err
+	})
+}

@@ -1,0 +1,161 @@
+package kernel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
+)
+
+// SRv6 encapsulates the measured traffic in an outer IPv6 header with a
+// segment routing header holding one segment: the far side's SID. The far
+// side decapsulates with End.DX4 (IPv4 traffic, next hop its own overlay
+// address) or End.DT6 in the local table (IPv6 traffic). The underlay is
+// always IPv6. The overlay addresses live on lo as host addresses.
+type SRv6 struct{}
+
+// SIDs of the two sides: a prefix of their own, routed over the underlay.
+var (
+	SIDA = netip.MustParseAddr("2001:2:0:ff::1")
+	SIDB = netip.MustParseAddr("2001:2:0:ff::2")
+)
+
+// tableLocal is the kernel's local routing table, where local addresses live
+// (End.DT6 in table main cannot find them).
+const tableLocal = 255
+
+func (SRv6) Name() string       { return "srv6" }
+func (SRv6) Families() []string { return []string{method.IPv4, method.IPv6} }
+func (SRv6) Implementation() string {
+	return "kernel seg6 encap + seg6local End.DX4/End.DT6 (netlink)"
+}
+
+// Overhead is the outer IPv6 header (40) plus an SRH with one segment (8+16),
+// whatever the inner family.
+func (SRv6) Overhead(string) int { return 40 + 8 + 16 }
+
+// Options declares the scenario options (see Option).
+func (SRv6) Options() []method.Option { return nil }
+
+func (SRv6) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_SEG6_LWTUNNEL"}}
+}
+
+func sid(ep *testbed.Endpoint) netip.Addr {
+	if ep.Side == "a" {
+		return SIDA
+	}
+	return SIDB
+}
+
+// Setup installs, on each side, the overlay host address on lo, a route to
+// the peer's SID over the underlay, an encap route to the peer's overlay
+// address, and a seg6local route that decapsulates packets for its own SID.
+func (SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	oa, ob := method.Overlay(env.Family)
+	for i, ep := range env.Endpoints() {
+		peer := env.Peer(ep)
+		mine, theirs := oa.Addr(), ob.Addr()
+		if i == 1 {
+			mine, theirs = theirs, mine
+		}
+		lo, err := ep.NL.LinkByName("lo")
+		if err != nil {
+			return nil, fmt.Errorf("%s: find lo: %w", ep.Side, err)
+		}
+		if err := method.AddAddr(ep, lo, method.HostPrefix(mine)); err != nil {
+			return nil, err
+		}
+		under, err := ep.NL.LinkByName(ep.Dev)
+		if err != nil {
+			return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+		}
+		idx := under.Attrs().Index
+		// The peer's SID is reached over the underlay.
+		if err := method.RouteAdd(ep, &netlink.Route{
+			LinkIndex: idx,
+			Dst:       testbed.PrefixNet(method.HostPrefix(sid(peer))),
+			Gw:        net.IP(peer.Addr6.Addr().AsSlice()),
+		}); err != nil {
+			return nil, err
+		}
+		// Traffic to the peer's overlay address is encapsulated toward its
+		// SID. The kernel subtracts the encapsulation (outer header and SRH)
+		// from the route's MTU, so the route carries the underlay MTU and
+		// the inner packets get exactly env.OverlayMTU.
+		if err := method.RouteAdd(ep, &netlink.Route{
+			LinkIndex: idx,
+			Dst:       testbed.PrefixNet(method.HostPrefix(theirs)),
+			Src:       net.IP(mine.AsSlice()),
+			MTU:       env.OverlayMTU + (SRv6{}).Overhead(env.Family),
+			Encap: &netlink.SEG6Encap{
+				Mode:     nl.SEG6_IPTUN_MODE_ENCAP,
+				Segments: []net.IP{net.IP(sid(peer).AsSlice())},
+			},
+		}); err != nil {
+			return nil, err
+		}
+		// Packets to our own SID are decapsulated and delivered locally.
+		local := &netlink.SEG6LocalEncap{}
+		if env.Family == method.IPv6 {
+			local.Action = nl.SEG6_LOCAL_ACTION_END_DT6
+			local.Flags[nl.SEG6_LOCAL_TABLE] = true
+			local.Table = tableLocal
+		} else {
+			local.Action = nl.SEG6_LOCAL_ACTION_END_DX4
+			local.Flags[nl.SEG6_LOCAL_NH4] = true
+			local.InAddr = net.IP(mine.AsSlice())
+		}
+		if err := method.RouteAdd(ep, &netlink.Route{
+			LinkIndex: idx,
+			Dst:       testbed.PrefixNet(method.HostPrefix(sid(ep))),
+			Encap:     local,
+		}); err != nil {
+			return nil, err
+		}
+	}
+	return &method.Path{
+		A:       oa.Addr(),
+		B:       ob.Addr(),
+		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
+		Variant: map[string]string{method.IPv4: "End.DX4", method.IPv6: "End.DT6"}[env.Family],
+	}, nil
+}
+
+// Teardown removes the routes and the lo addresses; both go with the
+// namespace anyway, but a method leaves the testbed as it found it.
+func (SRv6) Teardown(_ context.Context, env *method.Env) error {
+	var errs []error
+	oa, ob := method.Overlay(env.Family)
+	for i, ep := range env.Endpoints() {
+		if ep == nil || ep.NL == nil {
+			continue
+		}
+		mine, theirs := oa.Addr(), ob.Addr()
+		if i == 1 {
+			mine, theirs = theirs, mine
+		}
+		for _, dst := range []netip.Addr{sid(env.Peer(ep)), theirs, sid(ep)} {
+			routes, err := ep.NL.RouteListFiltered(method.FamilyOf(dst), &netlink.Route{Dst: testbed.PrefixNet(method.HostPrefix(dst))}, netlink.RT_FILTER_DST)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, dst, err))
+				continue
+			}
+			for _, r := range routes {
+				if err := ep.NL.RouteDel(&r); err != nil {
+					errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
+				}
+			}
+		}
+		if lo, err := ep.NL.LinkByName("lo"); err == nil {
+			_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(method.HostPrefix(mine))})
+		}
+	}
+	return errors.Join(errs...)
+}

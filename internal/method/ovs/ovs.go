@@ -1,0 +1,485 @@
+package ovs
+
+// Shared Open vSwitch machinery for the ovs-* methods (ovs_methods.go):
+// one private ovsdb-server and ovs-vswitchd per side, driven with
+// ovs-vsctl and ovs-appctl, and the parser of "ovs-vsctl --format=json
+// list Interface".
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// OVS datapaths (option "datapath", recorded as Path.Variant).
+const (
+	// OVSNetdev is the userspace datapath inside ovs-vswitchd: ports are
+	// AF_PACKET sockets and tap devices, tunnels are encapsulated in
+	// userspace ("native tunnelling").
+	OVSNetdev = "netdev"
+	// OVSSystem is the kernel datapath (module openvswitch); tunnel ports
+	// are the kernel's flow-based vxlan, geneve and gretap devices.
+	OVSSystem = "system"
+	// OVSAuto picks OVSSystem when the kernel has the openvswitch
+	// datapath, else OVSNetdev.
+	OVSAuto = "auto"
+)
+
+// ovsSchema is Debian's (openvswitch-common) Open_vSwitch schema.
+const ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
+
+// ovsStartTimeout bounds each daemon's start, ovsPathTimeout the wait for
+// the first packet through the tunnel.
+const (
+	ovsStartTimeout = 10 * time.Second
+	ovsPathTimeout  = 15 * time.Second
+)
+
+// ovsSide is the OVS instance of one side: its private directory (database,
+// sockets, pid files, logs) and daemons, and what Setup changed on the
+// underlay device so that Teardown can put it back.
+type ovsSide struct {
+	ep  *testbed.Endpoint
+	dir string
+	db  *method.Process // ovsdb-server
+	vsd *method.Process // ovs-vswitchd
+	// moved are the addresses taken off ep.Dev (netdev datapath), in
+	// their original order, to be put back at teardown.
+	moved []netlink.Addr
+	// arpIgnore is ep.Dev's arp_ignore before Setup set it to 1, or ""
+	// when unchanged.
+	arpIgnore string
+}
+
+func (s *ovsSide) dbSock() string { return filepath.Join(s.dir, "db.sock") }
+func (s *ovsSide) vsdCtl() string { return filepath.Join(s.dir, "ovs-vswitchd.ctl") }
+
+// ovsEnv keeps every OVS program's runtime, log, database and config
+// directories inside dir, so nothing touches /run/openvswitch,
+// /var/log/openvswitch or /etc/openvswitch.
+func ovsEnv(dir string) []string {
+	return []string{"OVS_RUNDIR=" + dir, "OVS_LOGDIR=" + dir, "OVS_DBDIR=" + dir, "OVS_SYSCONFDIR=" + dir}
+}
+
+// run runs argv in the side's namespace with the side's OVS environment.
+// A failure quotes argv and the output.
+func (s *ovsSide) run(ctx context.Context, argv ...string) ([]byte, error) {
+	cmd := s.ep.Command(ctx, argv...)
+	cmd.Env = append(cmd.Env, ovsEnv(s.dir)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := s.ep.Start(cmd); err != nil {
+		return nil, err
+	}
+	err := cmd.Wait()
+	s.ep.Forget(cmd)
+	if err != nil {
+		return out.Bytes(), &testbed.CommandError{Side: s.ep.Side, Argv: cmd.Args, Output: out.String(), Err: err}
+	}
+	return out.Bytes(), nil
+}
+
+// vsctl runs ovs-vsctl against the side's database. Without --no-wait in
+// args it waits (at most 10 s) until ovs-vswitchd has applied the change.
+// Like every OVS program here it does not log to syslog.
+func (s *ovsSide) vsctl(ctx context.Context, args ...string) ([]byte, error) {
+	return s.run(ctx, append([]string{"ovs-vsctl", "-vsyslog:off", "--db=unix:" + s.dbSock(), "--timeout=10"}, args...)...)
+}
+
+// appctl runs ovs-appctl against the side's ovs-vswitchd.
+func (s *ovsSide) appctl(ctx context.Context, args ...string) ([]byte, error) {
+	return s.run(ctx, append([]string{"ovs-appctl", "-vsyslog:off", "-t", s.vsdCtl(), "--timeout=5"}, args...)...)
+}
+
+// start creates the side's database and starts ovsdb-server and
+// ovs-vswitchd in the foreground (owned by StartDaemon), each with its own
+// pid file, control socket and log in the side directory.
+func (s *ovsSide) start(ctx context.Context) error {
+	db := filepath.Join(s.dir, "conf.db")
+	if _, err := s.run(ctx, "ovsdb-tool", "-vsyslog:off", "create", db, ovsSchema); err != nil {
+		return fmt.Errorf("create ovs database: %w", err)
+	}
+	var err error
+	s.db, err = method.StartDaemon(s.ep, "ovsdb-server", filepath.Join(s.dir, "ovsdb-server.log"), ovsEnv(s.dir),
+		"ovsdb-server", db,
+		"--remote=punix:"+s.dbSock(),
+		"--unixctl="+filepath.Join(s.dir, "ovsdb-server.ctl"),
+		"--pidfile="+filepath.Join(s.dir, "ovsdb-server.pid"),
+		"--no-chdir", "-vconsole:info", "-vsyslog:off")
+	if err != nil {
+		return err
+	}
+	if err := s.waitSocket(ctx, s.db, s.dbSock()); err != nil {
+		return err
+	}
+	if _, err := s.vsctl(ctx, "--no-wait", "init"); err != nil {
+		return s.db.Failure("initialise the database", err)
+	}
+	s.vsd, err = method.StartDaemon(s.ep, "ovs-vswitchd", filepath.Join(s.dir, "ovs-vswitchd.log"), ovsEnv(s.dir),
+		"ovs-vswitchd", "unix:"+s.dbSock(),
+		"--unixctl="+s.vsdCtl(),
+		"--pidfile="+filepath.Join(s.dir, "ovs-vswitchd.pid"),
+		"--no-chdir", "-vconsole:info", "-vsyslog:off")
+	if err != nil {
+		return err
+	}
+	return s.waitSocket(ctx, s.vsd, s.vsdCtl())
+}
+
+// waitSocket waits until p accepts connections on its control socket
+// sock.
+func (s *ovsSide) waitSocket(ctx context.Context, p *method.Process, sock string) error {
+	err := method.WaitFor(ctx, ovsStartTimeout, filepath.Base(sock), func() (bool, error) {
+		if err := p.Alive(); err != nil {
+			return false, err
+		}
+		return method.SocketAccepts(ctx, s.ep, sock)
+	})
+	if err != nil {
+		return p.Failure("start", err)
+	}
+	return nil
+}
+
+// ovsInterfaceColumns are the columns ParseOVSInterfaces reads.
+const ovsInterfaceColumns = "name,type,ofport,error,link_state,admin_state,mtu"
+
+// interfaces lists the side's OVS interfaces.
+func (s *ovsSide) interfaces(ctx context.Context) ([]OVSInterface, error) {
+	out, err := s.vsctl(ctx, "--format=json", "--columns="+ovsInterfaceColumns, "list", "Interface")
+	if err != nil {
+		return nil, err
+	}
+	ifs, err := ParseOVSInterfaces(out)
+	if err != nil {
+		return nil, fmt.Errorf("%s: ovs-vsctl list Interface: %w", s.ep.Side, err)
+	}
+	return ifs, nil
+}
+
+// checkPorts fails, quoting the ovs-vswitchd log, unless every interface
+// in names exists, has no error and has an OpenFlow port number.
+func (s *ovsSide) checkPorts(ctx context.Context, names ...string) error {
+	ifs, err := s.interfaces(ctx)
+	if err != nil {
+		return s.vsd.Failure("list interfaces", err)
+	}
+	if bad := OVSPortProblems(ifs, names...); len(bad) > 0 {
+		return s.vsd.Failure("ports not up", errors.New(strings.Join(bad, "; ")))
+	}
+	return nil
+}
+
+// stop asks ovs-vswitchd to exit removing its datapath and ports
+// ("exit --cleanup": the netdev datapath's tap devices are persistent and
+// would outlive a plain SIGTERM), then stops both daemons by pid. A
+// daemon that does not exit is killed.
+func (s *ovsSide) stop(ctx context.Context) error {
+	var errs []error
+	if s.vsd != nil {
+		if exited, _ := s.vsd.Exited(); !exited {
+			// A failing cleanup leaves devices that teardown deletes anyway.
+			_, _ = s.appctl(ctx, "exit", "--cleanup")
+			_ = method.WaitFor(ctx, 3*time.Second, "ovs-vswitchd exit", func() (bool, error) {
+				exited, _ := s.vsd.Exited()
+				return exited, nil
+			})
+		}
+		errs = append(errs, s.vsd.Stop(3*time.Second))
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Stop(3*time.Second))
+	}
+	return errors.Join(errs...)
+}
+
+// moveAddrs moves the global addresses of the underlay device to dst (the
+// br-phy internal port), recording them for restoreAddrs.
+func (s *ovsSide) moveAddrs(dst string) error {
+	ep := s.ep
+	under, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	to, err := ep.NL.LinkByName(dst)
+	if err != nil {
+		return fmt.Errorf("%s: find %s: %w", ep.Side, dst, err)
+	}
+	addrs, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("%s: list addresses of %s: %w", ep.Side, ep.Dev, err)
+	}
+	for _, a := range addrs {
+		if a.Scope != unix.RT_SCOPE_UNIVERSE {
+			continue
+		}
+		if err := ep.NL.AddrDel(under, &a); err != nil {
+			return fmt.Errorf("%s: remove %s from %s: %w", ep.Side, a.IPNet, ep.Dev, err)
+		}
+		s.moved = append(s.moved, a)
+		p, err := ovsPrefix(a)
+		if err != nil {
+			return fmt.Errorf("%s: %w", ep.Side, err)
+		}
+		if err := method.AddAddr(ep, to, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restoreAddrs puts the moved addresses back on the underlay device with
+// their original flags; addresses already there are left alone.
+func (s *ovsSide) restoreAddrs() error {
+	if len(s.moved) == 0 {
+		return nil
+	}
+	ep := s.ep
+	under, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	have, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("%s: list addresses of %s: %w", ep.Side, ep.Dev, err)
+	}
+	var errs []error
+	for _, a := range s.moved {
+		present := false
+		for _, h := range have {
+			if h.IPNet.String() == a.IPNet.String() {
+				present = true
+			}
+		}
+		if present {
+			continue
+		}
+		re := &netlink.Addr{IPNet: a.IPNet, Flags: a.Flags, Scope: a.Scope, Broadcast: a.Broadcast}
+		if err := ep.NL.AddrAdd(under, re); err != nil {
+			errs = append(errs, fmt.Errorf("%s: restore %s on %s: %w", ep.Side, a.IPNet, ep.Dev, err))
+		}
+	}
+	if len(errs) == 0 {
+		s.moved = nil
+	}
+	if err := ep.NL.LinkSetUp(under); err != nil {
+		errs = append(errs, fmt.Errorf("%s: set %s up: %w", ep.Side, ep.Dev, err))
+	}
+	return errors.Join(errs...)
+}
+
+// ovsLinkUp sets the named device up.
+func ovsLinkUp(ep *testbed.Endpoint, name string) error {
+	link, err := ep.NL.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
+	}
+	if err := ep.NL.LinkSetUp(link); err != nil {
+		return fmt.Errorf("%s: set %s up: %w", ep.Side, name, err)
+	}
+	return nil
+}
+
+func ovsPrefix(a netlink.Addr) (netip.Prefix, error) {
+	ip, ok := netip.AddrFromSlice(a.IP)
+	if !ok {
+		return netip.Prefix{}, fmt.Errorf("bad address %v", a.IPNet)
+	}
+	ones, _ := a.Mask.Size()
+	return netip.PrefixFrom(ip.Unmap(), ones), nil
+}
+
+// arpIgnorePath is the per-device arp_ignore sysctl, read and written
+// from inside the namespace.
+func arpIgnorePath(dev string) string {
+	return filepath.Join("/proc/sys/net/ipv4/conf", dev, "arp_ignore")
+}
+
+// setArpIgnore makes the kernel stop answering ARP on the underlay device
+// for the address that moved to br-phy (Linux answers for any local
+// address by default, which would give the peer the veth's MAC address
+// instead of br-phy's).
+func (s *ovsSide) setArpIgnore() error {
+	path := arpIgnorePath(s.ep.Dev)
+	return s.ep.Do(func() error {
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return fmt.Errorf("%s: read %s: %w", s.ep.Side, path, err)
+		}
+		if strings.TrimSpace(string(old)) == "1" {
+			return nil
+		}
+		if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+			return fmt.Errorf("%s: set %s: %w", s.ep.Side, path, err)
+		}
+		s.arpIgnore = strings.TrimSpace(string(old))
+		return nil
+	})
+}
+
+// restoreArpIgnore undoes setArpIgnore.
+func (s *ovsSide) restoreArpIgnore() error {
+	if s.arpIgnore == "" {
+		return nil
+	}
+	path := arpIgnorePath(s.ep.Dev)
+	err := s.ep.Do(func() error { return os.WriteFile(path, []byte(s.arpIgnore+"\n"), 0o644) })
+	if err != nil {
+		return fmt.Errorf("%s: restore %s: %w", s.ep.Side, path, err)
+	}
+	s.arpIgnore = ""
+	return nil
+}
+
+// ovsKernelDatapath reports whether the kernel's OVS datapath is usable
+// from ep: its generic netlink family exists, after "modprobe openvswitch"
+// where that is possible (ovs-vswitchd does not load the module itself).
+func ovsKernelDatapath(ctx context.Context, ep *testbed.Endpoint) (bool, error) {
+	has := func() (bool, error) {
+		_, err := ep.NL.GenlFamilyGet("ovs_datapath")
+		switch {
+		case err == nil:
+			return true, nil
+		case errors.Is(err, unix.ENOENT):
+			return false, nil
+		}
+		return false, fmt.Errorf("%s: look up generic netlink family ovs_datapath: %w", ep.Side, err)
+	}
+	ok, err := has()
+	if ok || err != nil {
+		return ok, err
+	}
+	if _, err := ep.Run(ctx, "modprobe", "-q", "openvswitch"); err != nil {
+		return false, nil // no module to load: the kernel lacks the datapath
+	}
+	return has()
+}
+
+// OVSInterface is one row of "ovs-vsctl --format=json list Interface".
+type OVSInterface struct {
+	Name string
+	// Type is empty for an ordinary (system) port, "internal" for a
+	// bridge's own port, or the tunnel type.
+	Type string
+	// OFPort is the OpenFlow port number: -1 when OVS could not add the
+	// interface, 0 when not (yet) assigned.
+	OFPort int
+	// Error is why the interface could not be added, or empty.
+	Error                 string
+	LinkState, AdminState string
+	MTU                   int
+}
+
+// ParseOVSInterfaces parses the output of "ovs-vsctl --format=json
+// --columns=... list Interface". Columns other than those of OVSInterface
+// are ignored; empty optional values ("set" with no element) are zero.
+func ParseOVSInterfaces(data []byte) ([]OVSInterface, error) {
+	var table struct {
+		Headings []string            `json:"headings"`
+		Data     [][]json.RawMessage `json:"data"`
+	}
+	if err := json.Unmarshal(data, &table); err != nil {
+		return nil, fmt.Errorf("parse ovs-vsctl json: %w", err)
+	}
+	if table.Headings == nil {
+		return nil, errors.New("parse ovs-vsctl json: no headings")
+	}
+	var ifs []OVSInterface
+	for r, row := range table.Data {
+		if len(row) != len(table.Headings) {
+			return nil, fmt.Errorf("parse ovs-vsctl json: row %d: %d values for %d headings", r+1, len(row), len(table.Headings))
+		}
+		var i OVSInterface
+		for c, h := range table.Headings {
+			var dst any
+			switch h {
+			case "name":
+				dst = &i.Name
+			case "type":
+				dst = &i.Type
+			case "error":
+				dst = &i.Error
+			case "link_state":
+				dst = &i.LinkState
+			case "admin_state":
+				dst = &i.AdminState
+			case "ofport":
+				dst = &i.OFPort
+			case "mtu":
+				dst = &i.MTU
+			default:
+				continue
+			}
+			if err := ovsAtom(row[c], dst); err != nil {
+				return nil, fmt.Errorf("parse ovs-vsctl json: row %d: column %s: %w", r+1, h, err)
+			}
+		}
+		ifs = append(ifs, i)
+	}
+	return ifs, nil
+}
+
+// ovsAtom decodes an OVSDB JSON value into *string or *int: a bare atom,
+// or a set of at most one atom (the empty set leaves dst zero).
+func ovsAtom(raw json.RawMessage, dst any) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var pair []json.RawMessage
+		if err := json.Unmarshal(raw, &pair); err != nil {
+			return err
+		}
+		var kind string
+		if len(pair) != 2 || json.Unmarshal(pair[0], &kind) != nil || kind != "set" {
+			return fmt.Errorf("unexpected value %s", raw)
+		}
+		var elems []json.RawMessage
+		if err := json.Unmarshal(pair[1], &elems); err != nil {
+			return err
+		}
+		switch len(elems) {
+		case 0:
+			return nil
+		case 1:
+			raw = elems[0]
+		default:
+			return fmt.Errorf("want at most one value, got %s", raw)
+		}
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+// OVSPortProblems returns, for each interface in names, why it is not
+// usable: missing, an error from ovs-vswitchd, or no OpenFlow port.
+func OVSPortProblems(ifs []OVSInterface, names ...string) []string {
+	var bad []string
+	for _, n := range names {
+		var found *OVSInterface
+		for i := range ifs {
+			if ifs[i].Name == n {
+				found = &ifs[i]
+			}
+		}
+		switch {
+		case found == nil:
+			bad = append(bad, "interface "+n+" missing")
+		case found.Error != "":
+			bad = append(bad, "interface "+n+": "+found.Error)
+		case found.OFPort <= 0:
+			bad = append(bad, "interface "+n+": no OpenFlow port (ofport "+strconv.Itoa(found.OFPort)+")")
+		}
+	}
+	return bad
+}

@@ -1,0 +1,72 @@
+package wireguard
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tunbench/tunbench/internal/method"
+)
+
+// BoringTunInstall builds the pinned boringtun-cli from crates.io into
+// /usr/local/bin (about a minute on two cores).
+const BoringTunInstall = "cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local"
+
+// BoringTun is Cloudflare's userspace WireGuard in Rust (boringtun-cli),
+// one daemon per side on a TUN device, configured over its control socket
+// with per-run keys and a preshared key. Each daemon gets a private /run,
+// so its socket stays in the run directory (see wireguard.go). It is
+// optional: without boringtun-cli the method reports how to install it.
+//
+// Options: "port", the UDP listen port of both sides (default 51820).
+type BoringTun struct{ u *wgUserspace }
+
+// NewBoringTun returns the boringtun method.
+func NewBoringTun() *BoringTun {
+	return &BoringTun{u: newWGUserspace(wgDaemon{
+		method:  "boringtun",
+		role:    "boringtun",
+		program: "boringtun-cli",
+		// Privileges stay: the daemon must remove its socket and
+		// device at exit. The log level "info" logs handshakes and
+		// errors, not packets; boringtun's default of 4 threads stays.
+		args: func(dev string) []string {
+			return []string{"--foreground", "--disable-drop-privileges", "--verbosity", "info", dev}
+		},
+		// Plain log lines, without terminal colour codes.
+		env: []string{"NO_COLOR=1"},
+	})}
+}
+
+var boringTunVersion = sync.OnceValue(func() string { return method.ProgramVersion("boringtun-cli") })
+
+func (*BoringTun) Name() string { return "boringtun" }
+
+// Implementation names the installed version, e.g. "boringtun 0.7.1
+// (userspace, TUN)".
+func (*BoringTun) Implementation() string { return boringTunVersion() + " (userspace, TUN)" }
+func (*BoringTun) Families() []string     { return []string{method.IPv4, method.IPv6} }
+
+// Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
+func (*BoringTun) Overhead(family string) int { return wgOverhead(family) }
+
+// Options declares the scenario options (see Option).
+func (*BoringTun) Options() []method.Option { return []method.Option{method.WGPortOption} }
+
+func (*BoringTun) Requirements() []method.Requirement {
+	return []method.Requirement{
+		{Kernel: "CONFIG_TUN"},
+		{Program: "boringtun-cli", Install: BoringTunInstall, Optional: true},
+		{Program: "unshare", Package: "util-linux"},
+		{Program: "mount", Package: "mount"},
+	}
+}
+
+// Setup starts boringtun on each side, sets the overlay MTU (boringtun
+// creates its device with 1500 and rereads the MTU every second) and
+// address, configures keys and peer, and waits for the first handshake.
+func (m *BoringTun) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
+	return m.u.setup(ctx, env, boringTunVersion())
+}
+
+// Teardown stops both daemons and removes their devices, sockets and keys.
+func (m *BoringTun) Teardown(_ context.Context, env *method.Env) error { return m.u.teardown(env) }

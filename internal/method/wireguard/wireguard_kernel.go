@@ -1,0 +1,73 @@
+package wireguard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/vishvananda/netlink"
+)
+
+// WireGuard is the kernel's WireGuard device, one per side, configured
+// through wgctrl (generic netlink) with per-run keys and a preshared key;
+// the outer packets use the measured family.
+//
+// Options: "port", the UDP listen port of both sides (default 51820).
+type WireGuard struct{}
+
+func (WireGuard) Name() string           { return "wireguard" }
+func (WireGuard) Implementation() string { return "kernel wireguard (netlink, wgctrl)" }
+func (WireGuard) Families() []string     { return []string{method.IPv4, method.IPv6} }
+
+// Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
+func (WireGuard) Overhead(family string) int { return wgOverhead(family) }
+
+// Requirements: the kernel device only; wgctrl replaces wg(8).
+// Options declares the scenario options (see Option).
+func (WireGuard) Options() []method.Option { return []method.Option{method.WGPortOption} }
+
+func (WireGuard) Requirements() []method.Requirement {
+	return []method.Requirement{{Kernel: "CONFIG_WIREGUARD"}}
+}
+
+// Setup creates a WireGuard device on each side with the overlay MTU and
+// address, configures keys and peers, and waits for the first handshake.
+func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
+	sides, err := wgPlan(env, "wireguard")
+	if err != nil {
+		return nil, err
+	}
+	var ctl [2]wgControl
+	for i, s := range sides {
+		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev}}
+		if err := method.AddLink(s.ep, link, env.OverlayMTU, s.addr); err != nil {
+			return nil, err
+		}
+		ctl[i] = wgKernel{ep: s.ep, dev: s.dev}
+		if err := ctl[i].configure(s.cfg); err != nil {
+			return nil, fmt.Errorf("%s: configure %s: %w", s.ep.Side, s.dev, err)
+		}
+	}
+	fail := func(i int, what string) error {
+		return fmt.Errorf("%s: kernel wireguard: %s", sides[i].ep.Side, what)
+	}
+	if err := wgWaitHandshake(ctx, sides, ctl, wgHandshakeTimeout, fail); err != nil {
+		return nil, err
+	}
+	return &method.Path{
+		A:       sides[0].addr.Addr(),
+		B:       sides[1].addr.Addr(),
+		Devices: map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
+		Variant: "kernel",
+	}, nil
+}
+
+// Teardown deletes both devices and the side directories with the keys.
+func (WireGuard) Teardown(_ context.Context, env *method.Env) error {
+	return errors.Join(
+		method.DelLinks(env.A, wgDevName(env, env.A)),
+		method.DelLinks(env.B, wgDevName(env, env.B)),
+		wgRemoveDirs(env, "wireguard"),
+	)
+}
