@@ -77,21 +77,28 @@ func Iperf3(t testing.TB, l *testbed.Local, path *method.Path, seconds int) []by
 // Iperf3Streams is Iperf3 with streams parallel TCP flows (iperf3 -P).
 func Iperf3Streams(t testing.TB, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
 	t.Helper()
+	return Iperf3Between(t, l.A, l.B, path, seconds, streams)
+}
+
+// Iperf3Between is Iperf3Streams between endpoints a and b, wherever they
+// are (on a remote host, the client and server run there).
+func Iperf3Between(t testing.TB, a, b *testbed.Endpoint, path *method.Path, seconds, streams int) []byte {
+	t.Helper()
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	ctx := context.Background()
-	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
-	if err := l.B.Start(srv); err != nil {
+	srv := b.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
+	if err := b.Start(srv); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		_ = srv.Kill()
 		_ = srv.Wait()
-		l.B.Forget(srv)
+		b.Forget(srv)
 	}()
-	if err := l.B.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
+	if err := b.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
-	out, err := l.A.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-P", strconv.Itoa(max(streams, 1)), "-J")
+	out, err := a.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-P", strconv.Itoa(max(streams, 1)), "-J")
 	if err != nil {
 		t.Fatalf("iperf3 from %s to %s: %v", path.A, path.B, err)
 	}

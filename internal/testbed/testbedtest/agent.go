@@ -62,7 +62,41 @@ func StartAgentNoHello(t testing.TB, ns string) *Agent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^$")
+	return startAgent(t, ns, exec.Command("ip", "netns", "exec", ns, exe, "-test.run=^$"))
+}
+
+// StartIsolatedAgent is StartAgent for an agent that shares no more with
+// this process than a remote host's would: besides the network namespace
+// it gets its own mount namespace, in which h.Root is a fresh tmpfs only
+// it sees, and its own pid namespace, in which it is pid 1. A method that
+// reads or writes the run directory, or a process's /proc entry, from the
+// controller rather than through the endpoint fails with it. Everything
+// the agent started dies with it, so check for leftovers before closing.
+func StartIsolatedAgent(t testing.TB, ns string, h testbed.Hello) *Agent {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Root == "" {
+		t.Fatal("StartIsolatedAgent: the hello names no run root to make private")
+	}
+	cmd := exec.Command("unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--kill-child", "--mount-proc",
+		"sh", "-c", `mount -t tmpfs -o mode=0700 tunbench-test-agent "$1" && exec ip netns exec "$2" "$3" -test.run='^$'`,
+		"sh", h.Root, ns, exe)
+	a := startAgent(t, ns, cmd)
+	a.Hello = h
+	if a.Hello.Version == "" {
+		a.Hello.Version = AgentVersion
+	}
+	if err := a.Conn.Hello(context.Background(), a.Hello); err != nil {
+		t.Fatalf("isolated agent in %s: %v", ns, err)
+	}
+	return a
+}
+
+func startAgent(t testing.TB, ns string, cmd *exec.Cmd) *Agent {
+	t.Helper()
 	cmd.Env = append(os.Environ(), agentEnv+"=1")
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -113,6 +147,24 @@ func AgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent)
 	for i, ep := range l.Endpoints() {
 		h := testbed.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
 		agents[i] = StartAgent(t, ep.Namespace, h)
+		eps[i] = agents[i].Conn.Endpoint(ep.Side, agents[i].Hello)
+	}
+	return l, testbed.NewPair(eps[0], eps[1], eps[0].Dir, func() error { return nil }), agents
+}
+
+// IsolatedAgentPair is AgentPair with isolated agents (StartIsolatedAgent):
+// each side's agent has its own mount namespace, where the run root is a
+// private tmpfs, and its own pid namespace, as two remote hosts would.
+func IsolatedAgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent) {
+	t.Helper()
+	l := New(t, mtu)
+	id := testbed.NewID()
+	root := t.TempDir()
+	var eps [2]*testbed.Endpoint
+	var agents [2]*Agent
+	for i, ep := range l.Endpoints() {
+		h := testbed.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
+		agents[i] = StartIsolatedAgent(t, ep.Namespace, h)
 		eps[i] = agents[i].Conn.Endpoint(ep.Side, agents[i].Hello)
 	}
 	return l, testbed.NewPair(eps[0], eps[1], eps[0].Dir, func() error { return nil }), agents
