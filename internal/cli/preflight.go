@@ -14,11 +14,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// probe answers requirement questions from the kernel config and PATH.
+// probe answers requirement questions from this machine's kernel config
+// and modules, and PATH.
 type probe struct {
-	cfg     map[string]string // nil: no kernel config to read
-	modules hostinfo.Modules
-	haveMod bool
+	kernel hostinfo.Kernel
 }
 
 // hostProbe returns the probe of this machine; a test may replace it with
@@ -27,26 +26,19 @@ var hostProbe = newHostProbe
 
 func newHostProbe() method.Probe {
 	p := &probe{}
-	if cfg, err := hostinfo.LoadKernelConfig(); err == nil {
-		p.cfg = cfg
-	}
-	if m, err := hostinfo.HostModules(); err == nil {
-		p.modules, p.haveMod = m, true
+	if k, err := hostinfo.LocalKernel(); err == nil {
+		p.kernel = k
 	}
 	return p
 }
 
 // HasKernel reports whether the running kernel has option built in, or as
-// a module that is loaded or installed. Without a kernel config it cannot
-// tell and says yes: Setup then fails with the kernel's own error.
+// a module that is loaded or installed (hostinfo.Kernel.Usable, the rule
+// the ssh testbed applies to each host's own kernel). Without a kernel
+// config it cannot tell and says yes: Setup then fails with the kernel's
+// own error.
 func (p *probe) HasKernel(option string) (bool, error) {
-	if p.cfg == nil {
-		return true, nil
-	}
-	if p.haveMod {
-		return p.modules.FeatureUsable(p.cfg, option, "")
-	}
-	return hostinfo.HasKernelFeature(p.cfg, option) && p.cfg[option] == "y", nil
+	return p.kernel.Usable(option)
 }
 
 // CongestionControls returns the TCP congestion control algorithms this
@@ -70,7 +62,18 @@ var loadTools = []method.Requirement{
 // preflight refuses, before anything is created, a run that cannot work
 // here: not root, a method whose kernel feature or program is missing, a
 // missing load tool. Each error names the fix.
+//
+// On testbed ssh this machine is only the controller: it drives the hosts
+// over SSH with tunbench's own client and stores the results; it creates
+// no namespace or device and runs none of the load tools or the methods'
+// programs. So nothing of the run is asked of it here, least of all its
+// kernel's options: each host is checked for its tools, congestion
+// control and every method's requirements by its own kernel (sshbed.Open,
+// the first step, before anything is created on any host).
 func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error {
+	if s.Testbed == "ssh" {
+		return nil
+	}
 	var errs []error
 	if !hasCaps() {
 		errs = append(errs, errors.New("not running as root: tunbench creates network namespaces and devices; run it with sudo or as root (CAP_SYS_ADMIN and CAP_NET_ADMIN)"))

@@ -38,12 +38,26 @@ func sshTools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
 	return tools
 }
 
+// sshMethods are the scenario's methods and their requirements, which the
+// ssh testbed checks on every host (their kernel options against the
+// host's own kernel) before anything is created there.
+func sshMethods(s scenario.Scenario, reg *method.Registry) []sshbed.MethodNeeds {
+	var out []sshbed.MethodNeeds
+	for _, name := range s.Methods {
+		if m, err := reg.Get(name); err == nil {
+			out = append(out, sshbed.MethodNeeds{Name: name, Requirements: m.Requirements()})
+		}
+	}
+	return out
+}
+
 // sshConfig is the ssh testbed configuration of scenario s for run id.
 func sshConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writer) sshbed.Config {
 	return sshbed.Config{
 		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs,
 		ID: id, BuildID: BuildID(), Version: Version(),
 		Tools:              sshTools(s, reg),
+		Methods:            sshMethods(s, reg),
 		CongestionControls: s.CongestionControls(),
 		Log: func(format string, args ...any) {
 			if log != nil {

@@ -22,5 +22,8 @@
 // /proc/config.gz, else /boot/config-$(uname -r), else fails with
 // ErrNoKernelConfig. HasKernelFeature counts "=y" and "=m" alike;
 // Modules.FeatureUsable counts "=m" only when the module is loaded or its
-// file is installed (see FeatureUsable for the exact rule).
+// file is installed (see FeatureUsable for the exact rule). Kernel puts
+// the two together for one host: LocalKernel reads this machine's,
+// ReadKernel another host's through its Files (the ssh testbed reads a
+// host's files over SSH), so one rule decides for every host.
 package hostinfo

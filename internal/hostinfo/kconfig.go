@@ -8,8 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strconv"
 	"strings"
 
@@ -69,14 +68,28 @@ func LoadKernelConfig() (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return loadKernelConfig("/proc/config.gz", filepath.Join("/boot", "config-"+rel))
+	return LoadKernelConfigFrom(LocalFiles{}, rel)
 }
 
+// LoadKernelConfigFrom reads, through files, the configuration of a host
+// whose kernel is release (its `uname -r`): the same files and order as
+// LoadKernelConfig, on that host.
+func LoadKernelConfigFrom(files Files, release string) (map[string]string, error) {
+	return loadKernelConfigFrom(files, procConfigGz, bootConfig(release))
+}
+
+const procConfigGz = "/proc/config.gz"
+
+func bootConfig(release string) string { return path.Join("/boot", "config-"+release) }
+
 func loadKernelConfig(procGz, bootPath string) (map[string]string, error) {
-	f, err := os.Open(procGz)
+	return loadKernelConfigFrom(LocalFiles{}, procGz, bootPath)
+}
+
+func loadKernelConfigFrom(files Files, procGz, bootPath string) (map[string]string, error) {
+	gz, err := files.ReadFile(procGz)
 	if err == nil {
-		defer f.Close()
-		zr, err := gzip.NewReader(f)
+		zr, err := gzip.NewReader(bytes.NewReader(gz))
 		if err != nil {
 			return nil, fmt.Errorf("read kernel config %s: %w", procGz, err)
 		}
@@ -89,7 +102,7 @@ func loadKernelConfig(procGz, bootPath string) (map[string]string, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("read kernel config: %w", err)
 	}
-	data, err := os.ReadFile(bootPath)
+	data, err := files.ReadFile(bootPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, ErrNoKernelConfig
 	}

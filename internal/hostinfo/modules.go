@@ -6,42 +6,46 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 )
 
 // moduleOf names the module each "=m" option builds, for the options
 // tunbench's methods depend on.
 var moduleOf = map[string]string{
-	"CONFIG_VETH":          "veth",
-	"CONFIG_VXLAN":         "vxlan",
-	"CONFIG_GENEVE":        "geneve",
-	"CONFIG_WIREGUARD":     "wireguard",
-	"CONFIG_TUN":           "tun",
-	"CONFIG_INET_ESP":      "esp4",
-	"CONFIG_INET6_ESP":     "esp6",
-	"CONFIG_NET_IPGRE":     "ip_gre",
-	"CONFIG_IPV6_GRE":      "ip6_gre",
-	"CONFIG_NET_IPIP":      "ipip",
-	"CONFIG_IPV6_TUNNEL":   "ip6_tunnel",
-	"CONFIG_IPV6_SIT":      "sit",
-	"CONFIG_OPENVSWITCH":   "openvswitch",
-	"CONFIG_BRIDGE":        "bridge",
-	"CONFIG_MACVLAN":       "macvlan",
-	"CONFIG_NET_FOU":       "fou",
-	"CONFIG_NET_VRF":       "vrf",
-	"CONFIG_L2TP":          "l2tp_core",
-	"CONFIG_NET_SCH_NETEM": "sch_netem",
-	"CONFIG_NET_CLS_BPF":   "cls_bpf",
-	"CONFIG_NET_ACT_BPF":   "act_bpf",
-	"CONFIG_XFRM_USER":     "xfrm_user",
+	"CONFIG_VETH":            "veth",
+	"CONFIG_VXLAN":           "vxlan",
+	"CONFIG_GENEVE":          "geneve",
+	"CONFIG_WIREGUARD":       "wireguard",
+	"CONFIG_TUN":             "tun",
+	"CONFIG_INET_ESP":        "esp4",
+	"CONFIG_INET6_ESP":       "esp6",
+	"CONFIG_NET_IPGRE":       "ip_gre",
+	"CONFIG_IPV6_GRE":        "ip6_gre",
+	"CONFIG_NET_IPIP":        "ipip",
+	"CONFIG_IPV6_TUNNEL":     "ip6_tunnel",
+	"CONFIG_IPV6_SIT":        "sit",
+	"CONFIG_OPENVSWITCH":     "openvswitch",
+	"CONFIG_BRIDGE":          "bridge",
+	"CONFIG_MACVLAN":         "macvlan",
+	"CONFIG_NET_FOU":         "fou",
+	"CONFIG_NET_VRF":         "vrf",
+	"CONFIG_L2TP":            "l2tp_core",
+	"CONFIG_NET_SCH_NETEM":   "sch_netem",
+	"CONFIG_NET_SCH_INGRESS": "sch_ingress",
+	"CONFIG_NET_CLS_BPF":     "cls_bpf",
+	"CONFIG_NET_ACT_BPF":     "act_bpf",
+	"CONFIG_XFRM_USER":       "xfrm_user",
 }
 
 // Modules answers whether kernel modules are loaded or installed.
 type Modules struct {
 	Dir         string // /lib/modules/<release>
 	ProcModules string // /proc/modules: the loaded modules
+	// Files reads Dir and ProcModules: nil is this machine's files;
+	// another host's are read through its own Files (sshbed reads them
+	// over SSH).
+	Files Files
 }
 
 // HostModules describes the running kernel's modules.
@@ -50,7 +54,20 @@ func HostModules() (Modules, error) {
 	if err != nil {
 		return Modules{}, err
 	}
-	return Modules{Dir: filepath.Join("/lib/modules", rel), ProcModules: "/proc/modules"}, nil
+	return ModulesOf(nil, rel), nil
+}
+
+// ModulesOf describes the modules of a host whose kernel is release (its
+// `uname -r`), read through files (nil: this machine's).
+func ModulesOf(files Files, release string) Modules {
+	return Modules{Dir: path.Join("/lib/modules", release), ProcModules: "/proc/modules", Files: files}
+}
+
+func (m Modules) files() Files {
+	if m.Files == nil {
+		return LocalFiles{}
+	}
+	return m.Files
 }
 
 // FeatureUsable reports whether option can be used on this kernel:
@@ -99,7 +116,7 @@ func (m Modules) Available(module string) (bool, error) {
 func normModule(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
 func (m Modules) loaded() (map[string]bool, error) {
-	data, err := os.ReadFile(m.ProcModules)
+	data, err := m.files().ReadFile(m.ProcModules)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -117,8 +134,8 @@ func (m Modules) loaded() (map[string]bool, error) {
 }
 
 // moduleFileName returns the module name of a file such as ip_gre.ko.xz.
-func moduleFileName(path string) (string, bool) {
-	base := filepath.Base(path)
+func moduleFileName(p string) (string, bool) {
+	base := path.Base(p)
 	for _, ext := range []string{".ko", ".ko.xz", ".ko.zst", ".ko.gz"} {
 		if name, ok := strings.CutSuffix(base, ext); ok {
 			return normModule(name), true
@@ -128,13 +145,13 @@ func moduleFileName(path string) (string, bool) {
 }
 
 func (m Modules) installed(want string) (bool, error) {
-	dep, err := os.ReadFile(filepath.Join(m.Dir, "modules.dep"))
+	dep, err := m.files().ReadFile(path.Join(m.Dir, "modules.dep"))
 	if err == nil {
 		sc := bufio.NewScanner(bytes.NewReader(dep))
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			path, _, _ := strings.Cut(sc.Text(), ":")
-			if name, ok := moduleFileName(path); ok && name == want {
+			p, _, _ := strings.Cut(sc.Text(), ":")
+			if name, ok := moduleFileName(p); ok && name == want {
 				return true, nil
 			}
 		}
@@ -143,22 +160,17 @@ func (m Modules) installed(want string) (bool, error) {
 	if !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("read modules.dep: %w", err)
 	}
-	found := false
-	err = filepath.WalkDir(m.Dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if name, ok := moduleFileName(path); ok && !d.IsDir() && name == want {
-			found = true
-			return fs.SkipAll
-		}
-		return nil
-	})
+	names, err := m.files().FileNames(m.Dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
 	if err != nil {
 		return false, fmt.Errorf("search modules in %s: %w", m.Dir, err)
 	}
-	return found, nil
+	for _, p := range names {
+		if name, ok := moduleFileName(p); ok && name == want {
+			return true, nil
+		}
+	}
+	return false, nil
 }

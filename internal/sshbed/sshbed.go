@@ -27,7 +27,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -47,6 +46,11 @@ type Config struct {
 	Binary string
 	// Tools are the programs every host needs (load tools, methods').
 	Tools []sshhost.Tool
+	// Methods are the run's methods and their requirements. Every host
+	// is checked against each when the testbed opens: kernel options by
+	// the host's own kernel config and modules, programs (with Tools)
+	// in its PATH.
+	Methods []MethodNeeds
 	// CongestionControls are the TCP congestion control algorithms the
 	// run asks for ("" is each host's default); every host must offer
 	// them.
@@ -78,9 +82,11 @@ type host struct {
 	lost bool
 }
 
-// Open connects to every site, checks it (tools, device, addresses, MTU,
-// tunbench binary) and starts its agent. Problems are reported per host,
-// all at once, before anything is created on any host.
+// Open connects to every site, checks it (tools, the methods' kernel
+// options, congestion control, device, addresses, MTU, tunbench binary)
+// and starts its agent. Problems are reported per host, all at once;
+// those of the first step (everything but the underlay, which the agent
+// reads) before anything is created on any host.
 func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
 		return nil, errors.New("sshbed: the ssh testbed needs at least two sites")
@@ -114,8 +120,9 @@ func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 			}
 		}
 	}
-	// First every host is reached and checked for tools, before anything
-	// is copied or started on any of them.
+	// First every host is reached and checked for tools, congestion
+	// control and the methods' kernel options, before anything is
+	// copied or started on any of them.
 	each(func(i int) { hosts[i], errs[i] = t.dial(ctx, cfg.SSH.Sites[i], true) })
 	if err := errors.Join(errs...); err != nil {
 		closeAll()
@@ -162,7 +169,9 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 	return h, nil
 }
 
-// dial logs in to st; check also looks for the tools the run needs.
+// dial logs in to st; check also checks the host for what the run needs
+// (Config.checkHost): the tools, congestion control algorithms and the
+// methods' kernel options.
 func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host, error) {
 	c := t.sshConfig(st)
 	if err := c.Validate(); err != nil {
@@ -173,26 +182,10 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 		return nil, fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h := &host{site: st, ssh: sh}
-	fail := func(err error) (*host, error) {
-		sh.Close()
-		return nil, fmt.Errorf("site %s: %w", st.Name, err)
-	}
 	if check {
-		missing, err := sh.MissingTools(ctx, t.cfg.Tools)
-		if err != nil {
-			return fail(err)
-		}
-		if r := sshhost.MissingReport(st.Name, missing); r != "" {
-			return fail(errors.New(r))
-		}
-		if want := t.cfg.CongestionControls; slices.ContainsFunc(want, func(cc string) bool { return cc != "" }) {
-			avail, err := sh.CongestionControls(ctx, want)
-			if err != nil {
-				return fail(err)
-			}
-			if err := hostinfo.CongestionError(st.Name, hostinfo.MissingCongestion(want, avail), avail); err != nil {
-				return fail(err)
-			}
+		if err := t.cfg.checkHost(ctx, st.Name, sshHost{sh}, t.logf); err != nil {
+			sh.Close()
+			return nil, err
 		}
 	}
 	return h, nil

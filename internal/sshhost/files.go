@@ -5,8 +5,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"strings"
@@ -32,13 +34,49 @@ func (h *Host) WriteFile(ctx context.Context, p string, r io.Reader, mode os.Fil
 	return nil
 }
 
-// ReadFile returns the content of path on the host.
+// notExistStatus is the exit status of ReadFile's and FileNames'
+// commands for a path that does not exist (cat and find never exit so).
+const notExistStatus = 66
+
+// notExist turns the exit of a command run by ReadFile or FileNames for
+// a missing path into an error matching fs.ErrNotExist.
+func (h *Host) notExist(p string, err error) error {
+	var ee *ExitError
+	if errors.As(err, &ee) && ee.Status == notExistStatus {
+		return fmt.Errorf("sshhost: host %s: %w", h.cfg.Name, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist})
+	}
+	return err
+}
+
+// ReadFile returns the content of path on the host. A path that does not
+// exist there is an error matching fs.ErrNotExist.
 func (h *Host) ReadFile(ctx context.Context, p string) ([]byte, error) {
-	out, _, err := h.Run(ctx, "cat", "--", p)
+	q := shellQuote(p)
+	cmd := fmt.Sprintf("[ -e %s ] || exit %d; exec cat -- %s", q, notExistStatus, q)
+	out, _, err := h.run(ctx, []string{"cat", "--", p}, wrapScript(cmd), nil)
 	if err != nil {
-		return nil, err
+		return nil, h.notExist(p, err)
 	}
 	return out, nil
+}
+
+// FileNames returns the paths of the regular files under dir on the host,
+// at any depth (find DIR -type f), in one round trip. A dir that does not
+// exist there is an error matching fs.ErrNotExist.
+func (h *Host) FileNames(ctx context.Context, dir string) ([]string, error) {
+	q := shellQuote(dir)
+	cmd := fmt.Sprintf("[ -d %s ] || exit %d; exec find %s -type f", q, notExistStatus, q)
+	out, _, err := h.run(ctx, []string{"find", dir, "-type", "f"}, wrapScript(cmd), nil)
+	if err != nil {
+		return nil, h.notExist(dir, err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if l != "" {
+			names = append(names, l)
+		}
+	}
+	return names, nil
 }
 
 // ParseVersion returns the version in the output of `tunbench version`,

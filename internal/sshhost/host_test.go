@@ -6,10 +6,12 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -270,8 +272,18 @@ func TestWriteReadFile(t *testing.T) {
 	if err := h.WriteFile(ctx, filepath.Join(dir, "no", "such", "dir", "f"), strings.NewReader("x"), 0o600); err == nil {
 		t.Error("WriteFile into a missing directory succeeded")
 	}
-	if _, err := h.ReadFile(ctx, filepath.Join(dir, "missing")); err == nil || !strings.Contains(err.Error(), "No such file") {
-		t.Errorf("ReadFile of a missing file: %v, want cat's error", err)
+	if _, err := h.ReadFile(ctx, filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile of a missing file: %v, want an error matching fs.ErrNotExist", err)
+	}
+	if _, err := h.ReadFile(ctx, dir); err == nil || errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadFile of a directory: %v, want cat's error", err)
+	}
+	names, err := h.FileNames(ctx, filepath.Dir(dir))
+	if err != nil || !slices.Contains(names, p) {
+		t.Errorf("FileNames(%s) = %v, %v; want it to list %s", filepath.Dir(dir), names, err, p)
+	}
+	if _, err := h.FileNames(ctx, filepath.Join(dir, "missing")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("FileNames of a missing directory: %v, want an error matching fs.ErrNotExist", err)
 	}
 }
 

@@ -16,12 +16,16 @@
 package sshtest
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -85,6 +89,10 @@ type Site struct {
 	config string // its sshd_config
 	sshd   *exec.Cmd
 	exited chan struct{}
+	// kernelView, when set, is the directory whose config.gz and
+	// boot/ sshd's mount namespace shows as /proc/config.gz and /boot
+	// (PresentKernelConfig).
+	kernelView string
 }
 
 // New creates n sites (n >= 1) and removes them when the test ends. It
@@ -285,8 +293,14 @@ func (site *Site) startSSHD() error {
 		return err
 	}
 	defer logf.Close()
-	// ip netns exec execs sshd: the child is sshd itself.
-	cmd := exec.Command("ip", "netns", "exec", site.Namespace, SSHD, "-D", "-e", "-f", site.config)
+	// ip netns exec execs sshd: the child is sshd itself (through sh's
+	// exec when the site presents a kernel config of its own).
+	argv := []string{"ip", "netns", "exec", site.Namespace}
+	if site.kernelView != "" {
+		argv = append(argv, "sh", "-c", kernelViewScript, "sh", site.kernelView)
+	}
+	argv = append(argv, SSHD, "-D", "-e", "-f", site.config)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	if err := cmd.Start(); err != nil {
@@ -315,6 +329,107 @@ func (site *Site) startSSHD() error {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// kernelViewScript runs in the mount namespace "ip netns exec" gives the
+// site's sshd (its own, a slave of the machine's: nothing mounted there
+// reaches the machine), before it execs sshd: it shows the kernel config
+// in $1 where the kernel config is read, /proc/config.gz (when this
+// kernel has one) and /boot/config-$(uname -r).
+const kernelViewScript = `set -e
+view=$1
+shift
+if [ -e /proc/config.gz ]; then mount --bind "$view/config.gz" /proc/config.gz; fi
+mount --bind "$view/boot" /boot
+exec "$@"`
+
+// PresentKernelConfig makes the site a host whose kernel config is
+// config (the text of a kernel .config), and restarts its sshd so that
+// every session from then on sees it.
+//
+// The sites share this machine's kernel, so a test of a host whose kernel
+// lacks an option needs a host that says so where a host says it: in its
+// kernel config files. sshd runs in a mount namespace of its own (the one
+// "ip netns exec" creates), so the site's /proc/config.gz (when this
+// kernel has one) and /boot are bind mounts of files holding config
+// there, and only there: whatever reads the config on the host (cat over
+// SSH, an agent, tunbench itself) reads config, with no command or PATH
+// replaced. The release (uname -r), /proc/modules and /lib/modules stay
+// this machine's, and so does what the kernel can really do: only the
+// config says otherwise.
+func (site *Site) PresentKernelConfig(config []byte) error {
+	if st, err := os.Stat("/boot"); err != nil || !st.IsDir() {
+		return fmt.Errorf("sshtest: present a kernel config: /boot must be a directory to mount over: %v", err)
+	}
+	rel, err := kernelRelease()
+	if err != nil {
+		return err
+	}
+	view := filepath.Join(site.dir, "kernel")
+	if err := os.MkdirAll(filepath.Join(view, "boot"), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(view, "boot", "config-"+rel), config, 0o644); err != nil {
+		return err
+	}
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	if _, err := zw.Write(config); err != nil {
+		return err
+	}
+	if err := zw.Close(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(view, "config.gz"), gz.Bytes(), 0o444); err != nil {
+		return err
+	}
+	site.kernelView = view
+	return site.RestartSSHD()
+}
+
+// KernelConfigWithout returns this machine's kernel config (from
+// /proc/config.gz, else /boot/config-$(uname -r); empty when it has
+// neither) with each of options marked "is not set": the config of a
+// kernel like this one built without them, for PresentKernelConfig.
+func KernelConfigWithout(options ...string) ([]byte, error) {
+	rel, err := kernelRelease()
+	if err != nil {
+		return nil, err
+	}
+	var text []byte
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("sshtest: read /proc/config.gz: %w", err)
+		}
+		if text, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("sshtest: read /proc/config.gz: %w", err)
+		}
+	} else if text, err = os.ReadFile("/boot/config-" + rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("sshtest: read the kernel config: %w", err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(text), "\n") {
+		name, _, _ := strings.Cut(strings.TrimPrefix(l, "# "), "=")
+		name, _, _ = strings.Cut(name, " ")
+		if !slices.Contains(options, name) {
+			out = append(out, l)
+		}
+	}
+	for _, o := range options {
+		out = append(out, "# "+o+" is not set")
+	}
+	return []byte(strings.Join(out, "\n") + "\n"), nil
+}
+
+// kernelRelease is uname -r.
+func kernelRelease() (string, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", fmt.Errorf("sshtest: uname: %w", err)
+	}
+	return unix.ByteSliceToString(u.Release[:]), nil
 }
 
 // SSHDPid is the pid of the site's listening sshd, 0 when it is not running.

@@ -192,3 +192,69 @@ func TestCleanFindsSites(t *testing.T) {
 		}
 	}
 }
+
+// A site presenting a kernel config of its own shows it, over SSH, where
+// a host's kernel config is read (/boot/config-$(uname -r), and
+// /proc/config.gz when this kernel has one), while the machine and the
+// other site keep the real one.
+func TestPresentKernelConfig(t *testing.T) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	before := machineKernelView(t, rel)
+	s := sshtest.New(t, 2)
+	config, err := sshtest.KernelConfigWithout("CONFIG_VXLAN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Site[0].PresentKernelConfig(config); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, procGz := os.Stat("/proc/config.gz")
+	for i, site := range s.Site {
+		h, err := sshhost.Dial(ctx, site.Config)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer h.Close()
+		reads := [][]string{{"cat", "/boot/config-" + rel}}
+		if procGz == nil {
+			reads = append(reads, []string{"sh", "-c", "gzip -dc < /proc/config.gz"})
+		}
+		for _, argv := range reads {
+			out, _, err := h.Run(ctx, argv...)
+			got := err == nil && string(out) == string(config)
+			if want := i == 0; got != want {
+				t.Errorf("site %d: %v shows the presented config: %v (err %v), want %v", i, argv, got, err, want)
+			}
+		}
+	}
+	// Nothing of it reached the machine's own view.
+	if after := machineKernelView(t, rel); after != before {
+		t.Errorf("the machine's kernel config files changed:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// machineKernelView summarises what this process sees of the kernel
+// config files: /boot's entries, and the sizes of /proc/config.gz and
+// /boot/config-<release>.
+func machineKernelView(t *testing.T, rel string) string {
+	t.Helper()
+	var names []string
+	entries, _ := os.ReadDir("/boot")
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	size := func(p string) string {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "none"
+		}
+		return strconv.Itoa(len(data))
+	}
+	return fmt.Sprintf("/boot %v, /proc/config.gz %s, /boot/config-%s %s", names, size("/proc/config.gz"), rel, size("/boot/config-"+rel))
+}

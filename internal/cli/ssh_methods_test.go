@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// sshFamilyMethods are one method of each family with a daemon, a
+// database, a key exchange or a BPF program on the hosts, besides the
+// kernel's srv6: what a run over real hosts must set up, measure and
+// leave no trace of.
+var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-geneve", "wireguard-go"}
+
+// TestSSHRunEveryFamily: "tunbench run" over two sshtest hosts with a
+// method of every family (issue 21): every cell is ok, its implementation
+// is recorded, and afterwards neither host holds a device, a process, a
+// file, a BPF program or pin, xfrm state or policy of the run.
+func TestSSHRunEveryFamily(t *testing.T) {
+	bin := tunbenchBinary(t)
+	sites := sshtest.New(t, 2)
+	var b strings.Builder
+	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
+		strings.Join(sshFamilyMethods, ", "))
+	fmt.Fprintf(&b, "ssh:\n  known_hosts: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, bin, siteName(sites, 0), siteName(sites, 1))
+	for i, st := range sites.Site {
+		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24}\n",
+			siteName(sites, i), st.Config.Addr, sites.IdentityFile, st.Dev, st.Addr4)
+	}
+	dir := t.TempDir()
+	scen := filepath.Join(dir, "ssh.yaml")
+	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
+	out, err := inSite(sites, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
+	}
+	got := map[string]result.Cell{}
+	for _, c := range exportOf(t, export).Cells {
+		got[c.Method] = c
+	}
+	for _, m := range sshFamilyMethods {
+		c, ok := got[m]
+		switch {
+		case !ok:
+			t.Errorf("%s: no cell", m)
+		case c.Status != result.StatusOK:
+			t.Errorf("%s: %s: %s", m, c.Status, c.Error)
+		case c.Throughput == nil || c.Throughput.BitsPerSecond <= 0:
+			t.Errorf("%s: no throughput measured", m)
+		case c.Implementation == "":
+			t.Errorf("%s: no implementation recorded", m)
+		}
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", out)
+	}
+	noSSHLeftovers(t, sites, db)
+	for _, st := range sites.Site {
+		if left := kernelStateIn(st.Namespace, st.Dev); len(left) > 0 {
+			t.Errorf("%s: kernel state left by the run: %v", st.Config.Name, left)
+		}
+	}
+	for _, id := range storedRuns(t, db) {
+		if pins, _ := filepath.Glob(filepath.Join(ebpf.PinRoot, testbed.DevicePrefix(id)+"-*")); len(pins) > 0 {
+			t.Errorf("BPF pins of run %s left: %v", id, pins)
+		}
+	}
+}
+
+// kernelStateIn lists the xfrm states and policies of namespace ns and the
+// tc filters on its device dev: what IPsec and the eBPF tunnels create
+// besides devices.
+func kernelStateIn(ns, dev string) []string {
+	var left []string
+	for _, argv := range [][]string{
+		{"ip", "-n", ns, "xfrm", "state"},
+		{"ip", "-n", ns, "xfrm", "policy"},
+		{"tc", "-n", ns, "filter", "show", "dev", dev, "ingress"},
+		{"tc", "-n", ns, "filter", "show", "dev", dev, "egress"},
+	} {
+		out, _ := exec.Command(argv[0], argv[1:]...).Output()
+		if s := strings.TrimSpace(string(out)); s != "" {
+			left = append(left, strings.Join(argv[3:], " ")+": "+s)
+		}
+	}
+	return left
+}
