@@ -91,7 +91,13 @@ func Config(t testing.TB) lab.Config {
 	t.Helper()
 	k := Kernel(t)
 	lock(t)
-	timeout := lab.DefaultTimeout
+	return lab.Config{Kernel: k, Timeout: boundTimeout(t, lab.DefaultTimeout), WorkDir: t.TempDir()}
+}
+
+// boundTimeout is timeout, shortened to end before the test's deadline
+// (less the cleanup margin).
+func boundTimeout(t testing.TB, timeout time.Duration) time.Duration {
+	t.Helper()
 	if d, ok := deadline(t); ok {
 		if left := time.Until(d) - cleanupMargin; left < timeout {
 			timeout = left
@@ -100,7 +106,7 @@ func Config(t testing.TB) lab.Config {
 			t.Fatalf("kernel lab: the test deadline leaves no time to boot a guest")
 		}
 	}
-	return lab.Config{Kernel: k, Timeout: timeout, WorkDir: t.TempDir()}
+	return timeout
 }
 
 // deadline is t.Deadline for the types that have one.

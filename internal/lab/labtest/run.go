@@ -23,6 +23,9 @@ type Options struct {
 	Args []string
 	// Env is added to the guest test's environment.
 	Env []string
+	// Timeout bounds the guest (lab.DefaultTimeout when zero); the test's
+	// own deadline still wins.
+	Timeout time.Duration
 }
 
 // RunTestsInGuest runs the tests of package pkg (an import path, or "."
@@ -68,6 +71,9 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 		t.Skip("already inside the kernel lab")
 	}
 	cfg := Config(t)
+	if opt.Timeout > 0 {
+		cfg.Timeout = boundTimeout(t, opt.Timeout)
+	}
 	if opt.MemoryMiB != 0 {
 		cfg.MemoryMiB = opt.MemoryMiB
 	}

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/lab/labtest"
 )
@@ -26,5 +27,5 @@ var labPackages = []string{
 // reported as a subtest named after its package ("kernel/TestLabGRE")
 // with its output.
 func TestKernelLab(t *testing.T) {
-	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{})
+	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 25 * time.Minute})
 }
