@@ -85,6 +85,12 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 	if err := method.Check(p, tools); err != nil {
 		errs = append(errs, fmt.Errorf("load tools: %w", err))
 	}
+	if s.Testbed == "local" {
+		// The local testbed joins its two namespaces with a veth pair.
+		if err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_VETH"}}); err != nil {
+			errs = append(errs, fmt.Errorf("testbed local (a veth pair between two namespaces): %w", err))
+		}
+	}
 	if err := wanRequirements(s, p); err != nil {
 		errs = append(errs, err)
 	}

@@ -29,7 +29,7 @@ func TestPreflightSSHAsksNothingOfThisMachine(t *testing.T) {
 	}
 	s.Testbed = "local"
 	err := checkHere(s, reg)
-	for _, want := range []string{"method vxlan", "CONFIG_VXLAN missing", "not running as root"} {
+	for _, want := range []string{"method vxlan", "CONFIG_VXLAN missing", "testbed local", "CONFIG_VETH missing", "not running as root"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("testbed local: %v, want it to say %q", err, want)
 		}

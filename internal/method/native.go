@@ -13,7 +13,11 @@ func (Native) Families() []string     { return []string{IPv4, IPv6} }
 // Options declares the scenario options (see Option).
 func (Native) Options() []Option { return nil }
 
-func (Native) Requirements() []Requirement { return []Requirement{{Kernel: "CONFIG_VETH"}} }
+// Requirements is empty: native needs nothing beyond the underlay. (The
+// local testbed's veth pair, CONFIG_VETH, is the testbed's requirement,
+// checked by the local preflight; an ssh host's underlay is its own
+// device.)
+func (Native) Requirements() []Requirement { return nil }
 
 // Setup returns the underlay addresses; it creates nothing.
 func (Native) Setup(_ context.Context, env *Env) (*Path, error) {
