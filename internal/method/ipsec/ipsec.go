@@ -5,12 +5,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/gob"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -55,6 +55,11 @@ type IPsec struct{ runs ipsecRuns }
 // NewIPsec returns the "ipsec" method.
 func NewIPsec() *IPsec { return &IPsec{} }
 
+// ipsec-ecmp adds xfrm interfaces through the endpoint's netlink, which
+// for a remote endpoint sends the link to the agent as a gob-encoded
+// netlink.Link.
+func init() { gob.Register(&netlink.Xfrmi{}) }
+
 // Paths of strongSwan's charon and its plugins (Debian).
 const (
 	charonPath      = "/usr/lib/ipsec/charon"
@@ -72,8 +77,15 @@ const ipsecHandshakeTimeout = 15 * time.Second
 func (*IPsec) Name() string       { return "ipsec" }
 func (*IPsec) Families() []string { return []string{method.IPv4, method.IPv6} }
 
-func (*IPsec) Implementation() string {
-	return strongswanVersion() + " charon, IKEv2 PSK; ESP by kernel xfrm or kernel-libipsec (userspace, TUN)"
+func (*IPsec) Implementation() string { return ipsecImplementation(strongswanVersion()) }
+
+// ImplementationOn names the strongSwan of ep's host.
+func (*IPsec) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return ipsecImplementation(strongswanVersionOn(ctx, ep))
+}
+
+func ipsecImplementation(version string) string {
+	return version + " charon, IKEv2 PSK; ESP by kernel xfrm or kernel-libipsec (userspace, TUN)"
 }
 
 // Overhead is for the default options (tunnel mode, AES-256-GCM, data path
@@ -122,25 +134,29 @@ func ipsecRequirements() []method.Requirement {
 	}
 }
 
-var (
-	swanVersionOnce sync.Once
-	swanVersion     string
-)
+// strongswanVersion returns the version of this machine's strongSwan (for
+// descriptions: tunbench methods), e.g. "strongSwan 5.9.8", or
+// "strongSwan" when charon cannot say.
+var strongswanVersion = sync.OnceValue(func() string {
+	return parseStrongswanVersion(method.ProgramVersion(charonPath))
+})
 
-// strongswanVersion returns e.g. "strongSwan 5.9.8", or "strongSwan" when
-// charon cannot say.
-func strongswanVersion() string {
-	swanVersionOnce.Do(func() {
-		swanVersion = "strongSwan"
-		out, err := exec.Command(charonPath, "--version").Output()
-		if err != nil {
-			return
+// strongswanVersionOn is strongswanVersion on ep's host (cached per host
+// by method.ProgramVersionOn).
+func strongswanVersionOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return parseStrongswanVersion(method.ProgramVersionOn(ctx, ep, charonPath))
+}
+
+// parseStrongswanVersion turns the first line of "charon --version"
+// ("Linux strongSwan 5.9.8") into "strongSwan 5.9.8"; anything else
+// (charon missing, or mute) into "strongSwan".
+func parseStrongswanVersion(line string) string {
+	if _, v, ok := strings.Cut(line, "strongSwan "); ok {
+		if f := strings.Fields(v); len(f) > 0 {
+			return "strongSwan " + f[0]
 		}
-		if _, v, ok := strings.Cut(strings.TrimSpace(string(out)), "strongSwan "); ok {
-			swanVersion = "strongSwan " + strings.Fields(v)[0]
-		}
-	})
-	return swanVersion
+	}
+	return "strongSwan"
 }
 
 // ipsecRuns keeps the state of every set-up Env of one method value.
@@ -202,11 +218,11 @@ func (c *charon) logPath() string { return filepath.Join(c.run, "charon.log") }
 // its vici socket.
 func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg charonConfig) (*charon, error) {
 	c := &charon{ep: ep, run: filepath.Join(dir, "run")}
-	if err := os.MkdirAll(c.run, 0o700); err != nil {
-		return nil, fmt.Errorf("%s: create %s: %w", ep.Side, c.run, err)
+	if err := ep.MkdirAll(c.run, 0o700); err != nil {
+		return nil, fmt.Errorf("create %s: %w", c.run, err)
 	}
-	if err := os.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
-		return nil, fmt.Errorf("%s: write strongswan.conf: %w", ep.Side, err)
+	if err := ep.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
+		return nil, fmt.Errorf("write strongswan.conf: %w", err)
 	}
 	// unshare execs sh, which execs charon: the pid stays charon's.
 	p, err := method.StartDaemon(ep, "charon", c.logPath(),
@@ -221,12 +237,7 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 		if err := p.Alive(); err != nil {
 			return false, err
 		}
-		conn, err := net.DialTimeout("unix", c.vici(), 200*time.Millisecond)
-		if err != nil {
-			return false, nil
-		}
-		conn.Close()
-		return true, nil
+		return method.SocketAccepts(ctx, ep, c.vici())
 	})
 	if err != nil {
 		return c, p.Failure("not ready", err)
@@ -315,7 +326,7 @@ func (c *charon) tunDevice(ctx context.Context) (string, error) {
 		if err := c.proc.Alive(); err != nil {
 			return false, err
 		}
-		n, err := tunOfProcess(c.proc.PID())
+		n, err := opTUNOf.Call(ctx, c.ep, c.proc.PID())
 		name = n
 		return err == nil && n != "", nil
 	})
@@ -325,8 +336,14 @@ func (c *charon) tunDevice(ctx context.Context) (string, error) {
 	return name, nil
 }
 
+// opTUNOf finds, on the endpoint's host, the TUN device charon (pid
+// there) holds open (tunOfProcess).
+var opTUNOf = testbed.NewOp("ipsec.tun-of", func(_ context.Context, _ *testbed.Endpoint, pid int) (string, error) {
+	return tunOfProcess(pid)
+})
+
 // tunOfProcess finds the TUN device an open file of pid is attached to
-// ("iff:" in /proc/PID/fdinfo).
+// ("iff:" in /proc/PID/fdinfo), on this machine: run it through opTUNOf.
 func tunOfProcess(pid int) (string, error) {
 	dir := fmt.Sprintf("/proc/%d/fdinfo", pid)
 	ents, err := os.ReadDir(dir)
@@ -376,10 +393,11 @@ func newPSK() (string, error) {
 	return "0s" + base64.StdEncoding.EncodeToString(k[:]), nil
 }
 
-// chooseDatapath resolves datapath "auto" (xfrm when the kernel has ESP,
-// else libipsec) and checks a forced one. Transport mode needs xfrm:
-// kernel-libipsec answers "IPsec SA: unsupported mode".
-func chooseDatapath(env *method.Env, o ipsecOptions) (string, error) {
+// chooseDatapath resolves datapath "auto" (xfrm when the kernels of both
+// sides have ESP, else libipsec) and checks a forced one, on each side's
+// host. Transport mode needs xfrm: kernel-libipsec answers "IPsec SA:
+// unsupported mode".
+func chooseDatapath(ctx context.Context, env *method.Env, o ipsecOptions) (string, error) {
 	var xfrmErr error
 	if o.Datapath != ipsecLibipsec {
 		xfrmErr = probeXfrm(env, o)
@@ -401,33 +419,65 @@ func chooseDatapath(env *method.Env, o ipsecOptions) (string, error) {
 			}
 			return "", fmt.Errorf("%w: transport mode needs the kernel xfrm data path, strongSwan's kernel-libipsec supports tunnel mode only (%s); run it in the kernel lab", method.ErrNotSupported, why)
 		}
-		if _, err := os.Stat("/dev/net/tun"); err != nil {
-			return "", fmt.Errorf("%w: strongSwan's kernel-libipsec needs /dev/net/tun (CONFIG_TUN; modprobe tun): %v", method.ErrNotSupported, err)
-		}
-		if _, err := os.Stat(filepath.Join(strongswanPlugs, "libstrongswan-kernel-libipsec.so")); err != nil {
-			return "", fmt.Errorf("%w: strongSwan's kernel-libipsec plugin is missing (fix: %s)", method.ErrNotSupported, ipsecPackages)
+		for _, ep := range env.Endpoints() {
+			problem, err := opLibipsecProblem.Call(ctx, ep, struct{}{})
+			if err != nil {
+				return "", fmt.Errorf("%s: check kernel-libipsec: %w", ep.Side, err)
+			}
+			if problem != "" {
+				return "", fmt.Errorf("%w: %s: %s", method.ErrNotSupported, hostOf(ep), problem)
+			}
 		}
 	}
 	return dp, nil
 }
 
+// opLibipsecProblem says, on the endpoint's host, why strongSwan's
+// kernel-libipsec cannot run there ("" when it can).
+var opLibipsecProblem = testbed.NewOp("ipsec.libipsec-problem", func(_ context.Context, _ *testbed.Endpoint, _ struct{}) (string, error) {
+	if _, err := os.Stat("/dev/net/tun"); err != nil {
+		return fmt.Sprintf("strongSwan's kernel-libipsec needs /dev/net/tun (CONFIG_TUN; modprobe tun): %v", err), nil
+	}
+	if _, err := os.Stat(filepath.Join(strongswanPlugs, "libstrongswan-kernel-libipsec.so")); err != nil {
+		return fmt.Sprintf("strongSwan's kernel-libipsec plugin is missing (fix: %s)", ipsecPackages), nil
+	}
+	return "", nil
+})
+
+// hostOf names ep's side and, when it is on another machine, that host.
+func hostOf(ep *testbed.Endpoint) string {
+	if ep.Host != "" {
+		return ep.Side + " (host " + ep.Host + ")"
+	}
+	return ep.Side
+}
+
 // probeXfrmSPI is the SPI of the throwaway SA of probeXfrm.
 const probeXfrmSPI = 0x7462
 
-// probeXfrm reports whether the kernel of side a runs ESP with the AEAD of
-// o.Cipher for env.Family: it adds a throwaway SA (a zero key, never used)
-// and deletes it again. Loading esp4/esp6 and the AEAD modules happens on
-// the way where the kernel has them as modules.
+// probeXfrm reports whether the kernels of both sides (two hosts may run
+// two kernels) run ESP with the AEAD of o.Cipher for env.Family: on each
+// it adds a throwaway SA (a zero key, never used) and deletes it again.
+// Loading esp4/esp6 and the AEAD modules happens on the way where the
+// kernel has them as modules.
 func probeXfrm(env *method.Env, o ipsecOptions) error {
-	ep, peer := env.A, env.B
+	for _, ep := range env.Endpoints() {
+		if err := probeXfrmOn(ep, env.Peer(ep), env.Family, o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func probeXfrmOn(ep, peer *testbed.Endpoint, family string, o ipsecOptions) error {
 	name, keyLen, icv := xfrmAEAD(o.Cipher)
 	mode := netlink.XFRM_MODE_TUNNEL
 	if o.Mode == "transport" {
 		mode = netlink.XFRM_MODE_TRANSPORT
 	}
 	st := &netlink.XfrmState{
-		Src:   net.IP(ep.Addr(env.Family).AsSlice()),
-		Dst:   net.IP(peer.Addr(env.Family).AsSlice()),
+		Src:   net.IP(ep.Addr(family).AsSlice()),
+		Dst:   net.IP(peer.Addr(family).AsSlice()),
 		Proto: netlink.XFRM_PROTO_ESP,
 		Mode:  mode,
 		Spi:   probeXfrmSPI,
@@ -437,7 +487,7 @@ func probeXfrm(env *method.Env, o ipsecOptions) error {
 		st.Encap = &netlink.XfrmStateEncap{Type: netlink.XFRM_ENCAP_ESPINUDP, SrcPort: 4500, DstPort: 4500}
 	}
 	option := "CONFIG_INET_ESP"
-	if env.Family == method.IPv6 {
+	if family == method.IPv6 {
 		option = "CONFIG_INET6_ESP"
 	}
 	err := method.FakeKernelErr(option, unix.EPROTONOSUPPORT)
@@ -445,7 +495,7 @@ func probeXfrm(env *method.Env, o ipsecOptions) error {
 		err = ep.NL.XfrmStateAdd(st)
 	}
 	if err != nil {
-		return fmt.Errorf("%s: kernel xfrm cannot add an ESP SA with %s (%s): %w", ep.Side, name, env.Family, err)
+		return fmt.Errorf("%s: kernel xfrm cannot add an ESP SA with %s (%s): %w", hostOf(ep), name, family, err)
 	}
 	if err := ep.NL.XfrmStateDel(st); err != nil {
 		return fmt.Errorf("%s: delete probe ESP SA: %w", ep.Side, err)
@@ -490,7 +540,7 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 	if err != nil {
 		return nil, err
 	}
-	dp, err := chooseDatapath(env, o)
+	dp, err := chooseDatapath(ctx, env, o)
 	if err != nil {
 		return nil, err
 	}
@@ -607,9 +657,8 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 		if err := ipsecCleanNamespace(ep); err != nil {
 			errs = append(errs, err)
 		}
-		dir := filepath.Join(env.Dir, name+"-"+ep.Side)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("%s: remove %s: %w", ep.Side, dir, err))
+		if err := ep.RemoveAll(filepath.Join(method.SideRoot(env, ep), name+"-"+ep.Side)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -43,8 +42,15 @@ func NewIPsecECMP() *IPsecECMP { return &IPsecECMP{} }
 func (*IPsecECMP) Name() string       { return "ipsec-ecmp" }
 func (*IPsecECMP) Families() []string { return []string{method.IPv4, method.IPv6} }
 
-func (*IPsecECMP) Implementation() string {
-	return strongswanVersion() + " charon, N IPsec tunnels behind an ECMP nexthop group (L4 hash); kernel-libipsec: a charon and TUN device per tunnel; kernel xfrm: an xfrm interface per CHILD_SA"
+func (*IPsecECMP) Implementation() string { return ecmpImplementation(strongswanVersion()) }
+
+// ImplementationOn names the strongSwan of ep's host.
+func (*IPsecECMP) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return ecmpImplementation(strongswanVersionOn(ctx, ep))
+}
+
+func ecmpImplementation(version string) string {
+	return version + " charon, N IPsec tunnels behind an ECMP nexthop group (L4 hash); kernel-libipsec: a charon and TUN device per tunnel; kernel xfrm: an xfrm interface per CHILD_SA"
 }
 
 // Overhead is that of ipsec: each packet goes through one tunnel.
@@ -97,7 +103,7 @@ func (m *IPsecECMP) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 	if err != nil {
 		return nil, err
 	}
-	dp, err := chooseDatapath(env, o)
+	dp, err := chooseDatapath(ctx, env, o)
 	if err != nil {
 		return nil, err
 	}
@@ -321,28 +327,25 @@ func delNexthops(ep *testbed.Endpoint, n int) error {
 }
 
 // setMultipathHash sets fib_multipath_hash_policy of family to 1 (L4
-// 5-tuple) in ep's namespace and records the old value in run.
+// 5-tuple) in ep's namespace and records the old value in run. The
+// endpoint's file operations run inside its namespace, on its host.
 func setMultipathHash(ep *testbed.Endpoint, run *ipsecRun, family string) error {
 	file := "/proc/sys/net/ipv4/fib_multipath_hash_policy"
 	if family == method.IPv6 {
 		file = "/proc/sys/net/ipv6/fib_multipath_hash_policy"
 	}
-	var old []byte
-	err := ep.Do(func() error {
-		var err error
-		if old, err = os.ReadFile(file); err != nil {
-			return err
-		}
-		return os.WriteFile(file, []byte("1\n"), 0o644)
-	})
+	old, err := ep.ReadFile(file)
 	if err != nil {
-		return fmt.Errorf("%s: set %s to 1: %w", ep.Side, file, err)
+		return err
+	}
+	if err := ep.WriteFile(file, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("set %s to 1: %w", file, err)
 	}
 	run.mu.Lock()
 	defer run.mu.Unlock()
 	run.restore = append(run.restore, func() error {
-		if err := ep.Do(func() error { return os.WriteFile(file, old, 0o644) }); err != nil {
-			return fmt.Errorf("%s: restore %s: %w", ep.Side, file, err)
+		if err := ep.WriteFile(file, old, 0o644); err != nil {
+			return fmt.Errorf("restore %s: %w", file, err)
 		}
 		return nil
 	})

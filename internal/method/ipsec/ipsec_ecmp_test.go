@@ -50,7 +50,7 @@ func TestIPsecECMPLibipsec(t *testing.T) {
 			mtu := min(env.OverlayMTU, ipsec.LibipsecMaxMTU)
 			methodtest.DeviceMTU(t, l, path, mtu)
 			methodtest.Ping(t, l, path)
-			ipsecPingSize(t, l, path, mtu)
+			ipsecPingSize(t, l.A, path, mtu)
 			var bps float64
 			frames := ipsecCapture(t, l.A, func() { bps = methodtest.Gbps(t, methodtest.Iperf3Streams(t, l, path, 2, ipsecECMPStreams)) * 1e9 })
 
@@ -168,7 +168,7 @@ func TestLabIPsecECMPXfrm(t *testing.T) {
 			}
 			methodtest.DeviceMTU(t, l, path, env.OverlayMTU)
 			methodtest.Ping(t, l, path)
-			ipsecPingSize(t, l, path, env.OverlayMTU)
+			ipsecPingSize(t, l.A, path, env.OverlayMTU)
 			var bps float64
 			frames := ipsecCapture(t, l.A, func() { bps = methodtest.Gbps(t, methodtest.Iperf3Streams(t, l, path, 2, ipsecECMPStreams)) * 1e9 })
 			children, err := ipsec.IPsecSAs(context.Background(), l.A, filepath.Join(env.Dir, "ipsec-ecmp-a"))

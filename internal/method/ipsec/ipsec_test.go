@@ -83,14 +83,14 @@ func ipsecCapture(t *testing.T, ep *testbed.Endpoint, fn func()) []wire.Frame {
 }
 
 // ipsecPingSize checks that a packet of exactly mtu bytes (don't fragment)
-// crosses the overlay.
-func ipsecPingSize(t *testing.T, l *testbed.Local, path *method.Path, mtu int) {
+// crosses the overlay from a (ep, wherever it is) to path.B.
+func ipsecPingSize(t *testing.T, a *testbed.Endpoint, path *method.Path, mtu int) {
 	t.Helper()
 	hdr := 28
 	if path.B.Is6() {
 		hdr = 48
 	}
-	out, err := l.A.Run(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "3", "-M", "do", "-s", strconv.Itoa(mtu-hdr), path.B.String())
+	out, err := a.Run(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "3", "-M", "do", "-s", strconv.Itoa(mtu-hdr), path.B.String())
 	if err != nil {
 		t.Fatalf("ping with %d-byte packets (the overlay MTU): %v\n%s", mtu, err, out)
 	}
@@ -189,7 +189,7 @@ func TestIPsecLibipsec(t *testing.T) {
 			var out []byte
 			frames := ipsecCapture(t, l.A, func() {
 				methodtest.Ping(t, l, path)
-				ipsecPingSize(t, l, path, mtu)
+				ipsecPingSize(t, l.A, path, mtu)
 				out = methodtest.Iperf3(t, l, path, 2)
 			})
 			ipsecCheckESP(t, l, frames, wire.EncapESPUDP, env.UnderlayMTU, spis)
@@ -472,7 +472,7 @@ func TestLabIPsecXfrm(t *testing.T) {
 			var out []byte
 			frames := ipsecCapture(t, l.A, func() {
 				methodtest.Ping(t, l, path)
-				ipsecPingSize(t, l, path, env.OverlayMTU)
+				ipsecPingSize(t, l.A, path, env.OverlayMTU)
 				out = methodtest.Iperf3(t, l, path, 1)
 			})
 			ipsecCheckESP(t, l, frames, tt.encap, env.UnderlayMTU, spis)

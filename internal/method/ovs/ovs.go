@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -311,23 +310,22 @@ func arpIgnorePath(dev string) string {
 // setArpIgnore makes the kernel stop answering ARP on the underlay device
 // for the address that moved to br-phy (Linux answers for any local
 // address by default, which would give the peer the veth's MAC address
-// instead of br-phy's).
+// instead of br-phy's). The endpoint's file operations run inside its
+// namespace, on its host.
 func (s *ovsSide) setArpIgnore() error {
 	path := arpIgnorePath(s.ep.Dev)
-	return s.ep.Do(func() error {
-		old, err := os.ReadFile(path)
-		if err != nil {
-			return fmt.Errorf("%s: read %s: %w", s.ep.Side, path, err)
-		}
-		if strings.TrimSpace(string(old)) == "1" {
-			return nil
-		}
-		if err := os.WriteFile(path, []byte("1\n"), 0o644); err != nil {
-			return fmt.Errorf("%s: set %s: %w", s.ep.Side, path, err)
-		}
-		s.arpIgnore = strings.TrimSpace(string(old))
+	old, err := s.ep.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(string(old)) == "1" {
 		return nil
-	})
+	}
+	if err := s.ep.WriteFile(path, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("set %s: %w", path, err)
+	}
+	s.arpIgnore = strings.TrimSpace(string(old))
+	return nil
 }
 
 // restoreArpIgnore undoes setArpIgnore.
@@ -336,9 +334,8 @@ func (s *ovsSide) restoreArpIgnore() error {
 		return nil
 	}
 	path := arpIgnorePath(s.ep.Dev)
-	err := s.ep.Do(func() error { return os.WriteFile(path, []byte(s.arpIgnore+"\n"), 0o644) })
-	if err != nil {
-		return fmt.Errorf("%s: restore %s: %w", s.ep.Side, path, err)
+	if err := s.ep.WriteFile(path, []byte(s.arpIgnore+"\n"), 0o644); err != nil {
+		return fmt.Errorf("restore %s: %w", path, err)
 	}
 	s.arpIgnore = ""
 	return nil

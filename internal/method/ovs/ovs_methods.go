@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // OVS is an Open vSwitch tunnel port (vxlan, geneve or gre) between two
@@ -81,8 +81,15 @@ func (m *OVS) Name() string { return "ovs-" + m.tunnel }
 
 // Implementation names the installed Open vSwitch, e.g. "Open vSwitch
 // 3.1.0 vxlan port (netdev or system datapath)".
-func (m *OVS) Implementation() string {
-	return ovsVersion() + " " + m.tunnel + " port (netdev or system datapath)"
+func (m *OVS) Implementation() string { return m.implementation(ovsVersion()) }
+
+// ImplementationOn names the Open vSwitch of ep's host.
+func (m *OVS) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return m.implementation(parseOVSVersion(method.ProgramVersionOn(ctx, ep, "ovs-vswitchd")))
+}
+
+func (m *OVS) implementation(version string) string {
+	return version + " " + m.tunnel + " port (netdev or system datapath)"
 }
 
 // Families: both, for the underlay and the overlay alike.
@@ -123,13 +130,19 @@ func (m *OVS) Requirements() []method.Requirement {
 	}
 }
 
-var ovsVersion = sync.OnceValue(func() string {
-	v := method.ProgramVersion("ovs-vswitchd") // "ovs-vswitchd (Open vSwitch) 3.1.0"
+// ovsVersion is this machine's Open vSwitch (for descriptions: tunbench
+// methods).
+var ovsVersion = sync.OnceValue(func() string { return parseOVSVersion(method.ProgramVersion("ovs-vswitchd")) })
+
+// parseOVSVersion turns the first line of "ovs-vswitchd --version"
+// ("ovs-vswitchd (Open vSwitch) 3.1.0") into "Open vSwitch 3.1.0"; other
+// lines ("ovs-vswitchd (not installed)") stay as they are.
+func parseOVSVersion(v string) string {
 	if _, rest, ok := strings.Cut(v, "(Open vSwitch) "); ok {
 		return "Open vSwitch " + rest
 	}
 	return v
-})
+}
 
 // ovsNames are the names of what Setup creates on each side.
 type ovsNames struct {
@@ -197,17 +210,26 @@ func (m *OVS) key(v method.Values) uint64 {
 func (m *OVS) datapath(ctx context.Context, env *method.Env, dp string) (string, error) {
 	switch dp {
 	case OVSAuto, OVSSystem:
-		ok, err := ovsKernelDatapath(ctx, env.A)
-		if err != nil {
-			return "", err
+		// Each side runs its own OVS on its own host: system only where
+		// both kernels have the datapath.
+		for _, ep := range env.Endpoints() {
+			ok, err := ovsKernelDatapath(ctx, ep)
+			if err != nil {
+				return "", err
+			}
+			switch {
+			case ok:
+				continue
+			case dp == OVSSystem:
+				where := ep.Side
+				if ep.Host != "" {
+					where += " (host " + ep.Host + ")"
+				}
+				return "", fmt.Errorf("%s: datapath=system: %w: the kernel of %s lacks CONFIG_OPENVSWITCH (no openvswitch module); use datapath=netdev, or run it in the kernel lab (--testbed vm)", m.Name(), method.ErrNotSupported, where)
+			}
+			return OVSNetdev, nil
 		}
-		switch {
-		case ok:
-			return OVSSystem, nil
-		case dp == OVSSystem:
-			return "", fmt.Errorf("%s: datapath=system: %w: the kernel lacks CONFIG_OPENVSWITCH (no openvswitch module); use datapath=netdev, or run it in the kernel lab (--testbed vm)", m.Name(), method.ErrNotSupported)
-		}
-		return OVSNetdev, nil
+		return OVSSystem, nil
 	case OVSNetdev:
 		return OVSNetdev, nil
 	}
@@ -386,9 +408,8 @@ func (m *OVS) Teardown(ctx context.Context, env *method.Env) error {
 		if ep == nil {
 			continue
 		}
-		dir := filepath.Join(env.Dir, m.Name()+"-"+ep.Side)
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("%s: remove %s: %w", ep.Side, dir, err))
+		if err := ep.RemoveAll(filepath.Join(method.SideRoot(env, ep), m.Name()+"-"+ep.Side)); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -341,7 +341,7 @@ func ovsRun(t *testing.T, m *ovs.OVS, family, datapath string) {
 		t.Fatal(err)
 	}
 	methodtest.Ping(t, l, path)
-	ovsPingFull(t, l, env, path)
+	ovsPingFull(t, l.A, env, path)
 	pkts, err := c.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -427,14 +427,14 @@ func ovsCheckMTU(t *testing.T, ep *testbed.Endpoint, dev string, want int) {
 
 // ovsPingFull sends echo requests that fill the overlay MTU exactly, with
 // DF set: their outer packets must be exactly the underlay MTU.
-func ovsPingFull(t *testing.T, l *testbed.Local, env *method.Env, path *method.Path) {
+func ovsPingFull(t *testing.T, a *testbed.Endpoint, env *method.Env, path *method.Path) {
 	t.Helper()
 	hdr := 20 + 8
 	if path.B.Is6() {
 		hdr = 40 + 8
 	}
 	size := strconv.Itoa(env.OverlayMTU - hdr)
-	if out, err := l.A.Run(context.Background(), "ping", "-c", "3", "-i", "0.2", "-W", "3", "-M", "do", "-s", size, path.B.String()); err != nil {
+	if out, err := a.Run(context.Background(), "ping", "-c", "3", "-i", "0.2", "-W", "3", "-M", "do", "-s", size, path.B.String()); err != nil {
 		t.Fatalf("full-size ping (-s %s, DF) of %s: %v\n%s", size, path.B, err, out)
 	}
 }
@@ -497,7 +497,8 @@ func ovsCheckWire(t *testing.T, m *ovs.OVS, l *testbed.Local, env *method.Env, p
 }
 
 // ovsCheckUnderlay checks that the underlay device has its testbed
-// addresses (IPv6 without DAD), nothing else global, and arp_ignore 0.
+// addresses (IPv6 without DAD), nothing else global, and arp_ignore 0,
+// through ep (on this machine or through its agent).
 func ovsCheckUnderlay(t *testing.T, ep *testbed.Endpoint) {
 	t.Helper()
 	link, err := ep.NL.LinkByName(ep.Dev)
@@ -528,15 +529,11 @@ func ovsCheckUnderlay(t *testing.T, ep *testbed.Endpoint) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("%s: addresses of %s after Teardown (-want +got):\n%s", ep.Side, ep.Dev, diff)
 	}
-	var ignore string
-	if err := ep.Do(func() error {
-		b, err := os.ReadFile("/proc/sys/net/ipv4/conf/" + ep.Dev + "/arp_ignore")
-		ignore = strings.TrimSpace(string(b))
-		return err
-	}); err != nil {
+	b, err := ep.ReadFile("/proc/sys/net/ipv4/conf/" + ep.Dev + "/arp_ignore")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ignore != "0" {
+	if ignore := strings.TrimSpace(string(b)); ignore != "0" {
 		t.Errorf("%s: arp_ignore of %s is %s after Teardown, want 0", ep.Side, ep.Dev, ignore)
 	}
 }

@@ -1,0 +1,160 @@
+package ipsec_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/ipsec"
+	"github.com/tunbench/tunbench/internal/method/methodtest"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/wire"
+)
+
+// TestIPsecLibipsecThroughAgents runs ipsec on kernel-libipsec between two
+// remote endpoints, each served by a real agent process in its own
+// network, mount and pid namespaces (testbedtest.IsolatedAgentPair), as
+// over SSH: charon, swanctl, their configuration and the vici socket live
+// on the agents' hosts, and every command, file, netlink call and op goes
+// through the agent protocol. It checks the wire as the local test does
+// (ESP in UDP 4500 both ways, only the SPIs charon negotiated, nothing
+// above the underlay MTU), with a ping each way and a full-size one, then
+// that Teardown leaves no link, xfrm state, overlay address, process or
+// file in the agents' run directories.
+func TestIPsecLibipsecThroughAgents(t *testing.T) {
+	ipsecRequireSwan(t)
+	ipsecWithoutESP(t)
+	for _, family := range []string{method.IPv4, method.IPv6} {
+		t.Run(family, func(t *testing.T) {
+			ctx := context.Background()
+			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
+			m := ipsec.NewIPsec()
+			env := &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,
+				OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir}
+			links := func() [][]string {
+				return [][]string{methodtest.LinkState(t, pair.A), methodtest.LinkState(t, pair.B)}
+			}
+			beforeLinks, beforeFiles := links(), agentFiles(t, pair)
+			beforeProcs := agentProcesses(t, pair)
+			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
+
+			path, err := m.Setup(ctx, env)
+			if err != nil {
+				t.Fatalf("Setup through agents: %v", err)
+			}
+			if !strings.HasPrefix(path.Variant, "kernel-libipsec") {
+				t.Errorf("variant %q on a kernel without ESP, want kernel-libipsec", path.Variant)
+			}
+			if len(path.Daemons) != 2 {
+				t.Errorf("daemons %v, want a charon per side", path.Daemons)
+			}
+			for _, d := range path.Daemons {
+				if d.PID <= 0 {
+					t.Errorf("charon of %s has no pid", d.Side)
+				}
+			}
+			if got, want := m.ImplementationOn(ctx, pair.A), m.Implementation(); got != want {
+				t.Errorf("implementation on the agent's host %q, want this machine's %q (the same strongSwan)", got, want)
+			}
+			mtu := min(env.OverlayMTU, ipsec.LibipsecMaxMTU)
+			spis := map[uint32]bool{}
+			children, err := ipsec.IPsecSAs(ctx, pair.A, filepath.Join(method.SideRoot(env, pair.A), "ipsec-a"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range children {
+				for _, s := range []string{c.SPIIn, c.SPIOut} {
+					var v uint32
+					if _, err := fmt.Sscanf(s, "%x", &v); err != nil {
+						t.Fatalf("SPI %q: %v", s, err)
+					}
+					spis[v] = true
+				}
+			}
+			frames := ipsecCapture(t, l.A, func() {
+				for _, dir := range []struct {
+					from *testbed.Endpoint
+					to   string
+				}{{pair.A, path.B.String()}, {pair.B, path.A.String()}} {
+					if out, err := dir.from.Run(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "3", dir.to); err != nil {
+						t.Errorf("ping %s from %s through the agent: %v\n%s", dir.to, dir.from.Side, err, out)
+					}
+				}
+				ipsecPingSize(t, pair.A, path, mtu)
+			})
+			ipsecCheckESP(t, l, frames, wire.EncapESPUDP, env.UnderlayMTU, spis)
+
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Fatalf("Teardown through agents: %v", err)
+			}
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Errorf("second Teardown through agents: %v", err)
+			}
+			if diff := cmp.Diff(beforeLinks, links()); diff != "" {
+				t.Errorf("links after teardown (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(beforeFiles, agentFiles(t, pair)); diff != "" {
+				t.Errorf("files in the agents' run directories after teardown (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(beforeProcs, agentProcesses(t, pair)); diff != "" {
+				t.Errorf("processes on the agents' hosts after teardown (-before +after):\n%s", diff)
+			}
+			for _, d := range path.Daemons {
+				ep := pair.A
+				if d.Side == "b" {
+					ep = pair.B
+				}
+				if comm, err := ep.ReadFile(fmt.Sprintf("/proc/%d/comm", d.PID)); err == nil && strings.TrimSpace(string(comm)) == "charon" {
+					t.Errorf("charon %d of side %s still runs on its host", d.PID, d.Side)
+				}
+			}
+			for _, ep := range pair.Endpoints() {
+				ipsecCheckClean(t, ep)
+			}
+		})
+	}
+}
+
+// agentFiles lists, per side, what the side's run directory on its host
+// holds (through the endpoint), without the testbed's pid records.
+func agentFiles(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var files []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "find", ep.Dir, "-mindepth", "1", "-not", "-path", filepath.Join(ep.Dir, "pids")+"*")
+		if err != nil {
+			t.Fatalf("%s: list %s: %v\n%s", ep.Side, ep.Dir, err, out)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			files = append(files, ep.Side+": "+f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// agentProcesses lists, per side, the commands running on the side's
+// host (its own pid namespace) as ps there sees them, without ps itself.
+func agentProcesses(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var procs []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "ps", "-e", "-o", "comm=")
+		if err != nil {
+			t.Fatalf("%s: ps: %v\n%s", ep.Side, err, out)
+		}
+		for _, c := range strings.Fields(string(out)) {
+			if c != "ps" {
+				procs = append(procs, ep.Side+": "+c)
+			}
+		}
+	}
+	slices.Sort(procs)
+	return procs
+}

@@ -1,0 +1,155 @@
+package ovs_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/methodtest"
+	"github.com/tunbench/tunbench/internal/method/ovs"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/wire"
+)
+
+// TestOVSNetdevThroughAgents runs ovs-vxlan on the netdev datapath between
+// two remote endpoints, each served by a real agent process in its own
+// network, mount and pid namespaces (testbedtest.IsolatedAgentPair), as
+// over SSH: each side's ovsdb-server, ovs-vswitchd, database and sockets
+// live on its agent's host, and every command, file, netlink call and op
+// goes through the agent protocol. It checks the wire as the local test
+// does (VXLAN on UDP 4789 with the VNI, an Ethernet frame inside, a
+// full-size echo request exactly the underlay MTU), with a ping each way,
+// then that Teardown leaves no link, OVS process or file in the agents'
+// run directories, and gives the underlay its addresses and arp_ignore
+// back.
+func TestOVSNetdevThroughAgents(t *testing.T) {
+	requireOVS(t)
+	for _, family := range []string{method.IPv4, method.IPv6} {
+		t.Run(family, func(t *testing.T) {
+			ctx := context.Background()
+			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
+			m := ovs.NewOVSVXLAN()
+			env := &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,
+				OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
+				Options: map[string]string{"datapath": ovs.OVSNetdev}}
+			links := func() [][]string {
+				return [][]string{methodtest.LinkState(t, pair.A), methodtest.LinkState(t, pair.B)}
+			}
+			beforeLinks, beforeFiles := links(), agentFiles(t, pair)
+			beforeProcs := agentProcesses(t, pair)
+			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
+
+			path, err := m.Setup(ctx, env)
+			if err != nil {
+				t.Fatalf("Setup through agents: %v", err)
+			}
+			if path.Variant != ovs.OVSNetdev {
+				t.Errorf("variant %q, want %q", path.Variant, ovs.OVSNetdev)
+			}
+			roles := map[string]int{}
+			for _, d := range path.Daemons {
+				roles[d.Role]++
+				if d.PID <= 0 {
+					t.Errorf("%s of %s has no pid", d.Role, d.Side)
+				}
+			}
+			if roles["ovs-vswitchd"] != 2 || roles["ovsdb-server"] != 2 {
+				t.Errorf("daemons %+v, want an ovs-vswitchd and an ovsdb-server per side", path.Daemons)
+			}
+			if got, want := m.ImplementationOn(ctx, pair.A), m.Implementation(); got != want {
+				t.Errorf("implementation on the agent's host %q, want this machine's %q (the same Open vSwitch)", got, want)
+			}
+			for _, ep := range pair.Endpoints() {
+				ovsCheckMTU(t, ep, path.Devices[ep.Side][0], env.OverlayMTU)
+			}
+
+			c, err := wire.Start(l.A, l.A.Dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dir := range []struct {
+				from *testbed.Endpoint
+				to   string
+			}{{pair.A, path.B.String()}, {pair.B, path.A.String()}} {
+				if out, err := dir.from.Run(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "3", dir.to); err != nil {
+					t.Errorf("ping %s from %s through the agent: %v\n%s", dir.to, dir.from.Side, err, out)
+				}
+			}
+			ovsPingFull(t, pair.A, env, path)
+			pkts, err := c.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			frames, err := wire.Summarize(pkts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ovsCheckWire(t, m, l, env, path, frames, 42)
+
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Fatalf("Teardown through agents: %v", err)
+			}
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Errorf("second Teardown through agents: %v", err)
+			}
+			if diff := cmp.Diff(beforeLinks, links()); diff != "" {
+				t.Errorf("links after teardown (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(beforeFiles, agentFiles(t, pair)); diff != "" {
+				t.Errorf("files in the agents' run directories after teardown (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(beforeProcs, agentProcesses(t, pair)); diff != "" {
+				t.Errorf("processes on the agents' hosts after teardown (-before +after):\n%s", diff)
+			}
+			for _, ep := range pair.Endpoints() {
+				ovsCheckUnderlay(t, ep)
+			}
+			if out, err := pair.A.Run(ctx, "ping", "-c", "1", "-W", "2", pair.B.Addr(family).String()); err != nil {
+				t.Errorf("underlay ping after Teardown: %v\n%s", err, out)
+			}
+		})
+	}
+}
+
+// agentFiles lists, per side, what the side's run directory on its host
+// holds (through the endpoint), without the testbed's pid records.
+func agentFiles(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var files []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "find", ep.Dir, "-mindepth", "1", "-not", "-path", filepath.Join(ep.Dir, "pids")+"*")
+		if err != nil {
+			t.Fatalf("%s: list %s: %v\n%s", ep.Side, ep.Dir, err, out)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			files = append(files, ep.Side+": "+f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// agentProcesses lists, per side, the commands running on the side's
+// host (its own pid namespace) as ps there sees them, without ps itself.
+func agentProcesses(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var procs []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "ps", "-e", "-o", "comm=")
+		if err != nil {
+			t.Fatalf("%s: ps: %v\n%s", ep.Side, err, out)
+		}
+		for _, c := range strings.Fields(string(out)) {
+			if c != "ps" {
+				procs = append(procs, ep.Side+": "+c)
+			}
+		}
+	}
+	slices.Sort(procs)
+	return procs
+}
