@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // BoringTunInstall builds the pinned boringtun-cli from crates.io into
@@ -37,14 +38,23 @@ func NewBoringTun() *BoringTun {
 	})}
 }
 
+// boringTunVersion is the version of this machine's boringtun-cli, for
+// descriptions (tunbench methods); a cell records its host's
+// (ImplementationOn, and the Variant Setup returns).
 var boringTunVersion = sync.OnceValue(func() string { return method.ProgramVersion("boringtun-cli") })
 
 func (*BoringTun) Name() string { return "boringtun" }
 
-// Implementation names the installed version, e.g. "boringtun 0.7.1
-// (userspace, TUN)".
-func (*BoringTun) Implementation() string { return boringTunVersion() + " (userspace, TUN)" }
-func (*BoringTun) Families() []string     { return []string{method.IPv4, method.IPv6} }
+// Implementation names the version installed on this machine, e.g.
+// "boringtun 0.7.1 (userspace, TUN)".
+func (*BoringTun) Implementation() string { return boringTunVersion() + wgUserspaceImpl }
+
+// ImplementationOn names the boringtun-cli of ep's host.
+func (m *BoringTun) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return m.u.version(ctx, ep) + wgUserspaceImpl
+}
+
+func (*BoringTun) Families() []string { return []string{method.IPv4, method.IPv6} }
 
 // Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
 func (*BoringTun) Overhead(family string) int { return wgOverhead(family) }
@@ -65,7 +75,7 @@ func (*BoringTun) Requirements() []method.Requirement {
 // creates its device with 1500 and rereads the MTU every second) and
 // address, configures keys and peer, and waits for the first handshake.
 func (m *BoringTun) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
-	return m.u.setup(ctx, env, boringTunVersion())
+	return m.u.setup(ctx, env)
 }
 
 // Teardown stops both daemons and removes their devices, sockets and keys.

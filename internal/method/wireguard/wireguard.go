@@ -721,6 +721,16 @@ func newWGUserspace(d wgDaemon) *wgUserspace {
 	return &wgUserspace{d: d, runs: map[string][]*method.Process{}}
 }
 
+// wgUserspaceImpl follows the program's version in the Implementation of
+// a userspace WireGuard method.
+const wgUserspaceImpl = " (userspace, TUN)"
+
+// version is the first line of "PROGRAM --version" on ep's host (cached
+// per host by method.ProgramVersionOn).
+func (u *wgUserspace) version(ctx context.Context, ep *testbed.Endpoint) string {
+	return method.ProgramVersionOn(ctx, ep, u.d.program)
+}
+
 // wgSocket is the host path of the control socket of side s.
 func wgSocket(s *wgSide) string { return filepath.Join(s.dir, "run", "wireguard", s.dev+".sock") }
 
@@ -771,9 +781,20 @@ func (u *wgUserspace) start(ctx context.Context, env *method.Env, s *wgSide) (*m
 	return p, nil
 }
 
+// variant is the program's version on both sides' hosts: one version
+// when they agree, "a: V1; b: V2" when they do not.
+func (u *wgUserspace) variant(ctx context.Context, env *method.Env) string {
+	va, vb := u.version(ctx, env.A), u.version(ctx, env.B)
+	if va == vb {
+		return va
+	}
+	return env.A.Side + ": " + va + "; " + env.B.Side + ": " + vb
+}
+
 // setup starts both daemons, sets MTU and addresses, configures them over
-// their sockets and waits for the first handshake.
-func (u *wgUserspace) setup(ctx context.Context, env *method.Env, variant string) (*method.Path, error) {
+// their sockets and waits for the first handshake. The Variant is the
+// program's version on the sides' hosts (both named when they differ).
+func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	sides, err := wgPlan(env, u.d.method)
 	if err != nil {
 		return nil, err
@@ -804,7 +825,7 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env, variant string
 		B:       sides[1].addr.Addr(),
 		Devices: map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
 		Daemons: []method.Daemon{procs[0].Daemon(), procs[1].Daemon()},
-		Variant: variant,
+		Variant: u.variant(ctx, env),
 	}, nil
 }
 

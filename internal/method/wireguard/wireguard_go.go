@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // WireGuardGoInstall builds the pinned wireguard-go release (0.0.20250522,
@@ -35,14 +36,23 @@ func NewWireGuardGo() *WireGuardGo {
 	})}
 }
 
+// wireguardGoVersion is the version of this machine's wireguard-go, for
+// descriptions (tunbench methods); a cell records its host's
+// (ImplementationOn, and the Variant Setup returns).
 var wireguardGoVersion = sync.OnceValue(func() string { return method.ProgramVersion("wireguard-go") })
 
 func (*WireGuardGo) Name() string { return "wireguard-go" }
 
-// Implementation names the installed version, e.g. "wireguard-go
-// v0.0.20250522 (userspace, TUN)".
-func (*WireGuardGo) Implementation() string { return wireguardGoVersion() + " (userspace, TUN)" }
-func (*WireGuardGo) Families() []string     { return []string{method.IPv4, method.IPv6} }
+// Implementation names the version installed on this machine, e.g.
+// "wireguard-go v0.0.20250522 (userspace, TUN)".
+func (*WireGuardGo) Implementation() string { return wireguardGoVersion() + wgUserspaceImpl }
+
+// ImplementationOn names the wireguard-go of ep's host.
+func (m *WireGuardGo) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return m.u.version(ctx, ep) + wgUserspaceImpl
+}
+
+func (*WireGuardGo) Families() []string { return []string{method.IPv4, method.IPv6} }
 
 // Overhead: see wgOverhead (60 bytes over IPv4, 80 over IPv6).
 func (*WireGuardGo) Overhead(family string) int { return wgOverhead(family) }
@@ -63,7 +73,7 @@ func (*WireGuardGo) Requirements() []method.Requirement {
 // on its TUN device, configures keys and peer, and waits for the first
 // handshake.
 func (m *WireGuardGo) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
-	return m.u.setup(ctx, env, wireguardGoVersion())
+	return m.u.setup(ctx, env)
 }
 
 // Teardown stops both daemons and removes their devices, sockets and keys.
