@@ -81,10 +81,23 @@ const ovpnInitDone = "Initialization Sequence Completed"
 
 func (*OpenVPN) Name() string { return "openvpn" }
 
-// Implementation names the installed version and its crypto library, e.g.
-// "OpenVPN 2.6.14, OpenSSL 3.0.19 (userspace, TUN)".
-func (*OpenVPN) Implementation() string { return openVPNVersion() + " (userspace, TUN)" }
+// Implementation names the version installed on this machine and its
+// crypto library, e.g. "OpenVPN 2.6.14, OpenSSL 3.0.19 (userspace, TUN)",
+// for descriptions (tunbench methods); a cell records its host's
+// (ImplementationOn).
+func (*OpenVPN) Implementation() string { return openVPNVersion() + ovpnImpl }
 
+// ImplementationOn names the OpenVPN of ep's host and its crypto library.
+func (*OpenVPN) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
+	return openVPNVersionOn(ctx, ep) + ovpnImpl
+}
+
+// ovpnImpl follows the version in the Implementation.
+const ovpnImpl = " (userspace, TUN)"
+
+var _ method.HostImplementer = (*OpenVPN)(nil)
+
+// openVPNVersion is ParseOpenVPNVersion of this machine's openvpn.
 var openVPNVersion = sync.OnceValue(func() string {
 	path, err := exec.LookPath("openvpn")
 	if err != nil {
@@ -94,6 +107,34 @@ var openVPNVersion = sync.OnceValue(func() string {
 	out, _ := exec.Command(path, "--version").Output()
 	return ParseOpenVPNVersion(out)
 })
+
+// ovpnHostVersions caches openVPNVersionOn by host.
+var ovpnHostVersions sync.Map
+
+// openVPNVersionOn is ParseOpenVPNVersion of the openvpn on ep's host:
+// "OpenVPN (not installed)" when it has none. Whether it has one, and its
+// first line, come from method.ProgramVersionOn; the crypto library is on
+// the second line of "openvpn --version", read once per host.
+func openVPNVersionOn(ctx context.Context, ep *testbed.Endpoint) string {
+	first := method.ProgramVersionOn(ctx, ep, "openvpn")
+	if strings.HasSuffix(first, " (not installed)") {
+		return "OpenVPN (not installed)"
+	}
+	v := ParseOpenVPNVersion([]byte(first))
+	if !strings.HasPrefix(first, "OpenVPN ") {
+		return v // OpenVPN (version unknown)
+	}
+	if cached, ok := ovpnHostVersions.Load(ep.Host); ok {
+		return cached.(string)
+	}
+	// Older releases exit 1 after --version; the output is what counts.
+	out, _ := ep.Run(ctx, "openvpn", "--version")
+	if full := ParseOpenVPNVersion(out); strings.HasPrefix(full, v) {
+		v = full
+	}
+	ovpnHostVersions.Store(ep.Host, v)
+	return v
+}
 
 // ParseOpenVPNVersion condenses "openvpn --version" output into
 // "OpenVPN 2.6.14, OpenSSL 3.0.19"; unknown output gives "OpenVPN
@@ -426,11 +467,11 @@ func (m *OpenVPN) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 		}
 		m.record(env, p)
 		procs[i] = p
-		if err := ovpnWaitInit(ctx, p); err != nil {
+		if err := ovpnWaitInit(ctx, ep, p); err != nil {
 			return nil, err
 		}
 	}
-	client, err := ovpnWaitClient(ctx, procs[1], sides[1].path(ovpnStatusFile), o.Cipher)
+	client, err := ovpnWaitClient(ctx, env.B, procs[1], sides[1].path(ovpnStatusFile), o.Cipher)
 	if err != nil {
 		return nil, err
 	}
@@ -451,15 +492,15 @@ func (m *OpenVPN) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 	}, nil
 }
 
-// ovpnWaitInit waits until p logs that its initialisation is complete. An
-// exit, a completion "With Errors" or the timeout is an error quoting the
-// log.
-func ovpnWaitInit(ctx context.Context, p *method.Process) error {
+// ovpnWaitInit waits until p, started on ep, logs that its initialisation
+// is complete (its log is read on ep's host). An exit, a completion "With
+// Errors" or the timeout is an error quoting the log.
+func ovpnWaitInit(ctx context.Context, ep *testbed.Endpoint, p *method.Process) error {
 	err := method.WaitFor(ctx, ovpnInitTimeout, fmt.Sprintf("%q in %s", ovpnInitDone, filepath.Base(p.Log)), func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}
-		data, err := os.ReadFile(p.Log)
+		data, err := ep.ReadFile(p.Log)
 		if err != nil {
 			return false, err
 		}
@@ -478,15 +519,16 @@ func ovpnWaitInit(ctx context.Context, p *method.Process) error {
 	return nil
 }
 
-// ovpnWaitClient waits until the server's status file lists the client.
-func ovpnWaitClient(ctx context.Context, server *method.Process, statusFile, cipher string) (*OpenVPNClient, error) {
+// ovpnWaitClient waits until the server's status file, on ep's host where
+// server runs, lists the client.
+func ovpnWaitClient(ctx context.Context, ep *testbed.Endpoint, server *method.Process, statusFile, cipher string) (*OpenVPNClient, error) {
 	var client *OpenVPNClient
 	var parseErr error // the last one, reported on timeout
 	err := method.WaitFor(ctx, ovpnStatusTimeout, "client "+ovpnClientName+" in "+filepath.Base(statusFile), func() (bool, error) {
 		if err := server.Alive(); err != nil {
 			return false, err
 		}
-		data, err := os.ReadFile(statusFile)
+		data, err := ep.ReadFile(statusFile)
 		if errors.Is(err, os.ErrNotExist) {
 			return false, nil
 		}
@@ -548,8 +590,8 @@ func ovpnCheckDev(ep *testbed.Endpoint, dev string, mtu int, addr netip.Prefix) 
 // Teardown stops both daemons (which removes their TUN devices), deletes
 // any device left, and removes the side directories with their keys.
 // Daemons of this run that another OpenVPN value started are found by
-// their pid files.
-func (m *OpenVPN) Teardown(_ context.Context, env *method.Env) error {
+// their pid files, on their hosts (opKillByPIDFile).
+func (m *OpenVPN) Teardown(ctx context.Context, env *method.Env) error {
 	m.mu.Lock()
 	procs := m.runs[env.Dir]
 	delete(m.runs, env.Dir)
@@ -564,41 +606,50 @@ func (m *OpenVPN) Teardown(_ context.Context, env *method.Env) error {
 		if ep == nil {
 			continue
 		}
-		dir := filepath.Join(env.Dir, m.Name()+"-"+ep.Side)
-		if err := ovpnKillByPIDFile(ep.Side, dir); err != nil {
-			errs = append(errs, err)
+		dir := filepath.Join(method.SideRoot(env, ep), m.Name()+"-"+ep.Side)
+		if _, err := opKillByPIDFile.Call(context.WithoutCancel(ctx), ep, dir); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
 		}
 		errs = append(errs, method.DelLinks(ep, ovpnDevName(env)))
-		if err := os.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("%s: remove %s: %w", ep.Side, dir, err))
+		if err := ep.RemoveAll(dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove %s: %w", dir, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
+// opKillByPIDFile runs ovpnKillByPIDFile on the endpoint's host, where
+// the pid file and /proc are; it returns the pid it killed, 0 if none.
+var opKillByPIDFile = testbed.NewOp("openvpn.kill-by-pidfile", func(_ context.Context, _ *testbed.Endpoint, dir string) (int, error) {
+	return ovpnKillByPIDFile(dir)
+})
+
 // ovpnKillByPIDFile kills the openvpn whose pid file is in dir, if it
-// still runs and was started with that directory's configuration.
-func ovpnKillByPIDFile(side, dir string) error {
+// still runs and was started with that directory's configuration, and
+// waits until it is gone. It reads this machine's /proc: call it on the
+// daemon's host (opKillByPIDFile). It returns the pid it killed, 0 if
+// none.
+func ovpnKillByPIDFile(dir string) (int, error) {
 	data, err := os.ReadFile(filepath.Join(dir, ovpnPIDFile))
 	if err != nil {
-		return nil // no pid file: nothing started, or stopped already
+		return 0, nil // no pid file: nothing started, or stopped already
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 0 {
-		return nil
+		return 0, nil
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err != nil || !strings.Contains(string(cmdline), filepath.Join(dir, ovpnConfigFile)) {
-		return nil // gone, or the pid now belongs to another process
+		return 0, nil // gone, or the pid now belongs to another process
 	}
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return fmt.Errorf("%s: kill openvpn (pid %d): %w", side, pid, err)
+		return 0, fmt.Errorf("kill openvpn (pid %d): %w", pid, err)
 	}
 	for range 100 {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err != nil {
-			return nil
+			return pid, nil
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return fmt.Errorf("%s: openvpn (pid %d) still runs after SIGKILL", side, pid)
+	return pid, fmt.Errorf("openvpn (pid %d) still runs after SIGKILL", pid)
 }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/openvpn"
@@ -32,6 +34,13 @@ import (
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
+
+// TestMain lets the test binary serve as a tunbench agent for the tests
+// that run the method on remote endpoints (testbedtest.IsolatedAgentPair).
+func TestMain(m *testing.M) {
+	testbedtest.ServeAgentIfAsked()
+	os.Exit(m.Run())
+}
 
 var updateOpenVPN = flag.Bool("update-openvpn", false, "rewrite the openvpn golden configuration files in testdata")
 
@@ -797,4 +806,195 @@ func TestOpenVPNBadConfig(t *testing.T) {
 	if time.Since(start) > 5*time.Second {
 		t.Errorf("Setup took %s to notice the exit", time.Since(start))
 	}
+}
+
+// TestOpenVPNThroughAgents runs openvpn between two remote endpoints, each
+// served by a real agent process in its own network, mount and pid
+// namespaces (testbedtest.IsolatedAgentPair), as over SSH: the daemons,
+// their configuration, keys, logs, pid and status files live on the
+// agents' hosts, and every command, file, netlink call and op goes through
+// the agent protocol. It checks that each side's files are on its own
+// host only, the wire as TestOpenVPNWire does (only OpenVPN's transport on
+// its port, nothing in clear, underlay MTU exact), a ping each way and one
+// second of iperf3, then that Teardown leaves no link, process or file in
+// the agents' run directories, also when another OpenVPN value tears down
+// (the daemons are then found by their pid files, on their hosts).
+func TestOpenVPNThroughAgents(t *testing.T) {
+	requireOpenVPN(t)
+	const port = 1195
+	for _, tt := range []struct {
+		family, proto string
+		// stranger: tear down with another OpenVPN value, which finds
+		// the daemons by their pid files on their hosts.
+		stranger bool
+	}{{method.IPv4, "udp", false}, {method.IPv6, "udp", false}, {method.IPv4, "tcp", true}} {
+		t.Run(tt.proto+"/"+tt.family, func(t *testing.T) {
+			ctx := context.Background()
+			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
+			if _, err := os.Stat(pair.A.Dir); err == nil {
+				t.Fatalf("the agent's run directory %s is visible to this process: the agents are not isolated", pair.A.Dir)
+			}
+			m := openvpn.NewOpenVPN()
+			opts := map[string]string{"port": strconv.Itoa(port), "proto": tt.proto}
+			env := &method.Env{A: pair.A, B: pair.B, Family: tt.family, UnderlayMTU: 1500,
+				OverlayMTU: 1500 - m.Overhead(tt.family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir, Options: opts}
+			links := func() [][]string {
+				return [][]string{methodtest.LinkState(t, pair.A), methodtest.LinkState(t, pair.B)}
+			}
+			outsideBefore := ovpnOutside("")
+			beforeLinks, beforeFiles, beforeProcs := links(), ovpnAgentFiles(t, pair), ovpnAgentProcesses(t, pair)
+			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
+
+			path, err := m.Setup(ctx, env)
+			if err != nil {
+				t.Fatalf("Setup through agents: %v", err)
+			}
+			if len(path.Daemons) != 2 {
+				t.Fatalf("daemons %v, want an openvpn per side", path.Daemons)
+			}
+			if got, want := m.ImplementationOn(ctx, pair.A), m.Implementation(); got != want || !strings.Contains(got, ", OpenSSL ") {
+				t.Errorf("implementation on the agent's host %q, want this machine's %q (the same OpenVPN, with its crypto library)", got, want)
+			}
+
+			// Each side's configuration, keys and state are on its own
+			// host, in its side directory, private; the other side's
+			// directory is not there.
+			var secrets []string
+			for i, ep := range pair.Endpoints() {
+				dir := filepath.Join(ep.Dir, "openvpn-"+ep.Side)
+				other := filepath.Join(ep.Dir, "openvpn-"+pair.Endpoints()[1-i].Side)
+				if out, err := ep.Run(ctx, "test", "!", "-e", other); err != nil {
+					t.Errorf("%s: the other side's directory %s is on this host: %v\n%s", ep.Side, other, err, out)
+				}
+				cert := "client"
+				if ep.Side == "b" {
+					cert = "server"
+				}
+				if out, err := ep.Run(ctx, "stat", "-c", "%a", dir); err != nil || strings.TrimSpace(string(out)) != "700" {
+					t.Errorf("%s: side directory on its host: mode %q (%v), want 700", ep.Side, strings.TrimSpace(string(out)), err)
+				}
+				// What tunbench writes is private (the pid file is
+				// OpenVPN's own, in the private directory).
+				names := []string{"openvpn.conf", "openvpn.log", "ca.crt", cert + ".crt", cert + ".key"}
+				if tt.proto == "udp" {
+					names = append(names, "tls-crypt.key") // tls-crypt is on by default
+				}
+				for _, name := range names {
+					out, err := ep.Run(ctx, "stat", "-c", "%a", filepath.Join(dir, name))
+					if err != nil || strings.TrimSpace(string(out)) != "600" {
+						t.Errorf("%s: %s on its host: mode %q (%v), want 600", ep.Side, name, strings.TrimSpace(string(out)), err)
+					}
+					if strings.HasSuffix(name, ".key") || strings.HasSuffix(name, ".crt") {
+						data, err := ep.ReadFile(filepath.Join(dir, name))
+						if err != nil {
+							t.Fatal(err)
+						}
+						for _, line := range strings.Split(string(data), "\n") {
+							if len(line) >= 32 && !strings.HasPrefix(line, "-----") && !strings.HasPrefix(line, "#") {
+								secrets = append(secrets, line)
+							}
+						}
+					}
+				}
+				pid, err := ep.ReadFile(filepath.Join(dir, "openvpn.pid"))
+				if d := path.Daemons[i]; err != nil || d.Side != ep.Side || strings.TrimSpace(string(pid)) != strconv.Itoa(d.PID) {
+					t.Errorf("%s: pid file %q (%v), daemon %+v", ep.Side, pid, err, d)
+				}
+			}
+			methodtest.NoSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), secrets)
+
+			c, err := wire.Start(l.B, l.B.Dev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, dir := range []struct {
+				from *testbed.Endpoint
+				to   string
+			}{{pair.A, path.B.String()}, {pair.B, path.A.String()}} {
+				if out, err := dir.from.Run(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "3", dir.to); err != nil {
+					t.Errorf("ping %s from %s through the agent: %v\n%s", dir.to, dir.from.Side, err, out)
+				}
+			}
+			out := methodtest.Iperf3Between(t, pair.A, pair.B, path, 1, 1)
+			pkts, err := c.Stop()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tp, err := load.ParseIperf3(out); err != nil || tp.BitsPerSecond <= 0 {
+				t.Errorf("iperf3 through the agents: %v bit/s received (%v)", tp.BitsPerSecond, err)
+			}
+			frames, err := wire.Summarize(pkts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkOpenVPNWire(t, frames, env, tt.proto, port)
+
+			td := m
+			if tt.stranger {
+				td = openvpn.NewOpenVPN()
+			}
+			if err := td.Teardown(ctx, env); err != nil {
+				t.Fatalf("Teardown through agents: %v", err)
+			}
+			if diff := cmp.Diff(beforeProcs, ovpnAgentProcesses(t, pair)); diff != "" {
+				t.Errorf("processes on the agents' hosts after teardown (-before +after):\n%s", diff)
+			}
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Errorf("second Teardown through agents: %v", err)
+			}
+			if diff := cmp.Diff(beforeLinks, links()); diff != "" {
+				t.Errorf("links after teardown (-before +after):\n%s", diff)
+			}
+			if diff := cmp.Diff(beforeFiles, ovpnAgentFiles(t, pair)); diff != "" {
+				t.Errorf("files in the agents' run directories after teardown (-before +after):\n%s", diff)
+			}
+			for i, ep := range pair.Endpoints() {
+				d := path.Daemons[i]
+				if comm, err := ep.ReadFile(fmt.Sprintf("/proc/%d/comm", d.PID)); err == nil && strings.TrimSpace(string(comm)) == "openvpn" {
+					t.Errorf("openvpn %d of side %s still runs on its host", d.PID, d.Side)
+				}
+			}
+			if diff := cmp.Diff(outsideBefore, ovpnOutside(env.Prefix)); diff != "" {
+				t.Errorf("OpenVPN state outside the run directories (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// ovpnAgentFiles lists, per side, what the side's run directory on its
+// host holds (through the endpoint), without the testbed's pid records.
+func ovpnAgentFiles(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var files []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "find", ep.Dir, "-mindepth", "1", "-not", "-path", filepath.Join(ep.Dir, "pids")+"*")
+		if err != nil {
+			t.Fatalf("%s: list %s: %v\n%s", ep.Side, ep.Dir, err, out)
+		}
+		for _, f := range strings.Fields(string(out)) {
+			files = append(files, ep.Side+": "+f)
+		}
+	}
+	slices.Sort(files)
+	return files
+}
+
+// ovpnAgentProcesses lists, per side, the commands running on the side's
+// host (its own pid namespace) as ps there sees them, without ps itself.
+func ovpnAgentProcesses(t *testing.T, pair *testbed.Pair) []string {
+	t.Helper()
+	var procs []string
+	for _, ep := range pair.Endpoints() {
+		out, err := ep.Run(context.Background(), "ps", "-e", "-o", "comm=")
+		if err != nil {
+			t.Fatalf("%s: ps: %v\n%s", ep.Side, err, out)
+		}
+		for _, c := range strings.Fields(string(out)) {
+			if c != "ps" {
+				procs = append(procs, ep.Side+": "+c)
+			}
+		}
+	}
+	slices.Sort(procs)
+	return procs
 }
