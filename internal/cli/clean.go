@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -41,20 +42,9 @@ a host it lost and reached again.`,
 				if file == "" {
 					return errors.New("--testbed ssh: give the scenario naming the hosts with -f")
 				}
-				data, err := os.ReadFile(file)
+				s, reg, err := sshScenario(file)
 				if err != nil {
-					return fmt.Errorf("read scenario: %w", err)
-				}
-				s, err := scenario.Parse(data)
-				if err != nil {
-					return fmt.Errorf("scenario %s: %w", file, err)
-				}
-				reg := registry.Builtin()
-				if s.Testbed != "ssh" {
-					return fmt.Errorf("scenario %s: testbed is %q, not ssh", file, s.Testbed)
-				}
-				if err := s.Validate(runner.Catalog(reg)); err != nil {
-					return fmt.Errorf("invalid scenario:\n%w", indent(err))
+					return err
 				}
 				if run != "" && !testbed.ValidID(run) {
 					return fmt.Errorf("--run %q: a run id is six hex digits, as tunbench run prints it", run)
@@ -94,6 +84,27 @@ a host it lost and reached again.`,
 	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts)")
 	fl.StringVar(&site, "site", "", "clean this host as this site of --run")
 	return cmd
+}
+
+// sshScenario reads and validates the ssh scenario in file, for the
+// commands that reach its hosts without running it (clean, ebpf stats).
+func sshScenario(file string) (scenario.Scenario, *method.Registry, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return scenario.Scenario{}, nil, fmt.Errorf("read scenario: %w", err)
+	}
+	s, err := scenario.Parse(data)
+	if err != nil {
+		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: %w", file, err)
+	}
+	reg := registry.Builtin()
+	if s.Testbed != "ssh" {
+		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not ssh", file, s.Testbed)
+	}
+	if err := s.Validate(runner.Catalog(reg)); err != nil {
+		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario:\n%w", indent(err))
+	}
+	return s, reg, nil
 }
 
 func printRemoved(out interface{ Write([]byte) (int, error) }, removed []testbed.Leftover) {

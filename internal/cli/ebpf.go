@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/sshbed"
 )
 
 func newEBPFCmd() *cobra.Command {
@@ -16,8 +19,8 @@ func newEBPFCmd() *cobra.Command {
 		Short: "Inspect tunbench's own eBPF tunnel data path (ebpf-* methods)",
 	}
 	var (
-		root string
-		max  int
+		root, bed, file string
+		max             int
 	)
 	stats := &cobra.Command{
 		Use:   "stats [ENDPOINT...]",
@@ -28,13 +31,44 @@ prefix, remote underlay address, encapsulation, VNI or key) and each decap
 entry with its packets, bytes and drops by reason, and the drops no rule
 owns (truncated headers, unknown VNIs). ENDPOINT names a directory under
 the root (e.g. tb1a2b3c-a); without one, every endpoint is shown. The same
-counters are stored with each measured cell (meta.extra).`,
+counters are stored with each measured cell (meta.extra).
+
+With --testbed ssh -f SCENARIO it prints the same for every host of the
+scenario, over SSH, each line prefixed with the site's name: the programs
+of a run on ssh sit on the hosts, not on this machine.`,
+		Example: `  tunbench ebpf stats
+  tunbench ebpf stats tb1a2b3c-a --max-rules 0
+  tunbench ebpf stats --testbed ssh -f two-hosts.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return ebpfStats(cmd.OutOrStdout(), root, args, max)
+			switch bed {
+			case "", "local":
+				return ebpfStats(cmd.OutOrStdout(), root, args, max)
+			case "ssh":
+			default:
+				return fmt.Errorf("--testbed %q: use local (the default) or ssh", bed)
+			}
+			if file == "" {
+				return errors.New("--testbed ssh: give the scenario naming the hosts with -f")
+			}
+			s, reg, err := sshScenario(file)
+			if err != nil {
+				return err
+			}
+			argv := append([]string{"ebpf", "stats", "--root", root, "--max-rules", strconv.Itoa(max)}, args...)
+			lines, err := sshbed.OnEachSite(cmd.Context(), sshConfig(s, reg, "", nil), func(string) []string { return argv })
+			for _, l := range lines {
+				fmt.Fprintln(cmd.OutOrStdout(), l)
+			}
+			if err != nil {
+				return fmt.Errorf("ebpf stats:\n%w", indent(err))
+			}
+			return nil
 		},
 	}
 	stats.Flags().StringVar(&root, "root", ebpf.PinRoot, "directory holding the endpoints' pin directories")
 	stats.Flags().IntVar(&max, "max-rules", 20, "rules to print per endpoint (0: all)")
+	stats.Flags().StringVar(&bed, "testbed", "", "local (default) or ssh: read every host of the scenario given with -f")
+	stats.Flags().StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh)")
 	cmd.AddCommand(stats)
 	return cmd
 }

@@ -414,6 +414,20 @@ func (t *Testbed) Close() error {
 // (what killed runs left), and with id set that run's site state whatever
 // its lock says.
 func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
+	return OnEachSite(ctx, cfg, func(site string) []string {
+		if id == "" {
+			return []string{"clean"}
+		}
+		return []string{"clean", "--run", id, "--site", site}
+	})
+}
+
+// OnEachSite runs tunbench on every site of a scenario, one after the
+// other, with the arguments args returns for the site (tunbench itself
+// installed there as a run would), and returns their output, each line
+// prefixed with the site's name. A site that cannot be reached or whose
+// command fails is an error of its own; the others still run.
+func OnEachSite(ctx context.Context, cfg Config, args func(site string) []string) ([]string, error) {
 	t := &Testbed{cfg: cfg}
 	var out []string
 	var errs []error
@@ -429,11 +443,7 @@ func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
 			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
 			continue
 		}
-		argv := []string{exe, "clean"}
-		if id != "" {
-			argv = append(argv, "--run", id, "--site", st.Name)
-		}
-		res, _, err := sh.Run(ctx, argv...)
+		res, _, err := sh.Run(ctx, append([]string{exe}, args(st.Name)...)...)
 		sh.Close()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))

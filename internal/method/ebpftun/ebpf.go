@@ -143,21 +143,25 @@ func (m EBPF) params(env *method.Env) (ebpfParams, error) {
 }
 
 // Setup loads and attaches the programs on both sides and writes the rules.
-func (m EBPF) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+// Each side's kernel is probed first, on its own host (two hosts may run
+// two kernels).
+func (m EBPF) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	p, err := m.params(env)
 	if err != nil {
 		return nil, err
 	}
-	if err := ebpf.Probe(); err != nil {
-		return nil, fmt.Errorf("%s: %w: needs %v", m.Name(), method.ErrNotSupported, err)
-	}
-	if p.underlay != env.Family {
-		if err := ebpf.ProbeFamilyChange(); err != nil {
-			return nil, fmt.Errorf("%s over %s: %w: needs %v", m.Name(), env.Family, method.ErrNotSupported, err)
+	for _, ep := range env.Endpoints() {
+		if err := probe(ctx, m, env, ep, false); err != nil {
+			return nil, err
+		}
+		if p.underlay != env.Family {
+			if err := probe(ctx, m, env, ep, true); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for _, ep := range env.Endpoints() {
-		if err := m.setupSide(env, ep, p); err != nil {
+		if err := m.setupSide(ctx, env, ep, p); err != nil {
 			return nil, err
 		}
 	}
@@ -184,7 +188,7 @@ func sides(env *method.Env, ep *testbed.Endpoint) (mine, theirs netip.Prefix) {
 }
 
 // setupSide sets one endpoint up toward its peer.
-func (m EBPF) setupSide(env *method.Env, ep *testbed.Endpoint, p ebpfParams) error {
+func (m EBPF) setupSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint, p ebpfParams) error {
 	peer := env.Peer(ep)
 	mine, theirs := sides(env, ep)
 	lo, err := ep.NL.LinkByName("lo")
@@ -194,25 +198,18 @@ func (m EBPF) setupSide(env *method.Env, ep *testbed.Endpoint, p ebpfParams) err
 	if err := method.AddAddr(ep, lo, method.HostPrefix(mine.Addr())); err != nil {
 		return err
 	}
-	objs, err := ebpf.Load(ebpf.Config{PinDir: ebpfPinDir(env, ep)})
-	if err != nil {
-		return fmt.Errorf("%s: %w", ep.Side, err)
-	}
 	rules := []ebpf.Rule{{
 		ID: 1, Dst: method.HostPrefix(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
 		Local: ep.Addr(p.underlay), Remote: peer.Addr(p.underlay),
 		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
 	}}
 	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
-	t := objs.Table()
-	err = errors.Join(
-		t.PutRules(rules),
-		t.PutDecaps([]ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}),
-		objs.Attach(method.LocalHandle(ep), ep.Dev),
-		objs.Close(),
-	)
+	_, err = opAttach.Call(ctx, ep, attachArgs{
+		PinDir: ebpfPinDir(env, ep), Dev: ep.Dev, Rules: rules,
+		Decaps: []ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}},
+	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", ep.Side, err)
+		return fmt.Errorf("%s: %w", hostOf(ep), err)
 	}
 	// The overlay prefix goes to the underlay; its next hop (the peer's
 	// underlay address of the inner family) gives the Ethernet header the
@@ -250,18 +247,24 @@ func fillerRules(family string, n int, like ebpf.Rule) []ebpf.Rule {
 
 // Teardown detaches the programs, removes the route, the lo address and
 // the pins on both sides.
-func (m EBPF) Teardown(_ context.Context, env *method.Env) error {
-	return method.EachSide(env, func(ep *testbed.Endpoint) error { return m.teardownSide(env, ep) })
+func (m EBPF) Teardown(ctx context.Context, env *method.Env) error {
+	return method.EachSide(env, func(ep *testbed.Endpoint) error { return m.teardownSide(ctx, env, ep) })
 }
 
-func (m EBPF) teardownSide(env *method.Env, ep *testbed.Endpoint) error {
+func (m EBPF) teardownSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint) error {
 	if ep == nil || ep.NL == nil {
 		return nil
 	}
 	mine, theirs := sides(env, ep)
 	var errs []error
-	if err := ebpf.Detach(method.LocalHandle(ep), ep.Dev); err != nil {
-		errs = append(errs, fmt.Errorf("%s: %w", ep.Side, err))
+	// The pins go with the programs; without a prefix (an interop test's
+	// side set up by hand) nothing was pinned by this run.
+	pins := ""
+	if env.Prefix != "" {
+		pins = ebpfPinDir(env, ep)
+	}
+	if _, err := opDetach.Call(ctx, ep, detachArgs{PinDir: pins, Dev: ep.Dev}); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", hostOf(ep), err))
 	}
 	routes, err := ep.NL.RouteListFiltered(method.FamilyOf(theirs.Addr()), &netlink.Route{Dst: testbed.PrefixNet(theirs.Masked())}, netlink.RT_FILTER_DST)
 	if err != nil {
@@ -275,23 +278,15 @@ func (m EBPF) teardownSide(env *method.Env, ep *testbed.Endpoint) error {
 	if lo, err := ep.NL.LinkByName("lo"); err == nil {
 		_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(method.HostPrefix(mine.Addr()))})
 	}
-	if env.Prefix != "" {
-		errs = append(errs, ebpf.Unpin(ebpfPinDir(env, ep)))
-	}
 	return errors.Join(errs...)
 }
 
 // Counters reads the counters of both sides (before Teardown), one line
 // per rule or decap entry, for the cell's metadata.
-func (m EBPF) Counters(_ context.Context, env *method.Env) (map[string]string, error) {
+func (m EBPF) Counters(ctx context.Context, env *method.Env) (map[string]string, error) {
 	out := map[string]string{}
 	for _, ep := range env.Endpoints() {
-		p, err := ebpf.OpenPinned(ebpfPinDir(env, ep))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", ep.Side, err)
-		}
-		s, err := p.Stats()
-		p.Close()
+		s, err := Stats(ctx, ep, ebpfPinDir(env, ep))
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", ep.Side, err)
 		}

@@ -1,6 +1,8 @@
 package ebpftun
 
 import (
+	"context"
+
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -12,12 +14,12 @@ func SetupEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	return m.setupSide(env, ep, p)
+	return m.setupSide(context.Background(), env, ep, p)
 }
 
 // TeardownEBPFSide removes what SetupEBPFSide made.
 func TeardownEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
-	return m.teardownSide(env, ep)
+	return m.teardownSide(context.Background(), env, ep)
 }
 
 // FillerRules exposes the scale measurement's filler rules.

@@ -23,3 +23,15 @@ func TestLabIP6GRE(t *testing.T) {
 		})
 	}
 }
+
+// TestLabIP6GREThroughAgents is TestLabIP6GRE between two remote
+// endpoints served by agents in their own namespaces, as over SSH: the
+// raw RTM_NEWLINK that creates the device is sent by the agent on its
+// host (op kernel.add-ip6gre), and nothing is left on either host.
+func TestLabIP6GREThroughAgents(t *testing.T) {
+	methodtest.AgentTunnel(t, kernel.IP6GRE{}, method.IPv4, nil, methodtest.TunnelWire{
+		Underlay: method.IPv6,
+		Proto:    wire.ProtoGRE,
+		Check:    methodtest.CheckGRE(0, methodtest.L3Protocols...),
+	})
+}

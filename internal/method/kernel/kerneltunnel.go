@@ -1,6 +1,7 @@
 package kernel
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -124,27 +125,41 @@ func addIP6GRE(ep *testbed.Endpoint, kind, name string, local, remote netip.Addr
 	if !local.Is6() || !remote.Is6() {
 		return fmt.Errorf("%s needs IPv6 endpoints, got %s and %s", kind, local, remote)
 	}
+	_, err := opAddIP6GRE.Call(context.Background(), ep, ip6greArgs{Kind: kind, Name: name, Local: local, Remote: remote, Key: key})
+	return err
+}
+
+// ip6greArgs are the device addIP6GRE creates.
+type ip6greArgs struct {
+	Kind, Name    string
+	Local, Remote netip.Addr
+	Key           uint32
+}
+
+// opAddIP6GRE sends the RTM_NEWLINK of addIP6GRE from the endpoint's
+// namespace on its host.
+var opAddIP6GRE = testbed.NewOp("kernel.add-ip6gre", func(_ context.Context, ep *testbed.Endpoint, a ip6greArgs) (struct{}, error) {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWLINK, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	req.AddData(nl.NewIfInfomsg(unix.AF_UNSPEC))
-	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(name)))
+	req.AddData(nl.NewRtAttr(unix.IFLA_IFNAME, nl.ZeroTerminated(a.Name)))
 	info := nl.NewRtAttr(unix.IFLA_LINKINFO, nil)
-	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(kind))
+	info.AddRtAttr(nl.IFLA_INFO_KIND, nl.NonZeroTerminated(a.Kind))
 	data := info.AddRtAttr(nl.IFLA_INFO_DATA, nil)
-	data.AddRtAttr(nl.IFLA_GRE_LOCAL, local.AsSlice())
-	data.AddRtAttr(nl.IFLA_GRE_REMOTE, remote.AsSlice())
+	data.AddRtAttr(nl.IFLA_GRE_LOCAL, a.Local.AsSlice())
+	data.AddRtAttr(nl.IFLA_GRE_REMOTE, a.Remote.AsSlice())
 	data.AddRtAttr(nl.IFLA_GRE_TTL, nl.Uint8Attr(tunnelTTL))
 	data.AddRtAttr(nl.IFLA_GRE_FLAGS, nl.Uint32Attr(ip6TnlIgnEncapLimit))
-	if key != 0 {
+	if a.Key != 0 {
 		flags := binary.BigEndian.AppendUint16(nil, nl.GRE_KEY)
-		k := binary.BigEndian.AppendUint32(nil, key)
+		k := binary.BigEndian.AppendUint32(nil, a.Key)
 		data.AddRtAttr(nl.IFLA_GRE_IFLAGS, flags)
 		data.AddRtAttr(nl.IFLA_GRE_OFLAGS, flags)
 		data.AddRtAttr(nl.IFLA_GRE_IKEY, k)
 		data.AddRtAttr(nl.IFLA_GRE_OKEY, k)
 	}
 	req.AddData(info)
-	return ep.Do(func() error {
+	return struct{}{}, ep.Do(func() error {
 		_, err := req.Execute(unix.NETLINK_ROUTE, 0)
 		return err
 	})
-}
+})

@@ -124,16 +124,22 @@ func InLab() bool { return os.Getenv("TUNBENCH_IN_LAB") == "1" }
 // overlay MTU the method claims is the one the path really has.
 func PingFullSize(t *testing.T, l *testbed.Local, env *method.Env, path *method.Path) {
 	t.Helper()
+	PingFullSizeFrom(t, l.A, env, path)
+}
+
+// PingFullSizeFrom is PingFullSize from endpoint a, wherever it is.
+func PingFullSizeFrom(t *testing.T, a *testbed.Endpoint, env *method.Env, path *method.Path) {
+	t.Helper()
 	size := env.OverlayMTU - 20 - 8
 	if path.B.Is6() {
 		size = env.OverlayMTU - 40 - 8
 	}
 	ctx := context.Background()
-	out, err := l.A.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size), "-W", "3", path.B.String())
+	out, err := a.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size), "-W", "3", path.B.String())
 	if err != nil {
-		t.Fatalf("ping of %d bytes (overlay MTU %d) from a: %v\n%s", size, env.OverlayMTU, err, out)
+		t.Fatalf("ping of %d bytes (overlay MTU %d) from %s: %v\n%s", size, env.OverlayMTU, a.Side, err, out)
 	}
-	if out, err := l.A.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size+1), "-W", "1", path.B.String()); err == nil {
+	if out, err := a.Run(ctx, "ping", "-c", "1", "-M", "do", "-s", strconv.Itoa(size+1), "-W", "1", path.B.String()); err == nil {
 		t.Errorf("ping of %d bytes passed an overlay MTU of %d:\n%s", size+1, env.OverlayMTU, out)
 	}
 }
@@ -184,7 +190,13 @@ func NoSecretsInFiles(t *testing.T, root string, secrets []string, keyFile func(
 // the given MTU on both sides.
 func DeviceMTU(t *testing.T, l *testbed.Local, path *method.Path, mtu int) {
 	t.Helper()
-	for _, ep := range l.Endpoints() {
+	DeviceMTUOn(t, l.Endpoints(), path, mtu)
+}
+
+// DeviceMTUOn is DeviceMTU on the given endpoints, wherever they are.
+func DeviceMTUOn(t *testing.T, eps []*testbed.Endpoint, path *method.Path, mtu int) {
+	t.Helper()
+	for _, ep := range eps {
 		for _, d := range path.Devices[ep.Side] {
 			if d == ep.Dev {
 				continue

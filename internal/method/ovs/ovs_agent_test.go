@@ -2,12 +2,8 @@ package ovs_test
 
 import (
 	"context"
-	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/ovs"
@@ -37,11 +33,7 @@ func TestOVSNetdevThroughAgents(t *testing.T) {
 			env := &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,
 				OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
 				Options: map[string]string{"datapath": ovs.OVSNetdev}}
-			links := func() [][]string {
-				return [][]string{methodtest.LinkState(t, pair.A), methodtest.LinkState(t, pair.B)}
-			}
-			beforeLinks, beforeFiles := links(), agentFiles(t, pair)
-			beforeProcs := agentProcesses(t, pair)
+			before := methodtest.AgentStateOf(t, pair)
 			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
 
 			path, err := m.Setup(ctx, env)
@@ -97,15 +89,7 @@ func TestOVSNetdevThroughAgents(t *testing.T) {
 			if err := m.Teardown(ctx, env); err != nil {
 				t.Errorf("second Teardown through agents: %v", err)
 			}
-			if diff := cmp.Diff(beforeLinks, links()); diff != "" {
-				t.Errorf("links after teardown (-before +after):\n%s", diff)
-			}
-			if diff := cmp.Diff(beforeFiles, agentFiles(t, pair)); diff != "" {
-				t.Errorf("files in the agents' run directories after teardown (-before +after):\n%s", diff)
-			}
-			if diff := cmp.Diff(beforeProcs, agentProcesses(t, pair)); diff != "" {
-				t.Errorf("processes on the agents' hosts after teardown (-before +after):\n%s", diff)
-			}
+			methodtest.CheckAgentState(t, pair, before)
 			for _, ep := range pair.Endpoints() {
 				ovsCheckUnderlay(t, ep)
 			}
@@ -114,42 +98,4 @@ func TestOVSNetdevThroughAgents(t *testing.T) {
 			}
 		})
 	}
-}
-
-// agentFiles lists, per side, what the side's run directory on its host
-// holds (through the endpoint), without the testbed's pid records.
-func agentFiles(t *testing.T, pair *testbed.Pair) []string {
-	t.Helper()
-	var files []string
-	for _, ep := range pair.Endpoints() {
-		out, err := ep.Run(context.Background(), "find", ep.Dir, "-mindepth", "1", "-not", "-path", filepath.Join(ep.Dir, "pids")+"*")
-		if err != nil {
-			t.Fatalf("%s: list %s: %v\n%s", ep.Side, ep.Dir, err, out)
-		}
-		for _, f := range strings.Fields(string(out)) {
-			files = append(files, ep.Side+": "+f)
-		}
-	}
-	slices.Sort(files)
-	return files
-}
-
-// agentProcesses lists, per side, the commands running on the side's
-// host (its own pid namespace) as ps there sees them, without ps itself.
-func agentProcesses(t *testing.T, pair *testbed.Pair) []string {
-	t.Helper()
-	var procs []string
-	for _, ep := range pair.Endpoints() {
-		out, err := ep.Run(context.Background(), "ps", "-e", "-o", "comm=")
-		if err != nil {
-			t.Fatalf("%s: ps: %v\n%s", ep.Side, err, out)
-		}
-		for _, c := range strings.Fields(string(out)) {
-			if c != "ps" {
-				procs = append(procs, ep.Side+": "+c)
-			}
-		}
-	}
-	slices.Sort(procs)
-	return procs
 }

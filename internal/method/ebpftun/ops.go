@@ -1,0 +1,122 @@
+package ebpftun
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+// The eBPF work runs on the host that carries the programs (ops): the
+// kernel that verifies and runs them, the bpffs that holds their pins
+// and the namespace of the device they sit on are that host's. On a
+// remote endpoint the agent does it; the controller only sends the rules.
+
+// probeArgs says what opProbe checks: the data path, and with
+// FamilyChange the decapsulation of an inner family other than the
+// underlay's.
+type probeArgs struct{ FamilyChange bool }
+
+// attachArgs are one side's programs: where their maps are pinned, the
+// device they go on, and the rules and decap entries to write.
+type attachArgs struct {
+	PinDir string
+	Dev    string
+	Rules  []ebpf.Rule
+	Decaps []ebpf.Decap
+}
+
+// detachArgs say which device's programs go and which pins with them
+// (none when PinDir is empty).
+type detachArgs struct {
+	PinDir string
+	Dev    string
+}
+
+var (
+	// opProbe returns what the host's kernel lacks for the data path, or
+	// "" when it carries it.
+	opProbe = testbed.NewOp("ebpf.probe", func(_ context.Context, _ *testbed.Endpoint, a probeArgs) (string, error) {
+		if err := ebpf.Probe(); err != nil {
+			return err.Error(), nil
+		}
+		if a.FamilyChange {
+			if err := ebpf.ProbeFamilyChange(); err != nil {
+				return err.Error(), nil
+			}
+		}
+		return "", nil
+	})
+	// opAttach loads the programs with their maps pinned in PinDir, fills
+	// the maps and attaches both programs to Dev in the endpoint's
+	// namespace. The pins keep the maps; the programs stay as tc filters.
+	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) (struct{}, error) {
+		objs, err := ebpf.Load(ebpf.Config{PinDir: a.PinDir})
+		if err != nil {
+			return struct{}{}, err
+		}
+		t := objs.Table()
+		return struct{}{}, errors.Join(
+			t.PutRules(a.Rules),
+			t.PutDecaps(a.Decaps),
+			objs.Attach(method.LocalHandle(ep), a.Dev),
+			objs.Close(),
+		)
+	})
+	// opDetach removes Dev's programs and the pins in PinDir.
+	opDetach = testbed.NewOp("ebpf.detach", func(_ context.Context, ep *testbed.Endpoint, a detachArgs) (struct{}, error) {
+		errs := []error{ebpf.Detach(method.LocalHandle(ep), a.Dev)}
+		if a.PinDir != "" {
+			errs = append(errs, ebpf.Unpin(a.PinDir))
+		}
+		return struct{}{}, errors.Join(errs...)
+	})
+	// opStats reads the counters of the maps pinned in a directory.
+	opStats = testbed.NewOp("ebpf.stats", func(_ context.Context, _ *testbed.Endpoint, dir string) (*ebpf.Stats, error) {
+		return readStats(dir)
+	})
+)
+
+// readStats reads every counter of the maps pinned in dir on this host.
+func readStats(dir string) (*ebpf.Stats, error) {
+	p, err := ebpf.OpenPinned(dir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := p.Stats()
+	return s, errors.Join(err, p.Close())
+}
+
+// probe checks the data path on ep's host: nil, or an error wrapping
+// method.ErrNotSupported that names the host and what its kernel lacks.
+func probe(ctx context.Context, m EBPF, env *method.Env, ep *testbed.Endpoint, familyChange bool) error {
+	problem, err := opProbe.Call(ctx, ep, probeArgs{FamilyChange: familyChange})
+	if err != nil {
+		return fmt.Errorf("%s: probe the eBPF data path: %w", hostOf(ep), err)
+	}
+	if problem == "" {
+		return nil
+	}
+	what := m.Name()
+	if familyChange {
+		what += " over " + env.Family
+	}
+	return fmt.Errorf("%s: %s: %w: needs %s", hostOf(ep), what, method.ErrNotSupported, problem)
+}
+
+// hostOf names ep's side and, when it is on another machine, that host.
+func hostOf(ep *testbed.Endpoint) string {
+	if ep.Host != "" {
+		return ep.Side + " (host " + ep.Host + ")"
+	}
+	return ep.Side
+}
+
+// Stats reads the counters of the eBPF data path pinned in dir on ep's
+// host (tunbench ebpf stats, and each cell's counters).
+func Stats(ctx context.Context, ep *testbed.Endpoint, dir string) (*ebpf.Stats, error) {
+	return opStats.Call(ctx, ep, dir)
+}
