@@ -23,17 +23,21 @@ var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-g
 // TestSSHRunEveryFamily: "tunbench run" over two sshtest hosts with a
 // method of every family (issue 21): every cell is ok, its implementation
 // is recorded, and afterwards neither host holds a device, a process, a
-// file, a BPF program or pin, xfrm state or policy of the run.
+// file, a BPF program or pin, xfrm state or policy of the run. The
+// controller reaches the hosts over their management network
+// (sshtest.Management), as it would reach servers with a management
+// interface: OVS's netdev datapath, the one this kernel offers, takes
+// the underlay's addresses to its bridge while it runs (docs/ssh.md).
 func TestSSHRunEveryFamily(t *testing.T) {
 	bin := tunbenchBinary(t)
-	sites := sshtest.New(t, 2)
+	sites := sshtest.New(t, 2, sshtest.Management())
 	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
+	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
 		strings.Join(sshFamilyMethods, ", "))
 	fmt.Fprintf(&b, "ssh:\n  known_hosts: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, bin, siteName(sites, 0), siteName(sites, 1))
 	for i, st := range sites.Site {
-		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24}\n",
-			siteName(sites, i), st.Config.Addr, sites.IdentityFile, st.Dev, st.Addr4)
+		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
+			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
 	}
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "ssh.yaml")
@@ -41,7 +45,7 @@ func TestSSHRunEveryFamily(t *testing.T) {
 		t.Fatal(err)
 	}
 	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out, err := inSite(sites, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	out, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
 	if err != nil {
 		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
 	}

@@ -58,6 +58,13 @@ func sid(ep *testbed.Endpoint) netip.Addr {
 // the peer's SID over the underlay, an encap route to the peer's overlay
 // address, and a seg6local route that decapsulates packets for its own SID.
 func (SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	// The segments are IPv6 whatever the measured family: both sides need
+	// an IPv6 underlay address (an ssh site names it with ipv6:).
+	for _, ep := range env.Endpoints() {
+		if !ep.Addr6.IsValid() {
+			return nil, fmt.Errorf("srv6: %s has no IPv6 underlay address on %s: SRv6 carries every family over IPv6; give the site one (ssh: ipv6: on the site)", hostName(ep), ep.Dev)
+		}
+	}
 	oa, ob := method.Overlay(env.Family)
 	for i, ep := range env.Endpoints() {
 		peer := env.Peer(ep)
@@ -158,4 +165,12 @@ func (SRv6) Teardown(_ context.Context, env *method.Env) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// hostName names ep's side and, when it is on another machine, that host.
+func hostName(ep *testbed.Endpoint) string {
+	if ep.Host != "" {
+		return ep.Side + " (host " + ep.Host + ")"
+	}
+	return ep.Side
 }

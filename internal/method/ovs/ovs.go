@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -58,6 +59,8 @@ type ovsSide struct {
 	// moved are the addresses taken off ep.Dev (netdev datapath), in
 	// their original order, to be put back at teardown.
 	moved []netlink.Addr
+	// phy is the device the addresses moved to.
+	phy string
 	// arpIgnore is ep.Dev's arp_ignore before Setup set it to 1, or ""
 	// when unchanged.
 	arpIgnore string
@@ -206,76 +209,120 @@ func (s *ovsSide) stop(ctx context.Context) error {
 }
 
 // moveAddrs moves the global addresses of the underlay device to dst (the
-// br-phy internal port), recording them for restoreAddrs.
-func (s *ovsSide) moveAddrs(dst string) error {
-	ep := s.ep
-	under, err := ep.NL.LinkByName(ep.Dev)
+// br-phy internal port), recording them for restoreAddrs. The move is one
+// op on the side's host: when the connection to that host runs over the
+// underlay (ssh), no reply may have to leave while the address is on
+// neither device.
+func (s *ovsSide) moveAddrs(ctx context.Context, dst string) error {
+	moved, err := opMoveAddrs.Call(ctx, s.ep, addrMove{From: s.ep.Dev, To: dst})
 	if err != nil {
-		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+		return fmt.Errorf("%s: %w", s.ep.Side, err)
 	}
-	to, err := ep.NL.LinkByName(dst)
-	if err != nil {
-		return fmt.Errorf("%s: find %s: %w", ep.Side, dst, err)
-	}
-	addrs, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
-	if err != nil {
-		return fmt.Errorf("%s: list addresses of %s: %w", ep.Side, ep.Dev, err)
-	}
-	for _, a := range addrs {
-		if a.Scope != unix.RT_SCOPE_UNIVERSE {
-			continue
-		}
-		if err := ep.NL.AddrDel(under, &a); err != nil {
-			return fmt.Errorf("%s: remove %s from %s: %w", ep.Side, a.IPNet, ep.Dev, err)
-		}
-		s.moved = append(s.moved, a)
-		p, err := ovsPrefix(a)
-		if err != nil {
-			return fmt.Errorf("%s: %w", ep.Side, err)
-		}
-		if err := method.AddAddr(ep, to, p); err != nil {
-			return err
-		}
-	}
+	s.moved = moved
+	s.phy = dst
 	return nil
 }
 
 // restoreAddrs puts the moved addresses back on the underlay device with
-// their original flags; addresses already there are left alone.
-func (s *ovsSide) restoreAddrs() error {
+// their original flags, taking them off br-phy in the same op (so they
+// are never on both devices, and the host stays reachable over the
+// underlay before OVS lets go of it); addresses already there are left
+// alone.
+func (s *ovsSide) restoreAddrs(ctx context.Context) error {
 	if len(s.moved) == 0 {
 		return nil
 	}
-	ep := s.ep
-	under, err := ep.NL.LinkByName(ep.Dev)
-	if err != nil {
-		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	if _, err := opRestoreAddrs.Call(ctx, s.ep, addrMove{From: s.phy, To: s.ep.Dev, Addrs: s.moved}); err != nil {
+		return fmt.Errorf("%s: %w", s.ep.Side, err)
 	}
-	have, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
-	if err != nil {
-		return fmt.Errorf("%s: list addresses of %s: %w", ep.Side, ep.Dev, err)
-	}
-	var errs []error
-	for _, a := range s.moved {
-		present := false
-		for _, h := range have {
-			if h.IPNet.String() == a.IPNet.String() {
-				present = true
+	s.moved = nil
+	return nil
+}
+
+// addrMove says which addresses go from one device to another: every
+// global one of From (opMoveAddrs), or Addrs (opRestoreAddrs, where From
+// may be gone already).
+type addrMove struct {
+	From, To string
+	Addrs    []netlink.Addr
+}
+
+var (
+	// opMoveAddrs moves From's global addresses to To and returns them;
+	// on failure it puts back what it took.
+	opMoveAddrs = testbed.NewOp("ovs.move-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) ([]netlink.Addr, error) {
+		from, err := ep.NL.LinkByName(a.From)
+		if err != nil {
+			return nil, fmt.Errorf("find underlay %s: %w", a.From, err)
+		}
+		to, err := ep.NL.LinkByName(a.To)
+		if err != nil {
+			return nil, fmt.Errorf("find %s: %w", a.To, err)
+		}
+		addrs, err := ep.NL.AddrList(from, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, fmt.Errorf("list addresses of %s: %w", a.From, err)
+		}
+		var moved []netlink.Addr
+		undo := func(err error) ([]netlink.Addr, error) {
+			return nil, errors.Join(err, putBack(ep, from, to, moved))
+		}
+		for _, addr := range addrs {
+			if addr.Scope != unix.RT_SCOPE_UNIVERSE {
+				continue
+			}
+			if err := ep.NL.AddrDel(from, &addr); err != nil {
+				return undo(fmt.Errorf("remove %s from %s: %w", addr.IPNet, a.From, err))
+			}
+			moved = append(moved, addr)
+			p, err := ovsPrefix(addr)
+			if err != nil {
+				return undo(err)
+			}
+			if err := method.AddAddr(ep, to, p); err != nil {
+				return undo(err)
 			}
 		}
-		if present {
+		return moved, nil
+	})
+	// opRestoreAddrs takes Addrs off From (when it still exists) and puts
+	// them back on To, which it sets up.
+	opRestoreAddrs = testbed.NewOp("ovs.restore-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) (struct{}, error) {
+		under, err := ep.NL.LinkByName(a.To)
+		if err != nil {
+			return struct{}{}, fmt.Errorf("find underlay %s: %w", a.To, err)
+		}
+		phy, _ := ep.NL.LinkByName(a.From)
+		return struct{}{}, putBack(ep, under, phy, a.Addrs)
+	})
+)
+
+// putBack puts addrs back on under with their original flags, removing
+// each from phy first when phy is not nil; addresses already on under
+// are left alone. It sets under up.
+func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr) error {
+	have, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
+	if err != nil {
+		return fmt.Errorf("list addresses of %s: %w", under.Attrs().Name, err)
+	}
+	var errs []error
+	for _, a := range addrs {
+		if phy != nil {
+			p, err := ovsPrefix(a)
+			if err == nil {
+				_ = ep.NL.AddrDel(phy, &netlink.Addr{IPNet: testbed.PrefixNet(p)})
+			}
+		}
+		if slices.ContainsFunc(have, func(h netlink.Addr) bool { return h.IPNet.String() == a.IPNet.String() }) {
 			continue
 		}
 		re := &netlink.Addr{IPNet: a.IPNet, Flags: a.Flags, Scope: a.Scope, Broadcast: a.Broadcast}
 		if err := ep.NL.AddrAdd(under, re); err != nil {
-			errs = append(errs, fmt.Errorf("%s: restore %s on %s: %w", ep.Side, a.IPNet, ep.Dev, err))
+			errs = append(errs, fmt.Errorf("restore %s on %s: %w", a.IPNet, under.Attrs().Name, err))
 		}
 	}
-	if len(errs) == 0 {
-		s.moved = nil
-	}
 	if err := ep.NL.LinkSetUp(under); err != nil {
-		errs = append(errs, fmt.Errorf("%s: set %s up: %w", ep.Side, ep.Dev, err))
+		errs = append(errs, fmt.Errorf("set %s up: %w", under.Attrs().Name, err))
 	}
 	return errors.Join(errs...)
 }

@@ -323,7 +323,7 @@ func (m *OVS) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 			if err := s.setArpIgnore(); err != nil {
 				return nil, err
 			}
-			if err := s.moveAddrs(n.phy); err != nil {
+			if err := s.moveAddrs(ctx, n.phy); err != nil {
 				return nil, err
 			}
 			if err := ovsLinkUp(ep, n.phy); err != nil {
@@ -394,12 +394,17 @@ func (m *OVS) waitPath(ctx context.Context, env *method.Env, run *ovsRun, path *
 func (m *OVS) Teardown(ctx context.Context, env *method.Env) error {
 	var errs []error
 	if run := m.take(env); run != nil {
+		// The addresses go back on the underlay while OVS still holds it,
+		// so a host reached over the underlay (ssh) stays reachable.
+		for _, s := range run.sides {
+			errs = append(errs, s.restoreAddrs(ctx))
+		}
 		for _, s := range run.sides {
 			errs = append(errs, s.stop(ctx))
 		}
 		m.deleteLinks(ctx, env, &errs)
 		for _, s := range run.sides {
-			errs = append(errs, s.restoreArpIgnore(), s.restoreAddrs())
+			errs = append(errs, s.restoreArpIgnore())
 		}
 	} else {
 		m.deleteLinks(ctx, env, &errs)

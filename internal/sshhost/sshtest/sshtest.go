@@ -61,8 +61,12 @@ type Sites struct {
 	KnownHosts string
 	// IdentityFile is the client key every site accepts for root.
 	IdentityFile string
-	// Namespaces lists every namespace created, the bridge's included.
+	// Namespaces lists every namespace created, the bridge's and the
+	// control namespace's included.
 	Namespaces []string
+	// Control is the control namespace of sites built with Management,
+	// else "".
+	Control string
 
 	t     testing.TB
 	ids   []string
@@ -82,6 +86,9 @@ type Site struct {
 	// Addr4 and Addr6 are the underlay addresses, without prefix length
 	// (/24 and /64).
 	Addr4, Addr6 string
+	// Mgmt4 is the site's management address (sites built with
+	// Management), where its sshd listens too, else "".
+	Mgmt4 string
 	// HostKey is the public host key sshd offers.
 	HostKey ssh.PublicKey
 
@@ -95,10 +102,25 @@ type Site struct {
 	kernelView string
 }
 
+// Option changes how New builds the sites.
+type Option func(*options)
+
+type options struct{ management bool }
+
+// Management gives the sites a management network apart from their
+// underlay, as hosts with a management interface have: a control
+// namespace (Sites.Control) joined to each site by a veth pair of its
+// own, the site's end addressed 198.19.254.(4i+2)/30 (Site.Mgmt4), where
+// its sshd listens too. A controller run in the control namespace reaches
+// every site without crossing any site's underlay device, so a method
+// that takes the underlay's addresses away (OVS's netdev datapath) does
+// not cut it off.
+func Management() Option { return func(o *options) { o.management = true } }
+
 // New creates n sites (n >= 1) and removes them when the test ends. It
 // skips the test when the process cannot create namespaces or sshd is not
 // installed.
-func New(t testing.TB, n int) *Sites {
+func New(t testing.TB, n int, opts ...Option) *Sites {
 	t.Helper()
 	testbedtest.RequireNetAdmin(t)
 	if _, err := os.Stat(SSHD); err != nil {
@@ -110,15 +132,19 @@ func New(t testing.TB, n int) *Sites {
 	if n < 1 {
 		t.Fatalf("sshtest.New: n = %d, want at least 1", n)
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &Sites{t: t}
 	t.Cleanup(s.cleanup)
-	if err := s.build(n); err != nil {
+	if err := s.build(n, o); err != nil {
 		t.Fatalf("sshtest: %v", err)
 	}
 	return s
 }
 
-func (s *Sites) build(n int) error {
+func (s *Sites) build(n int, o options) error {
 	// sshd (OpenSSH 9.2) insists on its privilege separation directory;
 	// the openssh-server service would create it at boot. It is empty and
 	// shared, so it stays.
@@ -128,6 +154,9 @@ func (s *Sites) build(n int) error {
 	nsCount := n
 	if n >= 3 {
 		nsCount++ // the bridge's own namespace
+	}
+	if o.management {
+		nsCount++ // the control namespace, last
 	}
 	for len(s.ids)*2 < nsCount {
 		id := testbed.NewID()
@@ -169,6 +198,12 @@ func (s *Sites) build(n int) error {
 	if err := s.link(n, prefix); err != nil {
 		return err
 	}
+	if o.management {
+		s.Control = s.Namespaces[len(s.Namespaces)-1]
+		if err := s.manage(prefix); err != nil {
+			return err
+		}
+	}
 
 	// The client key, accepted by every site.
 	clientPub, err := writeKey(filepath.Join(s.Dir, "id_ed25519"), "tunbench-sshtest-client")
@@ -190,12 +225,17 @@ func (s *Sites) build(n int) error {
 		if site.HostKey, err = writeKey(hostKey, "tunbench-sshtest-"+site.Namespace); err != nil {
 			return err
 		}
-		known = append(known, knownhosts.Line([]string{site.Addr4, "[" + site.Addr6 + "]:22"}, site.HostKey))
+		names := []string{site.Addr4, "[" + site.Addr6 + "]:22"}
+		listen := []string{"ListenAddress " + site.Addr4 + ":22", "ListenAddress [" + site.Addr6 + "]:22"}
+		if site.Mgmt4 != "" {
+			names = append(names, site.Mgmt4)
+			listen = append(listen, "ListenAddress "+site.Mgmt4+":22")
+		}
+		known = append(known, knownhosts.Line(names, site.HostKey))
 		site.config = filepath.Join(site.dir, "sshd_config")
 		conf := strings.Join([]string{
 			"# sshd of sshtest site " + strconv.Itoa(i) + " in namespace " + site.Namespace,
-			"ListenAddress " + site.Addr4 + ":22",
-			"ListenAddress [" + site.Addr6 + "]:22",
+			strings.Join(listen, "\n"),
 			"HostKey " + hostKey,
 			"PidFile " + filepath.Join(site.dir, "sshd.pid"),
 			"AuthorizedKeysFile " + authorized,
@@ -279,6 +319,28 @@ func (s *Sites) link(n int, prefix string) error {
 			{"link", "set", site.Dev, "up"},
 		} {
 			if err := ip(append([]string{"-n", site.Namespace}, args...)...); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// manage builds the management network of Management.
+func (s *Sites) manage(prefix string) error {
+	for i, site := range s.Site {
+		ctl, mine := fmt.Sprintf("%sc%d", prefix, i), fmt.Sprintf("%sm%d", prefix, i)
+		site.Mgmt4 = fmt.Sprintf("198.19.254.%d", 4*i+2)
+		if err := ip("link", "add", mine, "netns", site.Namespace, "type", "veth", "peer", "name", ctl, "netns", s.Control); err != nil {
+			return err
+		}
+		for _, args := range [][]string{
+			{"-n", site.Namespace, "addr", "add", site.Mgmt4 + "/30", "dev", mine},
+			{"-n", site.Namespace, "link", "set", mine, "up"},
+			{"-n", s.Control, "addr", "add", fmt.Sprintf("198.19.254.%d/30", 4*i+1), "dev", ctl},
+			{"-n", s.Control, "link", "set", ctl, "up"},
+		} {
+			if err := ip(args...); err != nil {
 				return err
 			}
 		}
