@@ -109,13 +109,34 @@ func paramSets(rows []Summary) []paramSet {
 }
 
 // slug names a parameter set in figure ids: stable, file-name safe.
+// Every parameter a run may vary is in it, so that two figures of one run
+// never share an id (nor the files named after it).
 func (k baselineKey) slug() string {
-	s := fmt.Sprintf("%s-mtu%d-offloads-%s-p%d", k.Family, k.UnderlayMTU, onOff(k.Offloads), k.Streams)
+	offloads := onOff(k.Offloads)
+	switch {
+	case k.OffloadSet != "" && k.Offloads:
+		offloads = slugLabel(k.OffloadSet)
+	case k.OffloadSet != "":
+		offloads += "-" + slugLabel(k.OffloadSet)
+	}
+	s := fmt.Sprintf("%s-mtu%d-offloads-%s-p%d", k.Family, k.UnderlayMTU, offloads, k.Streams)
 	if k.Pin {
 		s += "-pin"
 	}
 	if k.CongestionControl != "" {
 		s += "-cc-" + k.CongestionControl
+	}
+	if k.MSS > 0 {
+		s += fmt.Sprintf("-mss%d", k.MSS)
+	}
+	if k.Direction != "" && k.Direction != "forward" {
+		s += "-" + slugLabel(k.Direction)
+	}
+	if k.WAN != "" {
+		s += "-wan-" + slugLabel(k.WAN)
+	}
+	if k.SiteA != "" || k.SiteB != "" {
+		s += "-" + slugLabel(k.SiteA) + "-to-" + slugLabel(k.SiteB)
 	}
 	return s
 }
@@ -144,7 +165,45 @@ func describe(p result.Params, v varying) string {
 
 // describeAll names a parameter set fully, for figure titles.
 func describeAll(p result.Params) string {
-	return fmt.Sprintf("%s, MTU %d, offloads %s, %s", p.Family, p.UnderlayMTU, onOff(p.Offloads), streams(p.Streams)) + ccSuffix(p)
+	return fmt.Sprintf("%s, MTU %d, offloads %s, %s", p.Family, p.UnderlayMTU, offloadsName(p), streams(p.Streams)) + ccSuffix(p) + restSuffix(p)
+}
+
+// offloadsName is the offload set's name when one was applied, else on
+// or off.
+func offloadsName(p result.Params) string {
+	switch {
+	case p.OffloadSet != "" && p.Offloads:
+		return p.OffloadSet
+	case p.OffloadSet != "":
+		return "off (set " + p.OffloadSet + ")"
+	}
+	return onOff(p.Offloads)
+}
+
+// restSuffix names, in a title, the parameters beyond family, MTU,
+// offloads, streams and congestion control that a cell may carry:
+// pinning, MSS, direction, WAN condition and the ssh sites.
+func restSuffix(p result.Params) string {
+	var ps []string
+	if p.Pin {
+		ps = append(ps, "pinned")
+	}
+	if p.MSS > 0 {
+		ps = append(ps, fmt.Sprintf("MSS %d", p.MSS))
+	}
+	if p.Direction != "" && p.Direction != "forward" {
+		ps = append(ps, p.Direction)
+	}
+	if w := p.WAN.Label(); w != "" {
+		ps = append(ps, "WAN "+w)
+	}
+	if p.SiteA != "" || p.SiteB != "" {
+		ps = append(ps, p.SiteA+" → "+p.SiteB)
+	}
+	if len(ps) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(ps, ", ")
 }
 
 // ccSuffix names the congestion control asked for in a title, when one
@@ -239,6 +298,19 @@ func perSet(f func(string, paramSet, map[string][]result.Cell) (Chart, bool)) fu
 	}
 }
 
+// intervalSide says whose count iperf3's intervals are: the client's,
+// which sends unless the test is reversed (-R), and counts both halves
+// with --bidir.
+func intervalSide(direction string) string {
+	switch direction {
+	case "reverse":
+		return "Receiver throughput"
+	case "bidir":
+		return "Throughput of both directions (sent plus received)"
+	}
+	return "Sender throughput"
+}
+
 // throughputTimeChart: every repetition's per-interval throughput in its
 // own colour, and the mean over repetitions dashed (seed 000, Fig. 2 left).
 // Warm-up (omitted) intervals are left out; x is the end of each interval
@@ -249,8 +321,8 @@ func throughputTimeChart(runID string, r Summary, reps []result.Cell) (Chart, bo
 		Section: SectionThroughputTime,
 		Kind:    KindLines,
 		Title:   fmt.Sprintf("%s (%s)", r.Label, describeAll(r.Params)),
-		Caption: fmt.Sprintf("Receiver throughput per interval of %s, %s: each repetition in its own colour, "+
-			"the mean over repetitions dashed.", r.Label, describeAll(r.Params)),
+		Caption: fmt.Sprintf("%s per interval of %s, %s, as the iperf3 client counted it: each repetition in its own colour, "+
+			"the mean over repetitions dashed.", intervalSide(r.Params.Direction), r.Label, describeAll(r.Params)),
 		XLabel: "time (s)",
 		YLabel: "throughput (Gbit/s)",
 	}
@@ -497,7 +569,7 @@ func streamsCharts(run result.Run, rows []Summary) []Chart {
 		}
 		p := rs[0].Params
 		slug := strings.Replace(g.slug(), "-p0", "", 1)
-		desc := fmt.Sprintf("%s, MTU %d, offloads %s", p.Family, p.UnderlayMTU, onOff(p.Offloads))
+		desc := groupDesc(p)
 		tp := Chart{
 			ID: fmt.Sprintf("%s-streams-throughput-%s", run.ID, slug), Section: SectionStreams, Kind: KindLines,
 			Title:   "Aggregate throughput against streams (" + desc + ")",
@@ -626,12 +698,16 @@ func dimensionCharts(runID string, rows []Summary, d dimension) []Chart {
 			rest = append(rest, fmt.Sprintf("MTU %d", p.UnderlayMTU))
 		}
 		if d.name != "offloads" {
-			rest = append(rest, "offloads "+onOff(p.Offloads))
+			rest = append(rest, "offloads "+offloadsName(p))
+		} else if p.OffloadSet != "" {
+			rest = append(rest, "offload set "+p.OffloadSet)
 		}
-		desc := fmt.Sprintf("%s, %s, %s", p.Family, strings.Join(rest, ", "), streams(p.Streams))
-		slug := fmt.Sprintf("%s-offloads-%s-p%d", p.Family, onOff(p.Offloads), p.Streams)
-		if d.name != "mtu" {
-			slug = fmt.Sprintf("%s-mtu%d-p%d", p.Family, p.UnderlayMTU, p.Streams)
+		desc := fmt.Sprintf("%s, %s, %s", p.Family, strings.Join(rest, ", "), streams(p.Streams)) + ccSuffix(p) + restSuffix(p)
+		// The group's key names every other parameter; the dimension's own
+		// (cleared) value is left out.
+		slug := strings.Replace(k.slug(), "-offloads-off-", "-", 1)
+		if d.name == "mtu" {
+			slug = strings.Replace(k.slug(), "-mtu0-", "-", 1)
 		}
 		c := Chart{
 			ID: fmt.Sprintf("%s-%s-%s", runID, d.name, slug), Section: d.section, Kind: KindBars,

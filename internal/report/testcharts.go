@@ -80,7 +80,7 @@ func groupSlug(p result.Params) string {
 }
 
 func groupDesc(p result.Params) string {
-	return fmt.Sprintf("%s, MTU %d, offloads %s", p.Family, p.UnderlayMTU, onOff(p.Offloads)) + ccSuffix(p)
+	return fmt.Sprintf("%s, MTU %d, offloads %s", p.Family, p.UnderlayMTU, offloadsName(p)) + ccSuffix(p) + restSuffix(p)
 }
 
 // addPoint appends f's mean and half-width at x when f was measured.
