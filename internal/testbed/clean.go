@@ -323,6 +323,13 @@ func CleanSite(root, id, site string) ([]Leftover, error) {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("testbed: remove devices of run %s: %w", id, err))
 		}
+		// What the run changed on the host's own devices and sysctls
+		// goes back once its processes and devices are gone.
+		restored, err := applyJournal(h, dir)
+		removed = append(removed, restored...)
+		if err != nil {
+			errs = append(errs, err)
+		}
 		h.Close()
 	}
 	if _, err := os.Stat(dir); err == nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
@@ -54,6 +55,18 @@ var (
 	// the maps and attaches both programs to Dev in the endpoint's
 	// namespace. The pins keep the maps; the programs stay as tc filters.
 	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) (struct{}, error) {
+		// The site's journal learns first how to take the programs off
+		// the host's device and the pins off its bpffs, for a clean after
+		// a crash (testbed.CleanSite).
+		if ep.Dir != "" {
+			err := errors.Join(
+				testbed.WriteUndo(ep.Dir, clsactUndo(a.Dev), testbed.Undo{Kind: testbed.UndoClsact, Dev: a.Dev}),
+				testbed.WriteUndo(ep.Dir, pinsUndo(a.PinDir), testbed.Undo{Kind: testbed.UndoUnpin, Path: a.PinDir}),
+			)
+			if err != nil {
+				return struct{}{}, err
+			}
+		}
 		objs, err := ebpf.Load(ebpf.Config{PinDir: a.PinDir})
 		if err != nil {
 			return struct{}{}, err
@@ -68,9 +81,17 @@ var (
 	})
 	// opDetach removes Dev's programs and the pins in PinDir.
 	opDetach = testbed.NewOp("ebpf.detach", func(_ context.Context, ep *testbed.Endpoint, a detachArgs) (struct{}, error) {
-		errs := []error{ebpf.Detach(method.LocalHandle(ep), a.Dev)}
+		err := ebpf.Detach(method.LocalHandle(ep), a.Dev)
+		if err == nil && ep.Dir != "" {
+			err = testbed.DropUndo(ep.Dir, clsactUndo(a.Dev))
+		}
+		errs := []error{err}
 		if a.PinDir != "" {
-			errs = append(errs, ebpf.Unpin(a.PinDir))
+			err := ebpf.Unpin(a.PinDir)
+			if err == nil && ep.Dir != "" {
+				err = testbed.DropUndo(ep.Dir, pinsUndo(a.PinDir))
+			}
+			errs = append(errs, err)
 		}
 		return struct{}{}, errors.Join(errs...)
 	})
@@ -79,6 +100,10 @@ var (
 		return readStats(dir)
 	})
 )
+
+// clsactUndo and pinsUndo name a side's entries in its site's journal.
+func clsactUndo(dev string) string  { return "ebpf-clsact-" + dev }
+func pinsUndo(pinDir string) string { return "ebpf-pins-" + filepath.Base(pinDir) }
 
 // readStats reads every counter of the maps pinned in dir on this host.
 func readStats(dir string) (*ebpf.Stats, error) {

@@ -263,9 +263,21 @@ var (
 		if err != nil {
 			return nil, fmt.Errorf("list addresses of %s: %w", a.From, err)
 		}
+		global := slices.DeleteFunc(slices.Clone(addrs), func(a netlink.Addr) bool { return a.Scope != unix.RT_SCOPE_UNIVERSE })
+		// The site's journal learns first where the addresses belong, for
+		// a clean after a crash (testbed.CleanSite).
+		if ep.Dir != "" {
+			if err := testbed.WriteUndo(ep.Dir, addrsUndo(a.From), testbed.AddrsUndo(a.From, a.To, global)); err != nil {
+				return nil, err
+			}
+		}
 		var moved []netlink.Addr
 		undo := func(err error) ([]netlink.Addr, error) {
-			return nil, errors.Join(err, putBack(ep, from, to, moved))
+			back := putBack(ep, from, to, moved)
+			if back == nil && ep.Dir != "" {
+				back = testbed.DropUndo(ep.Dir, addrsUndo(a.From))
+			}
+			return nil, errors.Join(err, back)
 		}
 		for _, addr := range addrs {
 			if addr.Scope != unix.RT_SCOPE_UNIVERSE {
@@ -293,9 +305,20 @@ var (
 			return struct{}{}, fmt.Errorf("find underlay %s: %w", a.To, err)
 		}
 		phy, _ := ep.NL.LinkByName(a.From)
-		return struct{}{}, putBack(ep, under, phy, a.Addrs)
+		if err := putBack(ep, under, phy, a.Addrs); err != nil {
+			return struct{}{}, err
+		}
+		if ep.Dir == "" {
+			return struct{}{}, nil
+		}
+		return struct{}{}, testbed.DropUndo(ep.Dir, addrsUndo(a.To))
 	})
 )
+
+// addrsUndo and arpIgnoreUndo name a side's entries in its site's
+// journal.
+func addrsUndo(dev string) string     { return "ovs-addrs-" + dev }
+func arpIgnoreUndo(dev string) string { return "ovs-arp-ignore-" + dev }
 
 // putBack puts addrs back on under with their original flags, removing
 // each from phy first when phy is not nil; addresses already on under
@@ -368,6 +391,9 @@ func (s *ovsSide) setArpIgnore() error {
 	if strings.TrimSpace(string(old)) == "1" {
 		return nil
 	}
+	if err := s.ep.RecordUndo(arpIgnoreUndo(s.ep.Dev), testbed.Undo{Kind: testbed.UndoSysctl, Path: path, Value: strings.TrimSpace(string(old))}); err != nil {
+		return err
+	}
 	if err := s.ep.WriteFile(path, []byte("1\n"), 0o644); err != nil {
 		return fmt.Errorf("set %s: %w", path, err)
 	}
@@ -385,6 +411,9 @@ func (s *ovsSide) restoreArpIgnore() error {
 		return fmt.Errorf("restore %s: %w", path, err)
 	}
 	s.arpIgnore = ""
+	if err := s.ep.ForgetUndo(arpIgnoreUndo(s.ep.Dev)); err != nil {
+		return err
+	}
 	return nil
 }
 

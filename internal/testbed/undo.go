@@ -1,0 +1,250 @@
+package testbed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Undo is one change a method makes to a host outside the devices, files
+// and processes its run owns (which CleanSite finds by their names), put
+// in the site's journal before the change is made and taken out once the
+// method has reverted it. When the controller, the agent or the
+// connection dies in between, CleanSite ("tunbench clean --run ID --site
+// NAME", run over a new connection) applies what the journal still holds,
+// so the host gets back what the method took: the underlay device's tc
+// programs, addresses and sysctls.
+type Undo struct {
+	// Kind is UndoClsact (remove Dev's clsact qdisc, and with it tc
+	// programs attached there), UndoAddrs (put Addrs back on Dev, taking
+	// them off From first when it still exists), UndoSysctl (write
+	// Value to Path under /proc/sys) or UndoUnpin (remove the BPF pin
+	// directory Path under BPFPinRoot).
+	Kind  string   `json:"kind"`
+	Dev   string   `json:"dev,omitempty"`
+	From  string   `json:"from,omitempty"`
+	Addrs []string `json:"addrs,omitempty"` // prefixes, e.g. 198.18.0.1/24
+	// Flags are the addresses' IFA_F_* flags, in the order of Addrs.
+	Flags []int  `json:"flags,omitempty"`
+	Path  string `json:"path,omitempty"`
+	Value string `json:"value,omitempty"`
+}
+
+// The kinds of Undo.
+const (
+	UndoClsact = "clsact"
+	UndoAddrs  = "addrs"
+	UndoSysctl = "sysctl"
+	UndoUnpin  = "unpin"
+)
+
+// undoDir is where a site directory keeps its journal.
+func undoDir(dir string) string { return filepath.Join(dir, "undo") }
+
+// WriteUndo records u as name in the journal of the site directory dir on
+// this host. Write it before making the change: undoing a change that was
+// never made is harmless.
+func WriteUndo(dir, name string, u Undo) error {
+	if dir == "" {
+		return errors.New("testbed: journal: no site directory")
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(undoDir(dir), 0o700); err != nil {
+		return fmt.Errorf("testbed: journal: %w", err)
+	}
+	return os.WriteFile(filepath.Join(undoDir(dir), name), data, 0o600)
+}
+
+// DropUndo takes name out of the journal of dir once the change is
+// reverted.
+func DropUndo(dir, name string) error {
+	err := os.Remove(filepath.Join(undoDir(dir), name))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("testbed: journal: %w", err)
+	}
+	_ = os.Remove(undoDir(dir))
+	return nil
+}
+
+// RecordUndo is WriteUndo into the endpoint's site directory on its host.
+func (e *Endpoint) RecordUndo(name string, u Undo) error {
+	_, err := opRecordUndo.Call(context.Background(), e, undoArgs{Name: name, Undo: u})
+	return err
+}
+
+// ForgetUndo is DropUndo in the endpoint's site directory on its host.
+func (e *Endpoint) ForgetUndo(name string) error {
+	_, err := opForgetUndo.Call(context.Background(), e, undoArgs{Name: name})
+	return err
+}
+
+type undoArgs struct {
+	Name string
+	Undo Undo
+}
+
+var (
+	// An endpoint without a directory (a bare test endpoint) keeps no
+	// journal.
+	opRecordUndo = NewOp("journal.record", func(_ context.Context, ep *Endpoint, a undoArgs) (struct{}, error) {
+		if ep.Dir == "" {
+			return struct{}{}, nil
+		}
+		return struct{}{}, WriteUndo(ep.Dir, a.Name, a.Undo)
+	})
+	opForgetUndo = NewOp("journal.forget", func(_ context.Context, ep *Endpoint, a undoArgs) (struct{}, error) {
+		if ep.Dir == "" {
+			return struct{}{}, nil
+		}
+		return struct{}{}, DropUndo(ep.Dir, a.Name)
+	})
+)
+
+// AddrsUndo is the Undo that puts addrs back on dev (from from).
+func AddrsUndo(dev, from string, addrs []netlink.Addr) Undo {
+	u := Undo{Kind: UndoAddrs, Dev: dev, From: from}
+	for _, a := range addrs {
+		u.Addrs = append(u.Addrs, a.IPNet.String())
+		u.Flags = append(u.Flags, a.Flags)
+	}
+	return u
+}
+
+// applyJournal applies, in this process's network namespace, every
+// change the journal of dir still holds, and returns what it restored.
+func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
+	ents, err := os.ReadDir(undoDir(dir))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("testbed: journal: %w", err)
+	}
+	var done []Leftover
+	var errs []error
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(undoDir(dir), e.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var u Undo
+		if err := json.Unmarshal(data, &u); err != nil {
+			errs = append(errs, fmt.Errorf("testbed: journal entry %s: %w", e.Name(), err))
+			continue
+		}
+		what, err := u.apply(h)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("testbed: undo %s: %w", e.Name(), err))
+			continue
+		}
+		if what != "" {
+			done = append(done, Leftover{"restored", what})
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// apply reverts one change; it says what it restored, or "" when there
+// was nothing left to revert.
+func (u Undo) apply(h *netlink.Handle) (string, error) {
+	switch u.Kind {
+	case UndoClsact:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // the device is gone, and its programs with it
+		}
+		qdisc := &netlink.GenericQdisc{
+			QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+			QdiscType:  "clsact",
+		}
+		if err := h.QdiscDel(qdisc); err != nil {
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
+				return "", nil
+			}
+			return "", fmt.Errorf("remove clsact qdisc from %s: %w", u.Dev, err)
+		}
+		return "tc programs detached from " + u.Dev, nil
+	case UndoAddrs:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", fmt.Errorf("find %s: %w", u.Dev, err)
+		}
+		have, err := h.AddrList(link, netlink.FAMILY_ALL)
+		if err != nil {
+			return "", fmt.Errorf("list addresses of %s: %w", u.Dev, err)
+		}
+		from, _ := h.LinkByName(u.From)
+		var back []string
+		for i, s := range u.Addrs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return "", fmt.Errorf("address %q: %w", s, err)
+			}
+			if from != nil {
+				_ = h.AddrDel(from, &netlink.Addr{IPNet: PrefixNet(p)})
+			}
+			if slices.ContainsFunc(have, func(a netlink.Addr) bool { return a.IPNet.String() == PrefixNet(p).String() }) {
+				continue
+			}
+			a := &netlink.Addr{IPNet: PrefixNet(p)}
+			if i < len(u.Flags) {
+				a.Flags = u.Flags[i]
+			}
+			if err := h.AddrAdd(link, a); err != nil {
+				return "", fmt.Errorf("put %s back on %s: %w", s, u.Dev, err)
+			}
+			back = append(back, s)
+		}
+		if err := h.LinkSetUp(link); err != nil {
+			return "", fmt.Errorf("set %s up: %w", u.Dev, err)
+		}
+		if len(back) == 0 {
+			return "", nil
+		}
+		return "addresses " + strings.Join(back, ", ") + " on " + u.Dev, nil
+	case UndoSysctl:
+		if !strings.HasPrefix(filepath.Clean(u.Path), "/proc/sys/") {
+			return "", fmt.Errorf("%s is not a sysctl", u.Path)
+		}
+		old, err := os.ReadFile(u.Path)
+		if errors.Is(err, os.ErrNotExist) {
+			return "", nil // its device is gone
+		}
+		if err != nil {
+			return "", err
+		}
+		if strings.TrimSpace(string(old)) == u.Value {
+			return "", nil
+		}
+		if err := os.WriteFile(u.Path, []byte(u.Value+"\n"), 0o644); err != nil {
+			return "", err
+		}
+		return u.Path + " = " + u.Value, nil
+	case UndoUnpin:
+		if rel, err := filepath.Rel(BPFPinRoot, u.Path); err != nil || strings.HasPrefix(rel, "..") || rel == "." {
+			return "", fmt.Errorf("%s is not under %s", u.Path, BPFPinRoot)
+		}
+		if _, err := os.Stat(u.Path); err != nil {
+			return "", nil
+		}
+		if err := os.RemoveAll(u.Path); err != nil {
+			return "", err
+		}
+		_ = os.Remove(BPFPinRoot)
+		return "bpf pins " + u.Path, nil
+	}
+	return "", fmt.Errorf("unknown kind %q", u.Kind)
+}

@@ -1,0 +1,181 @@
+package testbed_test
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// TestCleanSiteAppliesJournal leaves a host as a crashed run would leave
+// it, after a method moved the underlay's address to its own bridge port,
+// set a sysctl, attached tc programs and pinned maps, and checks that
+// CleanSite puts every one of them back from the site's journal and then
+// removes the journal with the site directory.
+func TestCleanSiteAppliesJournal(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer orig.Close()
+	ns, err := netns.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = netns.Set(orig); ns.Close() }()
+
+	h, err := netlink.NewHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	under := addDummy(t, h, "jund0")
+	phy := addDummy(t, h, "jphy0")
+	_, pfx, _ := net.ParseCIDR("198.18.7.1/24")
+	pfx.IP = net.ParseIP("198.18.7.1").To4()
+	addr := netlink.Addr{IPNet: pfx}
+	if err := h.AddrAdd(phy, &addr); err != nil {
+		t.Fatal(err)
+	}
+	arp := "/proc/sys/net/ipv4/conf/jund0/arp_ignore"
+	if err := os.WriteFile(arp, []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clsact := &netlink.GenericQdisc{
+		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: under.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
+		QdiscType:  "clsact",
+	}
+	if err := h.QdiscAdd(clsact); err != nil {
+		t.Fatal(err)
+	}
+	oldRoot := testbed.BPFPinRoot
+	testbed.BPFPinRoot = filepath.Join(t.TempDir(), "pins")
+	t.Cleanup(func() { testbed.BPFPinRoot = oldRoot })
+	id := testbed.NewID()
+	pins := filepath.Join(testbed.BPFPinRoot, testbed.DevicePrefix(id)+"-a")
+	if err := os.MkdirAll(pins, 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	root := t.TempDir()
+	dir := testbed.SiteDir(root, id, "j")
+	for name, u := range map[string]testbed.Undo{
+		"addrs":  testbed.AddrsUndo("jund0", "jphy0", []netlink.Addr{addr}),
+		"arp":    {Kind: testbed.UndoSysctl, Path: arp, Value: "0"},
+		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
+		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
+	} {
+		if err := testbed.WriteUndo(dir, name, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "undo", "arp")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("journal entry: %v, %v; want mode 0600", fi, err)
+	}
+
+	removed, err := testbed.CleanSite(root, id, "j")
+	if err != nil {
+		t.Fatalf("CleanSite: %v", err)
+	}
+	var restored []string
+	for _, r := range removed {
+		if r.Kind == "restored" {
+			restored = append(restored, r.Name)
+		}
+	}
+	sort.Strings(restored)
+	want := []string{
+		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
+		"addresses 198.18.7.1/24 on jund0",
+		"bpf pins " + pins,
+		"tc programs detached from jund0",
+	}
+	if diff := cmp.Diff(want, restored); diff != "" {
+		t.Errorf("CleanSite restored (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantHostState(), hostState(t, h, arp, pins, dir)); diff != "" {
+		t.Errorf("host after CleanSite (-want +got):\n%s", diff)
+	}
+
+	// The journal went with the site directory: a second clean restores
+	// nothing.
+	removed, err = testbed.CleanSite(root, id, "j")
+	if err != nil || len(removed) != 0 {
+		t.Errorf("second CleanSite = %v, %v; want nothing", removed, err)
+	}
+}
+
+func wantHostState() []string {
+	return []string{
+		"jund0 addr 198.18.7.1/24",
+		"jund0 up",
+		"jund0 arp_ignore 0",
+		"jund0 qdiscs: noqueue",
+		"pins gone",
+		"site directory gone",
+	}
+}
+
+// hostState describes the test host as text lines.
+func hostState(t *testing.T, h *netlink.Handle, arp, pins, dir string) []string {
+	t.Helper()
+	var lines []string
+	for _, name := range []string{"jund0", "jphy0"} {
+		l, err := h.LinkByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs, _ := h.AddrList(l, netlink.FAMILY_V4)
+		for _, a := range addrs {
+			lines = append(lines, name+" addr "+a.IPNet.String())
+		}
+		if name == "jund0" && l.Attrs().Flags&net.FlagUp != 0 {
+			lines = append(lines, name+" up")
+		}
+	}
+	v, err := os.ReadFile(arp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines = append(lines, "jund0 arp_ignore "+strings.TrimSpace(string(v)))
+	l, _ := h.LinkByName("jund0")
+	qs, _ := h.QdiscList(l)
+	var kinds []string
+	for _, q := range qs {
+		kinds = append(kinds, q.Type())
+	}
+	lines = append(lines, "jund0 qdiscs: "+strings.Join(kinds, ","))
+	if _, err := os.Stat(pins); os.IsNotExist(err) {
+		lines = append(lines, "pins gone")
+	}
+	if _, err := os.Stat(dir); os.IsNotExist(err) {
+		lines = append(lines, "site directory gone")
+	}
+	return lines
+}
+
+// addDummy adds name as one end of a veth pair (this kernel has no
+// dummy devices).
+func addDummy(t *testing.T, h *netlink.Handle, name string) netlink.Link {
+	t.Helper()
+	if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := h.LinkByName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
