@@ -7,6 +7,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // WireGuard is the kernel's WireGuard device, one per side, configured
@@ -41,7 +42,15 @@ func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 	var ctl [2]wgControl
 	for i, s := range sides {
 		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev}}
-		if err := method.AddLink(s.ep, link, env.OverlayMTU, s.addr); err != nil {
+		err := method.FakeKernelErr("CONFIG_WIREGUARD", unix.EOPNOTSUPP)
+		if err == nil {
+			err = method.AddLink(s.ep, link, env.OverlayMTU, s.addr)
+		}
+		if errors.Is(err, unix.EOPNOTSUPP) {
+			// rtnetlink's answer to a link kind the kernel does not have.
+			return nil, fmt.Errorf("%s: create wireguard %s: %w: kernel lacks CONFIG_WIREGUARD (%w)", s.ep.Side, s.dev, method.ErrNotSupported, err)
+		}
+		if err != nil {
 			return nil, err
 		}
 		ctl[i] = wgKernel{ep: s.ep, dev: s.dev}
