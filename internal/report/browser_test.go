@@ -268,13 +268,33 @@ func TestReportInBrowser(t *testing.T) {
 		}
 	}
 
+	// Figures harder to lay out than the fixtures': a title naming every
+	// parameter, eight methods with long names, a legend of eight
+	// entries. Drawn on a page of their own, checked the same way.
+	stressURL := stressPage(t, dir)
+	if err := chromedp.Do(ctx, chromedp.Navigate(stressURL)); err != nil {
+		t.Fatalf("open %s in chromium: %v", stressURL, err)
+	}
+	stress, err := chromedp.Run(ctx, chromedp.Evaluate[[]figureLayout](figureLayoutJS))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stress) != 3 {
+		t.Errorf("stress page shows %d figure drawings, want 3", len(stress))
+	}
+	for _, fl := range stress {
+		for _, p := range fl.Problems {
+			t.Errorf("stress figure %s (%s): %s", fl.Figure, fl.Part, p)
+		}
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
 	for _, p := range problems {
 		t.Errorf("browser reported: %s", p)
 	}
 	for _, r := range requests {
-		if r != fileURL && !strings.HasPrefix(r, "data:") {
+		if r != fileURL && r != stressURL && !strings.HasPrefix(r, "data:") {
 			t.Errorf("request for something other than the file itself: %s", r)
 		}
 	}
@@ -366,3 +386,53 @@ const tableLayoutJS = `Array.from(document.querySelectorAll('table')).map((t, i)
 	return {Index: i, Class: t.className, Shown: t.getClientRects().length > 0, Width: r.width, Height: r.height, Rows: rows,
 		Reference: t.matches('` + referenceTableSelector + `')};
 })`
+
+// stressPage writes a page of figures that are hard to lay out to dir
+// and returns its file URL.
+func stressPage(t *testing.T, dir string) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString(`<!DOCTYPE html><html><head><meta charset="utf-8"><style>figure{width:560px} .fig svg{width:100%;height:auto;display:block}</style></head><body>`)
+	for _, c := range stressCharts() {
+		rs, err := Render(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, `<figure id="%s">`, c.ID)
+		for i, r := range rs {
+			part := "main"
+			if i > 0 {
+				part = "alt"
+			}
+			fmt.Fprintf(&b, `<div class="fig %s">%s</div>`, part, inlineSVG(r.SVG))
+		}
+		b.WriteString("</figure>")
+	}
+	b.WriteString("</body></html>")
+	path := filepath.Join(dir, "stress.html")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return (&url.URL{Scheme: "file", Path: path}).String()
+}
+
+// stressCharts are figures harder to lay out than the fixtures': a title
+// naming every parameter, eight methods with long names as bar
+// categories, legends of eight entries.
+func stressCharts() []Chart {
+	methods := []string{"native", "vxlan", "ovs-geneve", "ovs-vxlan", "wireguard/wireguard-go", "ipsec/strongswan", "geneve/kernel", "openvpn-udp"}
+	title := "ipv6, MTU 9000, offloads off (set udp-tnl-seg), 16 streams, bbr, pinned, MSS 1400, reverse, WAN 20ms ±2ms 0.1% loss, frankfurt-a → virginia-b"
+	bars := Chart{ID: "stress-bars", Kind: KindBars, Title: "CPU (" + title + ")", XLabel: "method", YLabel: "CPU (cores)", Categories: methods}
+	lines := Chart{ID: "stress-lines", Kind: KindLines, Title: "Throughput over time (" + title + ")", XLabel: "time (s)", YLabel: "throughput (Gbit/s)",
+		LogX: true, AltScale: true}
+	for i, m := range methods {
+		y := make([]float64, len(methods))
+		for j := range y {
+			y[j] = float64(1+(i+j)%5) * 0.37
+		}
+		bars.Series = append(bars.Series, Series{Name: "side " + m, Color: i, Stack: fmt.Sprint(i % 3), Y: y})
+		lines.Series = append(lines.Series, Series{Name: m, Color: i, Dashed: i%2 == 1,
+			X: []float64{0.5, 1, 1.5, 2}, Y: []float64{float64(10 + i), float64(12 + i), float64(9 + i), float64(11 + i)}})
+	}
+	return []Chart{bars, lines}
+}
