@@ -243,23 +243,35 @@ func (c *measuredSVG) FillString(f font.Face, pt vg.Point, str string) {
 	c.Canvas.FillString(f, pt, str)
 }
 
-// svgFonts are fonts with the metrics of Liberation Serif, the font the
-// figures are laid out in, then the generic family.
-const svgFonts = `font-family:'Liberation Serif',Tinos,'Times New Roman',Times,serif`
+// svgFonts are the fonts of a figure's texts: Liberation Serif, which
+// the figures are laid out in, fonts with its metrics, then the generic
+// family. Set once per figure in a style element, not on every text.
+const svgFonts = `<style>text{font-family:'Liberation Serif',Tinos,'Times New Roman',Times,serif}</style>`
+
+// svgTextFont is the font part of the style gonum/plot gives each text.
+const svgTextFont = "font-family:Liberation Serif;font-variant:normal;font-weight:normal;font-style:normal;"
 
 // fixText makes the SVG's texts keep the widths the layout gave them in
 // any browser: each text element gets its width as textLength, so a
 // reader without Liberation Serif, whose browser substitutes a wider or
 // narrower font, sees no text run past the figure's edge or into
-// another; and the font names metric-compatible fallbacks.
+// another; and the font is named once, with metric-compatible fallbacks.
 func (c *measuredSVG) fixText(svg []byte) ([]byte, error) {
 	const open = "<text "
 	if n := bytes.Count(svg, []byte(open)); n != len(c.widths) {
 		return nil, fmt.Errorf("svg has %d text elements, %d drawn", n, len(c.widths))
 	}
+	start := bytes.Index(svg, []byte("<svg"))
+	end := bytes.IndexByte(svg[max(start, 0):], '>')
+	if start < 0 || end < 0 {
+		return nil, fmt.Errorf("no svg element")
+	}
+	end += start + 1
 	var b bytes.Buffer
-	b.Grow(len(svg) + len(c.widths)*48)
-	rest := svg
+	b.Grow(len(svg) + len(svgFonts) + len(c.widths)*48)
+	b.Write(svg[:end])
+	b.WriteString("\n" + svgFonts)
+	rest := svg[end:]
 	for _, w := range c.widths {
 		i := bytes.Index(rest, []byte(open))
 		b.Write(rest[:i+len(open)])
@@ -267,7 +279,7 @@ func (c *measuredSVG) fixText(svg []byte) ([]byte, error) {
 		rest = rest[i+len(open):]
 	}
 	b.Write(rest)
-	return bytes.ReplaceAll(b.Bytes(), []byte("font-family:Liberation Serif"), []byte(svgFonts)), nil
+	return bytes.ReplaceAll(b.Bytes(), []byte(svgTextFont), nil), nil
 }
 
 // wrapText breaks s at spaces into lines no wider than width.
