@@ -37,6 +37,13 @@ type Chart struct {
 	// Categories are the bars' x labels (KindBars).
 	Categories []string `json:"categories,omitempty"`
 	Series     []Series `json:"series"`
+	// ShareY names the group of figures meant to be compared side by side
+	// (the per-method throughput-over-time figures of one condition);
+	// Charts sets YMax, the highest point of any figure of the group, and
+	// each figure's y axis reaches it, so that the group shares one y
+	// axis. Empty for a figure that stands alone.
+	ShareY string  `json:"share_y,omitempty"`
+	YMax   float64 `json:"y_max,omitempty"`
 }
 
 // Series is one line, or one set of bars (one bar per category).
@@ -242,6 +249,7 @@ func Charts(run result.Run, cells []result.Cell) []Chart {
 	for _, kind := range figureKinds {
 		out = append(out, kind(in)...)
 	}
+	shareYAxes(out)
 	return out
 }
 
@@ -325,6 +333,8 @@ func throughputTimeChart(runID string, r Summary, reps []result.Cell) (Chart, bo
 			"the mean over repetitions dashed.", intervalSide(r.Params.Direction), r.Label, describeAll(r.Params)),
 		XLabel: "time (s)",
 		YLabel: "throughput (Gbit/s)",
+		// The methods of one condition share a y axis.
+		ShareY: fmt.Sprintf("%s-throughput-time-%s", runID, baselineOf(r.Params).slug()),
 	}
 	var sums, ends []float64
 	var counts []int
@@ -737,4 +747,20 @@ func dimensionCharts(runID string, rows []Summary, d dimension) []Chart {
 		}
 	}
 	return out
+}
+
+// shareYAxes sets YMax of every chart with a ShareY group to the highest
+// point of any chart of that group.
+func shareYAxes(charts []Chart) {
+	tops := map[string]float64{}
+	for _, c := range charts {
+		if c.ShareY != "" {
+			tops[c.ShareY] = max(tops[c.ShareY], dataTop(c))
+		}
+	}
+	for i := range charts {
+		if g := charts[i].ShareY; g != "" {
+			charts[i].YMax = round6(tops[g])
+		}
+	}
 }

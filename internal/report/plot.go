@@ -9,8 +9,10 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -60,13 +62,13 @@ type Rendered struct {
 	// copy with the other x scale.
 	Variant string
 	SVG     []byte
-	plot    *plot.Plot
+	fig     *drawing
 }
 
 // PNG draws the figure as a PNG image of 600 x 360 pixels.
 func (r Rendered) PNG() ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
-	r.plot.Draw(draw.New(img))
+	r.fig.draw(draw.New(img))
 	var b bytes.Buffer
 	// Fastest compression: the figure files are for download, and the
 	// deflate level would otherwise be most of a report's time.
@@ -94,46 +96,233 @@ func Render(c Chart) ([]Rendered, error) {
 	}
 	var out []Rendered
 	for i, logx := range variants {
-		p, err := buildPlot(c, logx)
+		fig, err := buildFigure(c, logx)
 		if err != nil {
 			return nil, fmt.Errorf("draw figure %s: %w", c.ID, err)
 		}
-		r := Rendered{Chart: c, plot: p}
+		r := Rendered{Chart: c, fig: fig}
 		if i > 0 {
 			r.Variant = "linx"
 			if logx {
 				r.Variant = "logx"
 			}
 		}
-		svg := vgsvg.New(figWidth, figHeight)
-		p.Draw(draw.New(svg))
+		svg := &measuredSVG{Canvas: vgsvg.New(figWidth, figHeight)}
+		fig.draw(draw.New(svg))
 		var b bytes.Buffer
 		if _, err := svg.WriteTo(&b); err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 		}
-		r.SVG = b.Bytes()
+		r.SVG, err = svg.fixText(b.Bytes())
+		if err != nil {
+			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
+		}
 		out = append(out, r)
 	}
 	return out, nil
 }
 
-func buildPlot(c Chart, logx bool) (*plot.Plot, error) {
+// Layout of a figure around the plot drawn by gonum/plot.
+const (
+	// figPad keeps every text off the figure's edges.
+	figPad = vg.Length(6)
+	// legendGap separates the legend from the x axis label above it.
+	legendGap = vg.Length(4)
+	// swatchWidth and swatchGap: a legend entry's colour sample and the
+	// space between it and its name; entryGap is between entries.
+	swatchWidth = vg.Length(18)
+	swatchGap   = vg.Length(4)
+	entryGap    = vg.Length(14)
+)
+
+// drawing is a figure: the plot and, below it, outside the data area,
+// its legend.
+type drawing struct {
+	p *plot.Plot
+	// title is drawn above the plot, one text per line, lines spaced so
+	// their boxes stay apart (gonum/plot spaces lines one em apart).
+	title      []string
+	titleStyle draw.TextStyle
+	legend     []legendEntry
+	// legendStyle is the legend's text style.
+	legendStyle draw.TextStyle
+}
+
+// legendEntry is a series' name and what draws its colour sample.
+type legendEntry struct {
+	name   string
+	thumbs []plot.Thumbnailer
+}
+
+// draw lays out the figure on c: a margin all round, the legend at the
+// bottom, the plot above it.
+func (d *drawing) draw(c draw.Canvas) {
+	c.SetColor(color.White)
+	c.Fill(c.Rectangle.Path())
+	c = draw.Crop(c, figPad, -figPad, figPad, -figPad)
+	titleH := d.titleStyle.Font.Size * 1.3
+	for i, l := range d.title {
+		c.FillText(d.titleStyle, vg.Point{X: c.Center().X, Y: c.Max.Y - titleH*vg.Length(i)}, l)
+	}
+	if len(d.title) > 0 {
+		c = draw.Crop(c, 0, 0, 0, -(titleH*vg.Length(len(d.title)) + vg.Points(4)))
+	}
+	rows := d.legendRows(c.Max.X - c.Min.X)
+	lineH := d.legendStyle.Font.Size * 1.4
+	if len(rows) > 0 {
+		h := lineH * vg.Length(len(rows))
+		d.drawLegend(draw.Crop(c, 0, 0, 0, -(c.Max.Y-c.Min.Y-h)), rows, lineH)
+		c = draw.Crop(c, 0, 0, h+legendGap, 0)
+	}
+	d.p.Draw(c)
+}
+
+// legendRows flows the legend's entries into rows no wider than width.
+func (d *drawing) legendRows(width vg.Length) [][]legendEntry {
+	var rows [][]legendEntry
+	var used vg.Length
+	for _, e := range d.legend {
+		w := d.entryWidth(e)
+		if len(rows) == 0 || used+entryGap+w > width {
+			rows = append(rows, nil)
+			used = w
+		} else {
+			used += entryGap + w
+		}
+		rows[len(rows)-1] = append(rows[len(rows)-1], e)
+	}
+	return rows
+}
+
+func (d *drawing) entryWidth(e legendEntry) vg.Length {
+	return swatchWidth + swatchGap + d.legendStyle.Width(e.name)
+}
+
+// drawLegend draws the rows of entries centred in c, top row first.
+func (d *drawing) drawLegend(c draw.Canvas, rows [][]legendEntry, lineH vg.Length) {
+	sty := d.legendStyle
+	sty.XAlign, sty.YAlign = draw.XLeft, draw.YCenter
+	swatchH := sty.Font.Size * 0.7
+	for i, row := range rows {
+		var w vg.Length
+		for j, e := range row {
+			if j > 0 {
+				w += entryGap
+			}
+			w += d.entryWidth(e)
+		}
+		x := c.Center().X - w/2
+		y := c.Max.Y - lineH*(vg.Length(i)+0.5)
+		for _, e := range row {
+			sw := draw.Canvas{Canvas: c.Canvas, Rectangle: vg.Rectangle{
+				Min: vg.Point{X: x, Y: y - swatchH/2},
+				Max: vg.Point{X: x + swatchWidth, Y: y + swatchH/2},
+			}}
+			for _, t := range e.thumbs {
+				t.Thumbnail(&sw)
+			}
+			c.FillText(sty, vg.Point{X: x + swatchWidth + swatchGap, Y: y}, e.name)
+			x += d.entryWidth(e) + entryGap
+		}
+	}
+}
+
+// measuredSVG is an SVG canvas that remembers the width gonum/plot laid
+// out each text at, in drawing order.
+type measuredSVG struct {
+	*vgsvg.Canvas
+	widths []vg.Length
+}
+
+// FillString draws a non-empty str and records its width.
+func (c *measuredSVG) FillString(f font.Face, pt vg.Point, str string) {
+	if str == "" {
+		return
+	}
+	c.widths = append(c.widths, f.Width(str))
+	c.Canvas.FillString(f, pt, str)
+}
+
+// svgFonts are the fonts of a figure's texts: Liberation Serif, which
+// the figures are laid out in, fonts with its metrics, then the generic
+// family. Set once per figure in a style element, not on every text.
+const svgFonts = `<style>text{font-family:'Liberation Serif',Tinos,'Times New Roman',Times,serif}</style>`
+
+// svgTextFont is the font part of the style gonum/plot gives each text.
+const svgTextFont = "font-family:Liberation Serif;font-variant:normal;font-weight:normal;font-style:normal;"
+
+// fixText makes the SVG's texts keep the widths the layout gave them in
+// any browser: each text element gets its width as textLength, so a
+// reader without Liberation Serif, whose browser substitutes a wider or
+// narrower font, sees no text run past the figure's edge or into
+// another; and the font is named once, with metric-compatible fallbacks.
+func (c *measuredSVG) fixText(svg []byte) ([]byte, error) {
+	const open = "<text "
+	if n := bytes.Count(svg, []byte(open)); n != len(c.widths) {
+		return nil, fmt.Errorf("svg has %d text elements, %d drawn", n, len(c.widths))
+	}
+	start := bytes.Index(svg, []byte("<svg"))
+	end := bytes.IndexByte(svg[max(start, 0):], '>')
+	if start < 0 || end < 0 {
+		return nil, fmt.Errorf("no svg element")
+	}
+	end += start + 1
+	var b bytes.Buffer
+	b.Grow(len(svg) + len(svgFonts) + len(c.widths)*48)
+	b.Write(svg[:end])
+	b.WriteString("\n" + svgFonts)
+	rest := svg[end:]
+	for _, w := range c.widths {
+		i := bytes.Index(rest, []byte(open))
+		b.Write(rest[:i+len(open)])
+		fmt.Fprintf(&b, `textLength="%.5g" lengthAdjust="spacingAndGlyphs" `, w.Points())
+		rest = rest[i+len(open):]
+	}
+	b.Write(rest)
+	return bytes.ReplaceAll(b.Bytes(), []byte(svgTextFont), nil), nil
+}
+
+// wrapText breaks s at spaces into lines no wider than width.
+func wrapText(sty draw.TextStyle, s string, width vg.Length) []string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case sty.Width(line+" "+w) <= width:
+			line += " " + w
+		default:
+			lines = append(lines, line)
+			line = w
+		}
+	}
+	return append(lines, line)
+}
+
+func buildFigure(c Chart, logx bool) (*drawing, error) {
 	p := plot.New()
-	p.Title.Text = c.Title
-	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.BackgroundColor = nil // drawing.draw fills the whole figure
 	p.X.Label.Text = c.XLabel
 	p.Y.Label.Text = c.YLabel
+	// Keep the axis labels clear of the tick labels' boxes, which a
+	// browser makes taller than gonum/plot's metrics.
+	p.X.Label.Padding = vg.Points(5)
+	p.Y.Label.Padding = vg.Points(5)
 	p.Y.Min = 0
 	p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
-	p.Legend.Top = true
-	p.Legend.TextStyle.Font.Size = vg.Points(8)
 	p.Add(plotter.NewGrid())
+	d := &drawing{p: p, titleStyle: p.Title.TextStyle, legendStyle: p.Legend.TextStyle}
+	d.titleStyle.Font.Size = vg.Points(11)
+	d.titleStyle.XAlign, d.titleStyle.YAlign = draw.XCenter, draw.YTop
+	d.title = wrapText(d.titleStyle, c.Title, figWidth-2*figPad)
+	d.legendStyle.Font.Size = vg.Points(9)
 	var err error
 	switch c.Kind {
 	case KindLines:
-		err = addLines(p, c, logx)
+		err = addLines(d, c, logx)
 	case KindBars:
-		err = addBars(p, c)
+		err = addBars(d, c)
 	default:
 		err = fmt.Errorf("unknown chart kind %q", c.Kind)
 	}
@@ -142,14 +331,12 @@ func buildPlot(c Chart, logx bool) (*plot.Plot, error) {
 	}
 	if c.Kind == KindLines && (c.Section == SectionRTT || c.Section == SectionLatencyLoad) {
 		p.Y.Max = 1
-		p.Legend.Left = false
-		p.Legend.Top = false
-		p.Legend.YOffs = vg.Points(20)
-	} else if top := dataTop(c); top > 0 {
-		// Leave room above the data for the legend, one line per entry.
-		p.Y.Max = top * (1.08 + 0.075*float64(len(c.Series)))
+	} else if top := max(dataTop(c), c.YMax); top > 0 {
+		// A little room above the highest point (or the highest point of
+		// the figures this one is compared with).
+		p.Y.Max = top * 1.05
 	}
-	return p, nil
+	return d, nil
 }
 
 // plainTicks labels ticks with as few digits as they need ("25", not
@@ -201,7 +388,8 @@ func dataTop(c Chart) float64 {
 	return top
 }
 
-func addLines(p *plot.Plot, c Chart, logx bool) error {
+func addLines(d *drawing, c Chart, logx bool) error {
+	p := d.p
 	minX := math.Inf(1)
 	for _, s := range c.Series {
 		for _, x := range s.X {
@@ -251,7 +439,7 @@ func addLines(p *plot.Plot, c Chart, logx bool) error {
 			l.Width = vg.Points(2)
 		}
 		p.Add(l)
-		p.Legend.Add(s.Name, l)
+		d.legend = append(d.legend, legendEntry{name: s.Name, thumbs: []plot.Thumbnailer{l}})
 		if len(s.YErr) == len(s.X) && len(s.X) > 0 {
 			pts, err := plotter.NewScatter(xys)
 			if err != nil {
@@ -270,7 +458,8 @@ func addLines(p *plot.Plot, c Chart, logx bool) error {
 	return nil
 }
 
-func addBars(p *plot.Plot, c Chart) error {
+func addBars(d *drawing, c Chart) error {
+	p := d.p
 	var stacks []string
 	for _, s := range c.Series {
 		if !slices.Contains(stacks, s.Stack) {
@@ -298,7 +487,7 @@ func addBars(p *plot.Plot, c Chart) error {
 		}
 		below[s.Stack] = b
 		p.Add(b)
-		p.Legend.Add(s.Name, b)
+		d.legend = append(d.legend, legendEntry{name: s.Name, thumbs: []plot.Thumbnailer{b}})
 		if len(s.YErr) == len(s.Y) {
 			xys := make(plotter.XYs, len(s.Y))
 			eb := &plotter.YErrorBars{YErrors: make(plotter.YErrors, len(s.Y)), CapWidth: vg.Points(4)}
@@ -313,6 +502,40 @@ func addBars(p *plot.Plot, c Chart) error {
 	}
 	p.NominalX(c.Categories...)
 	p.X.Min, p.X.Max = -0.6, n-0.4
-	p.Legend.Left = false
+	fitCategories(p, c.Categories)
 	return nil
+}
+
+// fitCategories keeps the bars' category labels from running into one
+// another: a smaller font first, then every other label two lines lower.
+func fitCategories(p *plot.Plot, cats []string) {
+	if len(cats) < 2 {
+		return
+	}
+	// The data area is about 85% of the figure's width; a label may take
+	// most of its category's share.
+	slot := (figWidth - 2*figPad) * 0.85 / vg.Length(len(cats)) * 0.9
+	widest := func() vg.Length {
+		var w vg.Length
+		for _, c := range cats {
+			w = max(w, p.X.Tick.Label.Width(c))
+		}
+		return w
+	}
+	if widest() <= slot {
+		return
+	}
+	p.X.Tick.Label.Font.Size = vg.Points(8)
+	if widest() <= slot {
+		return
+	}
+	ticks := p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max)
+	for i := range ticks {
+		if i%2 == 1 && ticks[i].Label != "" {
+			// Two line breaks: one would leave the labels' boxes
+			// touching (gonum/plot spaces lines one em apart).
+			ticks[i].Label = "\n\n" + ticks[i].Label
+		}
+	}
+	p.X.Tick.Marker = plot.ConstantTicks(ticks)
 }
