@@ -21,7 +21,7 @@ mode=${1:-run}
 run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
-  openvswitch-switch openvpn openssl chromium clang llvm libbpf-dev linux-libc-dev
+  openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
   openssh-server)
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
