@@ -18,6 +18,7 @@ const (
 	markUnstable = "!" // CV above 10%
 	markApprox   = "~" // approximate CPU split
 	markBusy     = "*" // busy background, on the method label
+	markOneCore  = "^" // one core at ≥95% while the others had room, on the method label
 )
 
 // varying says which parameters differ between rows. The underlay
@@ -148,6 +149,9 @@ func warnings(run result.Run, rows []Summary) []string {
 			"cannot be attributed to one side; sender and receiver cores count only each side's processes, "+
 			"and the machine-wide softirq time is in the JSON export (softirq_cores).",
 			markApprox, what))
+	}
+	if w := oneCoreWarning(rows, v); w != "" {
+		out = append(out, w)
 	}
 	if len(mixed) > 0 {
 		out = append(out, fmt.Sprintf("%s mixed CPU split for %s: some repetitions attributed CPU per process, "+
