@@ -26,6 +26,9 @@ const (
 // also depends on the method, becomes a column.
 type varying struct {
 	family, underlay, overlay, offloads, streams, cc bool
+	// mss: the MSS asked of the load tool (in headings through
+	// extraParams; in sentences through describe).
+	mss bool
 }
 
 func varyingParams(rows []Summary) varying {
@@ -42,6 +45,7 @@ func varyingParams(rows []Summary) varying {
 		v.offloads = v.offloads || p.Offloads != p0.Offloads
 		v.streams = v.streams || p.Streams != p0.Streams
 		v.cc = v.cc || p.CongestionControl != p0.CongestionControl
+		v.mss = v.mss || p.MSS != p0.MSS
 		if m, ok := overlay[r.Label]; ok && m != p.OverlayMTU {
 			v.overlay = true
 		}
