@@ -382,6 +382,11 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 				} else {
 					text = fmt.Sprintf("MTU %d gives %s %s its MTU %d throughput%s %s.",
 						hi.Params.UnderlayMTU, lo.Label, ratio(r), lo.Params.UnderlayMTU, desc, both)
+					// The jumbo-frame gain beside native's, as the seeds
+					// compare it.
+					if n, ok := nativeGain(groups[gk{NativeMethod, g.k}], lo, hi, d.value, good); ok && lo.Method != NativeMethod {
+						text = strings.TrimSuffix(text, ".") + fmt.Sprintf("; native gains %s.", ratio(n))
+					}
 				}
 			case "offloads": // lo is off, hi is on
 				both = fmt.Sprintf("(%s against %s Gbit/s)", withCI(lo.Throughput), withCI(hi.Throughput))
@@ -448,4 +453,23 @@ func WriteTakeAways(b *strings.Builder, t TakeAways) {
 	for _, w := range t.Withheld {
 		b.WriteString("- " + w + "\n")
 	}
+}
+
+// nativeGain is native's throughput at hi's value of a dimension over
+// its throughput at lo's, from native's rows of the same group, when both
+// are good.
+func nativeGain(native []Summary, lo, hi Summary, value func(result.Params) int, good func(Summary) bool) (float64, bool) {
+	var nlo, nhi *Summary
+	for i, r := range native {
+		switch value(r.Params) {
+		case value(lo.Params):
+			nlo = &native[i]
+		case value(hi.Params):
+			nhi = &native[i]
+		}
+	}
+	if nlo == nil || nhi == nil || !good(*nlo) || !good(*nhi) || nlo.Throughput.Mean <= 0 {
+		return 0, false
+	}
+	return nhi.Throughput.Mean / nlo.Throughput.Mean, true
 }

@@ -117,3 +117,21 @@ func TestMSSTakeAway(t *testing.T) {
 		t.Errorf("MSS sentences %q, want the last to be %q", got, want)
 	}
 }
+
+// TestJumboGainBesideNative: a method's jumbo-frame gain is given with
+// native's beside it.
+func TestJumboGainBesideNative(t *testing.T) {
+	run, cells := matrixRun()
+	var got []string
+	for _, c := range GenerateTakeAways(run, cells, Charts(run, cells)).Claims {
+		if strings.HasPrefix(c.Text, "MTU 9000 gives vxlan ") {
+			got = append(got, c.Text)
+			if !strings.HasSuffix(c.Text, "; native gains 1.6x.") || !strings.Contains(c.Figure, "-mtu-") {
+				t.Errorf("jumbo sentence %q [%s]: want native's gain and the MTU figure", c.Text, c.Figure)
+			}
+		}
+	}
+	if len(got) != 2 {
+		t.Errorf("jumbo sentences for vxlan: %q, want one per offload state", got)
+	}
+}
