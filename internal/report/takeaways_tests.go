@@ -54,6 +54,9 @@ func parallelClaims(c claimCtx) {
 		}
 		peakOf := func(l string) peak {
 			ms := mine[l]
+			if len(ms) == 0 {
+				return peak{} // no such method in the group (native, for one)
+			}
 			for _, r := range ms {
 				if !goodFigure(r, r.Tests.Parallel) {
 					return peak{}

@@ -135,3 +135,27 @@ func TestJumboGainBesideNative(t *testing.T) {
 		t.Errorf("jumbo sentences for vxlan: %q, want one per offload state", got)
 	}
 }
+
+// TestParallelTakeAwayWithoutNative: a parallel group without native still
+// gives each method's peak, with no share of native.
+func TestParallelTakeAwayWithoutNative(t *testing.T) {
+	run, cells := figuresRun()
+	var rest []result.Cell
+	for _, c := range cells {
+		if c.Method != NativeMethod {
+			rest = append(rest, c)
+		}
+	}
+	n := 0
+	for _, c := range GenerateTakeAways(run, rest, Charts(run, rest)).Claims {
+		if strings.HasPrefix(c.Text, "In the parallel test (") {
+			n++
+			if strings.Contains(c.Text, "native") {
+				t.Errorf("share of native without native: %q", c.Text)
+			}
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d parallel peak sentences, want one per layout", n)
+	}
+}
