@@ -286,8 +286,10 @@ func TestUDPSizesReduced(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "udp sizes:") {
-		t.Errorf("table lacks the udp sizes section:\n%s", stdout)
+	for _, want := range []string{"udp sizes:", "udp sizes cpu:"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks the %q section:\n%s", want, stdout)
+		}
 	}
 	doc := exportOf(t, export)
 	if len(doc.Cells) != 2 {
@@ -316,6 +318,12 @@ func TestUDPSizesReduced(t *testing.T) {
 			}
 			if want := c.Method == "vxlan" && u.FrameBytes == 1514; u.Fragmented != want {
 				t.Errorf("%s: fragmented %v, want %v", name, u.Fragmented, want)
+			}
+			// The trial keeps its CPU record: the whole machine's busy %
+			// and the generator's processes on their sides.
+			if cpu := r.CPU; cpu == nil || len(cpu.Samples) == 0 || cpu.BusyMax < cpu.BusyMin || len(cpu.PerCore) == 0 ||
+				len(cpu.Processes) < 2 || r.SenderCores != cpu.SenderCores {
+				t.Errorf("%s: trial CPU %+v", name, cpu)
 			}
 		}
 	}

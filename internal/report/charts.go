@@ -167,6 +167,9 @@ func describe(p result.Params, v varying) string {
 	if v.cc {
 		ps = append(ps, "with "+ccName(p.CongestionControl))
 	}
+	if v.mss && p.MSS > 0 {
+		ps = append(ps, fmt.Sprintf("with MSS %d", p.MSS))
+	}
 	return strings.Join(ps, " ")
 }
 

@@ -22,6 +22,7 @@ var fixtures = []struct {
 	{"matrix", matrixRun},
 	{"emulated", emulatedRun},
 	{"tests", testsRun},
+	{"hostcpu", hostCPURun},
 }
 
 // golden compares got with testdata/name, or rewrites it under -update.

@@ -18,6 +18,7 @@ const (
 	markUnstable = "!" // CV above 10%
 	markApprox   = "~" // approximate CPU split
 	markBusy     = "*" // busy background, on the method label
+	markOneCore  = "^" // one core at ≥95% while the others had room, on the method label
 )
 
 // varying says which parameters differ between rows. The underlay
@@ -25,6 +26,9 @@ const (
 // also depends on the method, becomes a column.
 type varying struct {
 	family, underlay, overlay, offloads, streams, cc bool
+	// mss: the MSS asked of the load tool (in headings through
+	// extraParams; in sentences through describe).
+	mss bool
 }
 
 func varyingParams(rows []Summary) varying {
@@ -41,6 +45,7 @@ func varyingParams(rows []Summary) varying {
 		v.offloads = v.offloads || p.Offloads != p0.Offloads
 		v.streams = v.streams || p.Streams != p0.Streams
 		v.cc = v.cc || p.CongestionControl != p0.CongestionControl
+		v.mss = v.mss || p.MSS != p0.MSS
 		if m, ok := overlay[r.Label]; ok && m != p.OverlayMTU {
 			v.overlay = true
 		}
@@ -148,6 +153,9 @@ func warnings(run result.Run, rows []Summary) []string {
 			"cannot be attributed to one side; sender and receiver cores count only each side's processes, "+
 			"and the machine-wide softirq time is in the JSON export (softirq_cores).",
 			markApprox, what))
+	}
+	if w := oneCoreWarning(rows, v); w != "" {
+		out = append(out, w)
 	}
 	if len(mixed) > 0 {
 		out = append(out, fmt.Sprintf("%s mixed CPU split for %s: some repetitions attributed CPU per process, "+

@@ -84,6 +84,13 @@ type Summary struct {
 	// GbpsPerCore is, per repetition, throughput in Gbit/s divided by
 	// BusyCores, then summarised over repetitions.
 	GbpsPerCore Figure `json:"gbps_per_busy_core,omitzero"`
+	// HostBusy is the whole-host CPU in mpstat's units (busy % of all
+	// cores, min, average and max over the transfer) per side where the
+	// sides are hosts of their own, else for the one machine, with the
+	// one-core flag; from HostBusyTest's CPU records (tcp_stream's, else
+	// the parallel test's).
+	HostBusy     []HostBusy `json:"host_busy,omitempty"`
+	HostBusyTest string     `json:"host_busy_test,omitempty"`
 
 	// PercentNative is 100 * Throughput.Mean / native Throughput.Mean, where
 	// native is the row with method "native" and the same family, underlay
@@ -231,6 +238,15 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 		s.Unstable = s.Unstable || f.Unstable()
 	}
 	summarizeTests(&s, reps)
+	cpus, test := rowCPUs(reps)
+	if s.HostBusy = hostBusy(cpus); len(s.HostBusy) > 0 {
+		s.HostBusyTest = test
+	}
+	for i := range s.HostBusy {
+		if s.HostBusy[i].Side == SideMachine {
+			s.HostBusy[i].Host = run.Host.Hostname
+		}
+	}
 	switch len(splits) {
 	case 0:
 	case 1:

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -54,7 +55,13 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	if l := congestionLine(rows, v); l != "" {
 		writeWrapped(&b, []string{l}, "")
 	}
+	if err := writeHostCPUTable(&b, rows, v); err != nil {
+		return err
+	}
 	if err := writeTestTables(&b, rows, v); err != nil {
+		return err
+	}
+	if err := writeUDPCPUTable(&b, rows, v); err != nil {
 		return err
 	}
 	writeSiteMatrices(&b, rows)
@@ -66,6 +73,7 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	b.WriteString("\n")
 	writeWrapped(&b, definitions(v), "")
 	writeWrapped(&b, testDefinitions(rows), "")
+	writeWrapped(&b, hostCPUDefinitions(rows), "")
 	return write(w, b.String())
 }
 
@@ -145,6 +153,9 @@ func tableGrid(rows []Summary, v varying) ([]column, []row) {
 		var mark string
 		if r.BackgroundBusy {
 			mark = " " + markBusy
+		}
+		if rowOneCore(r) {
+			mark = cmp.Or(mark, " ") + markOneCore
 		}
 		line := []cell{{text: r.Label, mark: mark}}
 		if v.overlay {

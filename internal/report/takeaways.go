@@ -67,6 +67,18 @@ var claimFigures = []struct {
 		}
 		return s.Tests.P99Ratio
 	}},
+	{"parallel aggregate", func(s Summary) Figure {
+		if s.Tests == nil {
+			return Figure{}
+		}
+		return s.Tests.Parallel
+	}},
+	{"% of line rate", func(s Summary) Figure {
+		if s.Tests == nil {
+			return Figure{}
+		}
+		return s.Tests.PercentOfLineRate
+	}},
 }
 
 func overlap(a, b Figure) bool {
@@ -267,7 +279,13 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 		}
 	}
 
-	// The effect of one parameter on each method: MTU, offloads, streams.
+	// The tests beyond tcp_stream and tcp_rr: parallel, line rate, udp_sizes.
+	tc := claimCtx{runID: run.ID, rows: rows, v: v, link: link, add: add}
+	parallelClaims(tc)
+	lineRateClaims(tc)
+	udpClaims(tc)
+
+	// The effect of one parameter on each method: MTU, offloads, streams, MSS.
 	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, good, link)...)
 	return t
 }
@@ -301,6 +319,7 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 		{"mtu", func(k *baselineKey) { k.UnderlayMTU = 0 }, func(p result.Params) int { return p.UnderlayMTU }},
 		{"offloads", func(k *baselineKey) { k.Offloads = false }, offVal},
 		{"streams", func(k *baselineKey) { k.Streams = 0 }, func(p result.Params) int { return p.Streams }},
+		{"mss", func(k *baselineKey) { k.MSS = 0 }, func(p result.Params) int { return p.MSS }},
 	}
 	var out []TakeAway
 	for _, d := range dims {
@@ -342,6 +361,13 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 			case "streams":
 				dv.streams = false
 				fig = link(fmt.Sprintf("%s-streams-throughput-%s-mtu%d-offloads-%s", runID, p.Family, p.UnderlayMTU, onOff(p.Offloads)))
+			case "mss":
+				dv.mss = false
+				// The throughput-against-MSS figure, named as the other
+				// dimensions' are: the group's slug without the MSS.
+				k := baselineOf(p)
+				k.MSS = 0
+				fig = link(fmt.Sprintf("%s-mss-%s", runID, k.slug()), fmt.Sprintf("%s-throughput-mss-%s", runID, k.slug()))
 			}
 			desc := at(describe(p, dv))
 			both := fmt.Sprintf("(%s against %s Gbit/s)", withCI(hi.Throughput), withCI(lo.Throughput))
@@ -356,6 +382,11 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 				} else {
 					text = fmt.Sprintf("MTU %d gives %s %s its MTU %d throughput%s %s.",
 						hi.Params.UnderlayMTU, lo.Label, ratio(r), lo.Params.UnderlayMTU, desc, both)
+					// The jumbo-frame gain beside native's, as the seeds
+					// compare it.
+					if n, ok := nativeGain(groups[gk{NativeMethod, g.k}], lo, hi, d.value, good); ok && lo.Method != NativeMethod {
+						text = strings.TrimSuffix(text, ".") + fmt.Sprintf("; native gains %s.", ratio(n))
+					}
 				}
 			case "offloads": // lo is off, hi is on
 				both = fmt.Sprintf("(%s against %s Gbit/s)", withCI(lo.Throughput), withCI(hi.Throughput))
@@ -364,6 +395,28 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 				} else {
 					text = fmt.Sprintf("Turning offloads off leaves %s %s of its throughput%s %s.",
 						lo.Label, pctText(100*lo.Throughput.Mean/hi.Throughput.Mean), desc, both)
+				}
+			case "mss":
+				// lo is the smallest MSS asked for; 0 (the kernel's choice)
+				// sorts first and reads as such.
+				mssName := func(m int) string {
+					if m == 0 {
+						return "the kernel's MSS"
+					}
+					return fmt.Sprintf("MSS %d", m)
+				}
+				small, big := lo, hi
+				if lo.Params.MSS == 0 {
+					small, big = hi, lo // the kernel's choice is the largest segment
+				}
+				both = fmt.Sprintf("(%s against %s Gbit/s)", withCI(small.Throughput), withCI(big.Throughput))
+				if same {
+					text = fmt.Sprintf("%s's throughput is indistinguishable with %s and %s%s %s.",
+						lo.Label, mssName(small.Params.MSS), mssName(big.Params.MSS), desc, both)
+				} else {
+					text = fmt.Sprintf("With %s, %s carries %s of its throughput with %s%s %s.",
+						mssName(small.Params.MSS), lo.Label, pctText(100*small.Throughput.Mean/big.Throughput.Mean),
+						mssName(big.Params.MSS), desc, both)
 				}
 			case "streams":
 				if same {
@@ -400,4 +453,23 @@ func WriteTakeAways(b *strings.Builder, t TakeAways) {
 	for _, w := range t.Withheld {
 		b.WriteString("- " + w + "\n")
 	}
+}
+
+// nativeGain is native's throughput at hi's value of a dimension over
+// its throughput at lo's, from native's rows of the same group, when both
+// are good.
+func nativeGain(native []Summary, lo, hi Summary, value func(result.Params) int, good func(Summary) bool) (float64, bool) {
+	var nlo, nhi *Summary
+	for i, r := range native {
+		switch value(r.Params) {
+		case value(lo.Params):
+			nlo = &native[i]
+		case value(hi.Params):
+			nhi = &native[i]
+		}
+	}
+	if nlo == nil || nhi == nil || !good(*nlo) || !good(*nhi) || nlo.Throughput.Mean <= 0 {
+		return 0, false
+	}
+	return nhi.Throughput.Mean / nlo.Throughput.Mean, true
 }

@@ -70,6 +70,12 @@ type UDPSizeSummary struct {
 	// PercentNative is Gbps against native's at the same frame size and
 	// parameters, when native ran.
 	PercentNative *float64 `json:"percent_of_native_percent,omitempty"`
+	// SenderCPU and ReceiverCPU are the tracked processes' cores of each
+	// side (the generator and, in newer records, the tunnel daemons);
+	// HostBusy the whole host's busy %, in records that have it.
+	SenderCPU   Figure     `json:"sender_cpu_cores,omitzero"`
+	ReceiverCPU Figure     `json:"receiver_cpu_cores,omitzero"`
+	HostBusy    []HostBusy `json:"host_busy,omitempty"`
 }
 
 // Units of the test figures.
@@ -83,8 +89,9 @@ const (
 
 func summarizeUDP(reps []result.Cell) []UDPSizeSummary {
 	type acc struct {
-		s                                             UDPSizeSummary
-		pps, gbps, loss, ooo, p50, p99, jit, ndr, pdr []float64
+		s                                                       UDPSizeSummary
+		pps, gbps, loss, ooo, p50, p99, jit, ndr, pdr, snd, rcv []float64
+		cpus                                                    []*result.CPU
 	}
 	var order []int
 	by := map[int]*acc{}
@@ -108,6 +115,8 @@ func summarizeUDP(reps []result.Cell) []UDPSizeSummary {
 					a.p50, a.p99 = append(a.p50, r.DelayP50), append(a.p99, r.DelayP99)
 				}
 				a.jit = append(a.jit, r.Jitter)
+				a.snd, a.rcv = append(a.snd, r.SenderCores), append(a.rcv, r.ReceiverCores)
+				a.cpus = append(a.cpus, r.CPU)
 			}
 			if len(u.Trials) > 0 {
 				a.ndr, a.pdr = append(a.ndr, u.NDRBitsPerSecond/1e9), append(a.pdr, u.PDRBitsPerSecond/1e9)
@@ -120,6 +129,8 @@ func summarizeUDP(reps []result.Cell) []UDPSizeSummary {
 		a.s.PacketsPerSecond, a.s.Gbps, a.s.LossPercent = figure(UnitPPS, a.pps), figure(UnitGbps, a.gbps), figure(UnitPercent, a.loss)
 		a.s.OutOfOrder, a.s.DelayP50, a.s.DelayP99 = figure(UnitPackets, a.ooo), figure(UnitMicros, a.p50), figure(UnitMicros, a.p99)
 		a.s.Jitter, a.s.NDRGbps, a.s.PDRGbps = figure(UnitMicros, a.jit), figure(UnitGbps, a.ndr), figure(UnitGbps, a.pdr)
+		a.s.SenderCPU, a.s.ReceiverCPU = figure(UnitCores, a.snd), figure(UnitCores, a.rcv)
+		a.s.HostBusy = hostBusy(a.cpus)
 		out = append(out, a.s)
 	}
 	return out

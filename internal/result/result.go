@@ -371,9 +371,18 @@ type UDPTrial struct {
 	ClockUncertainty float64 `json:"clock_uncertainty_us,omitempty"`
 	DelayNote        string  `json:"delay_note,omitempty"`
 	// Jitter is RFC 3550's interarrival jitter, µs.
-	Jitter        float64 `json:"jitter_us"`
+	Jitter float64 `json:"jitter_us"`
+	// SenderCores and ReceiverCores are the CPU time per wall second of
+	// the processes tracked for each side: the generator's sender or
+	// receiver and, in records that have CPU, the tunnel daemons of that
+	// side (before, the generator alone).
 	SenderCores   float64 `json:"sender_cores"`
 	ReceiverCores float64 `json:"receiver_cores"`
+	// CPU is the sampler's record over the trial, as the TCP tests keep
+	// theirs: whole-host busy % with its minimum, average and maximum,
+	// per core, per process (generator and tunnel daemons) and, between
+	// hosts, per host; nil in older records.
+	CPU *CPU `json:"cpu,omitempty"`
 	// SendBuffer and ReceiveBuffer are the socket buffers the kernel
 	// granted the generator's sender and receiver, bytes, as it reports
 	// them (doubled: 2 × udpgen.BufferBytes when granted in full); 0 in
@@ -548,9 +557,13 @@ type CPU struct {
 
 // HostCPU is one host's CPU over a measurement.
 type HostCPU struct {
-	Host         string      `json:"host"`
-	Side         string      `json:"side"` // "sender" or "receiver"
-	Cores        int         `json:"cores"`
+	Host  string `json:"host"`
+	Side  string `json:"side"` // "sender" or "receiver"
+	Cores int    `json:"cores"`
+	// BusyMin, BusyAvg and BusyMax are the host's whole-machine busy %
+	// (100 = all its cores busy) over its samples, mpstat's view; BusyMin
+	// is nil in records older than it.
+	BusyMin      *float64    `json:"busy_min_percent,omitempty"`
 	BusyAvg      float64     `json:"busy_avg_percent"`
 	BusyMax      float64     `json:"busy_max_percent"`
 	SoftirqCores float64     `json:"softirq_cores"`

@@ -111,7 +111,8 @@ func mergeHosts(ca, cb *result.CPU, hostA, hostB string, aSender bool) *result.C
 func busyCores(c *result.CPU) float64 { return c.BusyAvg / 100 * float64(c.Cores) }
 
 func hostCPU(host, side string, c *result.CPU) result.HostCPU {
-	return result.HostCPU{Host: host, Side: side, Cores: c.Cores, BusyAvg: c.BusyAvg, BusyMax: c.BusyMax,
+	busyMin := c.BusyMin
+	return result.HostCPU{Host: host, Side: side, Cores: c.Cores, BusyMin: &busyMin, BusyAvg: c.BusyAvg, BusyMax: c.BusyMax,
 		SoftirqCores: c.SoftirqCores, PerCore: c.PerCore}
 }
 

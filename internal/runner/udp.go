@@ -174,6 +174,14 @@ wait:
 		src.Forget(scmd)
 		return nil, fmt.Errorf("account cpu of udpgen sender: %w", err)
 	}
+	// The tunnel daemons' CPU is part of the trial's cost, as in the TCP
+	// tests.
+	if err := trackDaemons(sampler, tb, path, direction); err != nil {
+		_ = scmd.Kill()
+		_ = scmd.Wait()
+		src.Forget(scmd)
+		return nil, err
+	}
 	// No warm-up: the generator's trial is all measured.
 	w := &window{tb: tb, sampler: sampler}
 	w.begin(ctx, 0)
@@ -196,6 +204,7 @@ wait:
 	}
 	if cpu != nil {
 		t.SenderCores, t.ReceiverCores = cpu.SenderCores, cpu.ReceiverCores
+		t.CPU = cpu
 	}
 	// The trial's figures are kept; without its CPU it fails.
 	return &t, cpuErr

@@ -175,3 +175,45 @@ func TestUDPTrialWithoutCPUFails(t *testing.T) {
 		})
 	}
 }
+
+// A UDP trial keeps the sampler's whole record, as the TCP tests do: the
+// whole host's busy % and, beside the generator, the tunnel daemons of
+// each side, whose CPU counts in that side's cores.
+func TestUDPTrialRecordsDaemonCPU(t *testing.T) {
+	path := &method.Path{A: netip.MustParseAddr("198.18.0.1"), B: netip.MustParseAddr("198.18.0.2"),
+		Daemons: []method.Daemon{{Side: "a", Role: "wireguard-go", PID: 4242}, {Side: "b", Role: "wireguard-go", PID: 4343}}}
+	for _, dir := range []string{scenario.DirForward, scenario.DirReverse} {
+		t.Run(dir, func(t *testing.T) {
+			tb := procPair(t, -1)
+			trial, err := udpTrial(context.Background(), tb, path, dir, 18, 0, time.Second)
+			if err != nil {
+				t.Fatalf("trial: %v", err)
+			}
+			c := trial.CPU
+			if c == nil || len(c.Samples) == 0 || c.BusyAvg <= 0 || c.BusyMax < c.BusyMin {
+				t.Fatalf("trial CPU = %+v, want the whole host's busy samples", c)
+			}
+			want := map[string]string{"udpgen-sender": "sender", "udpgen-receiver": "receiver",
+				"wireguard-go-a": "sender", "wireguard-go-b": "receiver"}
+			if dir == scenario.DirReverse {
+				want["wireguard-go-a"], want["wireguard-go-b"] = "receiver", "sender"
+			}
+			got := map[string]string{}
+			var snd, rcv float64
+			for _, p := range c.Processes {
+				got[p.Role] = p.Side
+				if p.Side == sample.SideSender {
+					snd += p.Cores
+				} else {
+					rcv += p.Cores
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("processes by side %v, want %v", got, want)
+			}
+			if trial.SenderCores != snd || trial.ReceiverCores != rcv {
+				t.Errorf("trial cores %v/%v, want the tracked processes' %v/%v", trial.SenderCores, trial.ReceiverCores, snd, rcv)
+			}
+		})
+	}
+}

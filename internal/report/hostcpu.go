@@ -1,0 +1,437 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// Whole-host CPU in the seeds' units: mpstat's busy % of all cores with
+// its minimum, average and maximum over the transfer, per side where the
+// sides are hosts of their own (netperf's -c -C), else for the one
+// machine both ends share; and the flag for a transfer that one core
+// carried while the others had room.
+
+// Sides of a HostBusy.
+const (
+	// SideMachine: both ends share one machine (the local testbed).
+	SideMachine = "machine"
+	SideSender  = "sender"
+	SideRecv    = "receiver"
+)
+
+// OneCoreBusyPercent is the busy % at which one core counts as full, and
+// OthersRoomPercent the highest average busy % of the other cores at
+// which they still had room: a core at 95% or more while the others
+// averaged at most 75% means the transfer was bound to one core (the
+// "IPsec uses one core" case).
+const (
+	OneCoreBusyPercent = 95.0
+	OthersRoomPercent  = 75.0
+)
+
+// HostBusy is one host's whole-machine CPU over the ok repetitions of a
+// row (or of one frame size): busy % of all its cores, as mpstat shows it.
+type HostBusy struct {
+	// Side is SideMachine on a shared machine, else SideSender or
+	// SideRecv; Host names the host of an ssh testbed.
+	Side  string `json:"side"`
+	Host  string `json:"host,omitempty"`
+	Cores int    `json:"cores"`
+	// Min and Max are the lowest and highest one-second busy % over every
+	// repetition's transfer; Min is nil when the records lack it. Avg is
+	// each repetition's average busy %, summarised over repetitions.
+	Min *float64 `json:"busy_min_percent,omitempty"`
+	Avg Figure   `json:"busy_avg_percent"`
+	Max float64  `json:"busy_max_percent"`
+	// OneCore is set when in some repetition one core was busy
+	// OneCoreBusyPercent or more over the transfer while the host's
+	// other cores averaged at most OthersRoomPercent.
+	OneCore *OneCore `json:"one_core_saturated,omitempty"`
+}
+
+// OneCore describes a host whose transfer one core carried: the busiest
+// such core over the repetitions.
+type OneCore struct {
+	CPU int `json:"cpu"`
+	// Busy is that core's busy % over the transfer, OthersBusy the other
+	// cores' average busy %.
+	Busy       float64 `json:"busy_percent"`
+	OthersBusy float64 `json:"others_busy_percent"`
+	// Repetitions is how many ok repetitions showed it, of All.
+	Repetitions int `json:"repetitions"`
+	All         int `json:"repetitions_measured"`
+}
+
+// String says it in a table cell: "cpu3 99% (rest 12%) 2/3", the last
+// being the repetitions that showed it of those measured.
+func (o *OneCore) String() string {
+	return fmt.Sprintf("cpu%d %.0f%% (rest %.0f%%) %d/%d", o.CPU, o.Busy, o.OthersBusy, o.Repetitions, o.All)
+}
+
+// oneCore finds the core that carried a transfer alone in one record's
+// per-core figures, if any: busy is 100 - idle per core over the transfer.
+func oneCore(cores []result.CoreUsage) (OneCore, bool) {
+	if len(cores) < 2 {
+		return OneCore{}, false
+	}
+	top, sum := 0, 0.0
+	for i, c := range cores {
+		sum += 100 - c.Idle
+		if c.Idle < cores[top].Idle {
+			top = i
+		}
+	}
+	busy := 100 - cores[top].Idle
+	others := (sum - busy) / float64(len(cores)-1)
+	if busy < OneCoreBusyPercent || others > OthersRoomPercent {
+		return OneCore{}, false
+	}
+	return OneCore{CPU: cores[top].CPU, Busy: round6(busy), OthersBusy: round6(others)}, true
+}
+
+// hostBusy summarises the whole-host CPU of CPU records, one per ok
+// repetition (nil where a repetition has none): one entry for a shared
+// machine, or one per side for hosts of their own, sender first.
+func hostBusy(cpus []*result.CPU) []HostBusy {
+	type acc struct {
+		hb      HostBusy
+		avg     []float64
+		mins    []float64
+		noMin   bool
+		measure int
+	}
+	var order []string
+	by := map[string]*acc{}
+	add := func(side, host string, cores int, busyMin *float64, avg, busyMax float64, per []result.CoreUsage) {
+		k := side + "\x00" + host
+		a := by[k]
+		if a == nil {
+			a = &acc{hb: HostBusy{Side: side, Host: host}}
+			by[k] = a
+			order = append(order, k)
+		}
+		a.hb.Cores = max(a.hb.Cores, cores)
+		a.avg = append(a.avg, avg)
+		if busyMin == nil {
+			a.noMin = true
+		} else {
+			a.mins = append(a.mins, *busyMin)
+		}
+		a.hb.Max = max(a.hb.Max, round6(busyMax))
+		a.measure++
+		if o, ok := oneCore(per); ok {
+			if a.hb.OneCore == nil || o.Busy > a.hb.OneCore.Busy {
+				n := 0
+				if a.hb.OneCore != nil {
+					n = a.hb.OneCore.Repetitions
+				}
+				o.Repetitions = n
+				a.hb.OneCore = &o
+			}
+			a.hb.OneCore.Repetitions++
+		}
+	}
+	for _, c := range cpus {
+		if c == nil {
+			continue
+		}
+		if len(c.Hosts) == 0 {
+			if len(c.Samples) == 0 && c.BusyAvg == 0 && c.BusyMax == 0 {
+				continue // no whole-machine figures in this record
+			}
+			m := c.BusyMin
+			add(SideMachine, "", c.Cores, &m, c.BusyAvg, c.BusyMax, c.PerCore)
+			continue
+		}
+		for _, h := range c.Hosts {
+			add(h.Side, h.Host, h.Cores, h.BusyMin, h.BusyAvg, h.BusyMax, h.PerCore)
+		}
+	}
+	out := make([]HostBusy, 0, len(order))
+	for _, k := range order {
+		a := by[k]
+		a.hb.Avg = figure(UnitPercent, a.avg)
+		if !a.noMin && len(a.mins) > 0 {
+			m := round6(slices.Min(a.mins))
+			a.hb.Min = &m
+		}
+		if a.hb.OneCore != nil {
+			a.hb.OneCore.All = a.measure
+		}
+		out = append(out, a.hb)
+	}
+	slices.SortStableFunc(out, func(a, b HostBusy) int { return sideRank(a.Side) - sideRank(b.Side) })
+	return out
+}
+
+func sideRank(s string) int {
+	switch s {
+	case SideSender:
+		return 0
+	case SideRecv:
+		return 1
+	}
+	return 2
+}
+
+// rowCPUs returns the CPU records a row's whole-host figures come from,
+// one per ok repetition: tcp_stream's, or, in cells without it, the
+// parallel test's; and the test's name.
+func rowCPUs(reps []result.Cell) ([]*result.CPU, string) {
+	var stream, par []*result.CPU
+	for _, c := range reps {
+		if c.Status != result.StatusOK {
+			continue
+		}
+		if c.CPU != nil {
+			stream = append(stream, c.CPU)
+		}
+		if c.Parallel != nil && c.Parallel.CPU != nil {
+			par = append(par, c.Parallel.CPU)
+		}
+	}
+	if len(stream) > 0 {
+		return stream, "tcp_stream"
+	}
+	if len(par) > 0 {
+		return par, "parallel"
+	}
+	return nil, ""
+}
+
+// oneCoreSides names the sides of a row whose transfer one core carried.
+func oneCoreSides(hb []HostBusy) []string {
+	var out []string
+	for _, h := range hb {
+		if h.OneCore == nil {
+			continue
+		}
+		o := h.OneCore
+		what := fmt.Sprintf("cpu%d at %.0f%% with the rest at %.0f%% in %d of %d repetitions", o.CPU, o.Busy, o.OthersBusy, o.Repetitions, o.All)
+		if h.Side != SideMachine {
+			what = h.Side + " " + what
+		}
+		out = append(out, what)
+	}
+	return out
+}
+
+// busyText formats a busy % for a table cell.
+func busyText(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// writeHostCPUTable writes the whole-host CPU beside the tracked
+// processes' cores: one line per row and side.
+func writeHostCPUTable(b *strings.Builder, rows []Summary, v varying) error {
+	if !slices.ContainsFunc(rows, func(r Summary) bool { return len(r.HostBusy) > 0 }) {
+		return nil
+	}
+	b.WriteString("\nhost cpu: tracked processes' cores beside the whole host's busy % of all cores over the transfer " +
+		"(mpstat's view)\n")
+	hosts := slices.ContainsFunc(rows, func(r Summary) bool {
+		return slices.ContainsFunc(r.HostBusy, func(h HostBusy) bool { return h.Side != SideMachine })
+	})
+	cols := []column{{header: "method", left: true}}
+	if hosts {
+		cols = append(cols, column{header: "side", left: true})
+	}
+	cols = append(cols, column{header: "snd CPU"}, column{header: "rcv CPU"}, column{header: "cores"}, column{header: "busy min %"},
+		column{header: "avg %"}, column{header: "max %"}, column{header: "one core ≥95%", left: true})
+	var grid []row
+	prev := ""
+	for _, r := range rows {
+		if len(r.HostBusy) == 0 {
+			continue
+		}
+		if h := paramsHeading(r.Params, v); h != "" && h != prev {
+			grid = append(grid, row{section: h})
+			prev = h
+		}
+		approx := r.CPUSplit == SplitApproximate || r.CPUSplit == SplitMixed
+		for _, h := range r.HostBusy {
+			snd, rcv := num(r.SenderCPU, 2, approx), num(r.ReceiverCPU, 2, approx)
+			switch h.Side {
+			case SideSender:
+				rcv = cell{text: missing}
+			case SideRecv:
+				snd = cell{text: missing}
+			}
+			minText := missing
+			if h.Min != nil {
+				minText = busyText(*h.Min)
+			}
+			one := missing
+			if h.OneCore != nil {
+				one = h.OneCore.String()
+			}
+			line := []cell{{text: r.Label}}
+			if hosts {
+				line = append(line, cell{text: h.Side})
+			}
+			line = append(line, snd, rcv, cell{text: strconv.Itoa(h.Cores)}, cell{text: minText}, num(h.Avg, 1, false),
+				cell{text: busyText(h.Max)}, cell{text: one})
+			grid = append(grid, row{cells: line})
+		}
+	}
+	return renderGrid(b, cols, grid)
+}
+
+// hostCPUDefinitions explain the host cpu table, when it was written.
+func hostCPUDefinitions(rows []Summary) []string {
+	if !slices.ContainsFunc(rows, func(r Summary) bool { return len(r.HostBusy) > 0 }) {
+		return nil
+	}
+	return []string{
+		"host cpu: busy % of all the host's cores (100 = every core busy; 100 - idle - iowait, as mpstat), sampled " +
+			"each second of the transfer (tcp_stream's, else the parallel test's): min and max over every repetition's " +
+			"seconds, avg the mean of the repetitions' averages. Without a side column both ends share the one machine (local testbed); with " +
+			"one, sender and receiver are hosts of their own (ssh testbed), each measured, like netperf's -c -C.",
+		"one core ≥95%: a core was 95% or more busy over the transfer while the host's other cores (the rest) averaged " +
+			"at most 75%, in n of the measured repetitions: the transfer was bound to one core (as IPsec's often is), not " +
+			"to the machine.",
+	}
+}
+
+// writeUDPCPUTable writes the udp_sizes test's CPU per frame size: the
+// tracked processes' cores (generator and tunnel daemons) beside the
+// whole host's busy %, for records that have the host's figures.
+func writeUDPCPUTable(b *strings.Builder, rows []Summary, v varying) error {
+	has := slices.ContainsFunc(rows, func(r Summary) bool {
+		return r.Tests != nil && slices.ContainsFunc(r.Tests.UDP, func(u UDPSizeSummary) bool { return len(u.HostBusy) > 0 })
+	})
+	if !has {
+		return nil
+	}
+	b.WriteString("\nudp sizes cpu: generator and tunnel daemons' cores beside the whole host's busy % of all cores\n")
+	cols := []column{{header: "method", left: true}, {header: "frame"}, {header: "side", left: true}, {header: "snd CPU"},
+		{header: "rcv CPU"}, {header: "busy min %"}, {header: "avg %"}, {header: "max %"},
+		{header: "one core ≥95%", left: true}}
+	var grid []row
+	prev := ""
+	for _, r := range rows {
+		if r.Tests == nil || !slices.ContainsFunc(r.Tests.UDP, func(u UDPSizeSummary) bool { return len(u.HostBusy) > 0 }) {
+			continue
+		}
+		if h := paramsHeading(r.Params, v); h != "" && h != prev {
+			grid = append(grid, row{section: h})
+			prev = h
+		}
+		for _, u := range r.Tests.UDP {
+			for _, h := range u.HostBusy {
+				snd, rcv := num(u.SenderCPU, 2, false), num(u.ReceiverCPU, 2, false)
+				switch h.Side {
+				case SideSender:
+					rcv = cell{text: missing}
+				case SideRecv:
+					snd = cell{text: missing}
+				}
+				minText, one := missing, missing
+				if h.Min != nil {
+					minText = busyText(*h.Min)
+				}
+				if h.OneCore != nil {
+					one = h.OneCore.String()
+				}
+				grid = append(grid, row{cells: []cell{{text: r.Label}, {text: strconv.Itoa(u.FrameBytes)}, {text: h.Side},
+					snd, rcv, {text: minText}, num(h.Avg, 1, false), {text: busyText(h.Max)}, {text: one}}})
+			}
+		}
+	}
+	return renderGrid(b, cols, grid)
+}
+
+// oneCoreWarning names the rows (and frame sizes) whose transfer one core
+// carried while the others had room, marked markOneCore in the table.
+func oneCoreWarning(rows []Summary, v varying) string {
+	var what []string
+	for _, r := range rows {
+		if s := oneCoreSides(r.HostBusy); len(s) > 0 {
+			what = append(what, rowName(r, v)+": "+strings.Join(s, "; "))
+		}
+		if r.Tests == nil {
+			continue
+		}
+		for _, u := range r.Tests.UDP {
+			if s := oneCoreSides(u.HostBusy); len(s) > 0 {
+				what = append(what, fmt.Sprintf("%s, udp frame %d: %s", rowName(r, v), u.FrameBytes, strings.Join(s, "; ")))
+			}
+		}
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s one core: a core sat at %.0f%% or more over the transfer while the other cores averaged at most %.0f%% "+
+		"(%s); the data path was bound to one core, not to the machine.", markOneCore, OneCoreBusyPercent, OthersRoomPercent,
+		strings.Join(what, ", "))
+}
+
+// rowOneCore reports whether a row's transfer (or a UDP frame size's) was
+// bound to one core.
+func rowOneCore(r Summary) bool {
+	if len(oneCoreSides(r.HostBusy)) > 0 {
+		return true
+	}
+	return r.Tests != nil && slices.ContainsFunc(r.Tests.UDP, func(u UDPSizeSummary) bool { return len(oneCoreSides(u.HostBusy)) > 0 })
+}
+
+// hostCPURow is one line of the HTML report's host CPU table.
+type hostCPURow struct {
+	Label, Frame string
+	SenderCPU    Figure
+	ReceiverCPU  Figure
+	Approx       bool
+	HostBusy
+}
+
+// hostCPURows are the lines of the HTML host CPU table: every row's
+// sides, then every UDP frame size's.
+func hostCPURows(r BuiltRun) []hostCPURow {
+	var out []hostCPURow
+	v := varyingParams(r.Rows)
+	for _, s := range r.Rows {
+		approx := s.CPUSplit == SplitApproximate || s.CPUSplit == SplitMixed
+		for _, h := range s.HostBusy {
+			out = append(out, sideRow(hostCPURow{Label: rowName(s, v), Frame: s.HostBusyTest, SenderCPU: s.SenderCPU,
+				ReceiverCPU: s.ReceiverCPU, Approx: approx, HostBusy: h}))
+		}
+	}
+	for _, s := range r.Rows {
+		if s.Tests == nil {
+			continue
+		}
+		for _, u := range s.Tests.UDP {
+			for _, h := range u.HostBusy {
+				out = append(out, sideRow(hostCPURow{Label: rowName(s, v), Frame: fmt.Sprintf("udp %d B", u.FrameBytes),
+					SenderCPU: u.SenderCPU, ReceiverCPU: u.ReceiverCPU, HostBusy: h}))
+			}
+		}
+	}
+	return out
+}
+
+// sideRow keeps only the side's own process cores on a host's line.
+func sideRow(r hostCPURow) hostCPURow {
+	switch r.Side {
+	case SideSender:
+		r.ReceiverCPU = Figure{}
+	case SideRecv:
+		r.SenderCPU = Figure{}
+	}
+	return r
+}
+
+var _ = template.Must(pageTemplate.New("hostcpu").Funcs(template.FuncMap{
+	"hostCPURows": hostCPURows,
+	"busyText":    busyText,
+}).Parse(`{{$rows := hostCPURows .}}{{if $rows}}<h3 id="{{.Run.ID}}-host-cpu">Host CPU</h3>
+<p class="muted">The tracked processes' cores beside the whole host's busy % of all cores over the transfer (mpstat's view): minimum and maximum over every repetition's one-second samples, average over repetitions; per side where sender and receiver are hosts of their own (netperf's -c -C), else for the one machine. <b>^</b> one core sat at ` + "95% or more while the host's other cores averaged at most 75%" + `: the data path was bound to one core.</p>
+<div class="tw"><table class="sortable">
+<thead><tr><th class="l">method</th><th class="l">test</th><th class="l">side</th><th class="l">host</th><th>snd CPU</th><th>rcv CPU</th><th>cores</th><th>busy min %</th><th>busy avg %</th><th>busy max %</th><th class="l">one core ≥95%</th></tr></thead>
+<tbody>
+{{range $rows}}<tr><td class="l" data-v="{{.Label}}">{{.Label}}</td><td class="l" data-v="{{.Frame}}">{{.Frame}}</td><td class="l" data-v="{{.Side}}">{{.Side}}</td><td class="l" data-v="{{.Host}}">{{.Host}}</td>{{cellNum .SenderCPU 2 .Approx}}{{cellNum .ReceiverCPU 2 .Approx}}<td data-v="{{.Cores}}">{{.Cores}}</td>{{with .Min}}<td data-v="{{.}}">{{busyText .}}</td>{{else}}<td data-v="">—</td>{{end}}{{cellNum .Avg 1 false}}<td data-v="{{.Max}}">{{busyText .Max}}</td>{{with .OneCore}}<td class="l bad" data-v="{{.Busy}}" title="one core at {{busyText .Busy}}% while the rest averaged {{busyText .OthersBusy}}%">{{.String}}</td>{{else}}<td class="l" data-v="">—</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+{{end}}`))
