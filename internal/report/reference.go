@@ -17,8 +17,8 @@ import (
 // set beside the run's own figure for the same method and condition.
 type ReferenceRow struct {
 	Ref scenario.ReferenceFigure `json:"reference"`
-	// Paper is the published value in Unit, the metric's base unit
-	// (Gbit/s, %, us or packets/s).
+	// Paper is the published value in Unit, the unit the paper gives
+	// it in; Ours is in the same unit.
 	Paper float64 `json:"paper"`
 	Unit  string  `json:"unit"`
 	// Row names the run's row compared against ("" when none matched);
@@ -72,8 +72,10 @@ func BuildReferences(run result.Run, rows []Summary, figures []string) Reference
 	out := References{Source: s.Reference.Source}
 	v := varyingParams(rows)
 	for _, ref := range s.Reference.Figures {
-		paper, unit := ref.BaseValue()
-		base := ReferenceRow{Ref: ref, Paper: paper, Unit: unit}
+		inBase, _ := ref.BaseValue()
+		factor := inBase / ref.Value // our base unit -> the paper's unit
+		paper := ref.Value
+		base := ReferenceRow{Ref: ref, Paper: paper, Unit: ref.Unit}
 		matches := referenceMatches(ref, rows)
 		if len(matches) == 0 {
 			base.Note = notMeasured(ref, s, rows)
@@ -82,12 +84,12 @@ func BuildReferences(run result.Run, rows []Summary, figures []string) Reference
 		}
 		for _, m := range matches {
 			r := base
-			r.Row, r.Key, r.Ours = rowName(m.row, v), m.row.Key, m.fig
+			r.Row, r.Key, r.Ours = rowName(m.row, v), m.row.Key, scaleFigure(m.fig, 1/factor, ref.Unit)
 			if r.Row == "" {
 				r.Row = m.row.Label
 			}
-			r.Ratio = m.fig.Mean / paper
-			r.Disagree, r.Note = judge(paper, m.fig, m.row.Emulated)
+			r.Ratio = r.Ours.Mean / paper
+			r.Disagree, r.Note = judge(paper, r.Ours, m.row.Emulated)
 			r.Figure = referenceFigure(run.ID, ref, m.row, figures)
 			out.Rows = append(out.Rows, r)
 		}
@@ -220,6 +222,26 @@ func percentFigure(pct *float64, tp Figure) Figure {
 	}}
 }
 
+// scaleFigure is f in another unit, k of it per unit of f.
+func scaleFigure(f Figure, k float64, unit string) Figure {
+	if k == 1 {
+		f.Unit = unit
+		return f
+	}
+	s := f.Summary
+	s.Mean, s.StdDev, s.HalfWidth, s.CI95Low, s.CI95High = k*s.Mean, k*s.StdDev, k*s.HalfWidth, k*s.CI95Low, k*s.CI95High
+	return Figure{Unit: unit, Summary: s}
+}
+
+// refNum writes a value with three significant digits below 1 and as
+// num3 above.
+func refNum(v float64) string {
+	if v != 0 && v < 1 && v > -1 {
+		return strconv.FormatFloat(v, 'g', 3, 64)
+	}
+	return num3(v)
+}
+
 // judge says whether paper lies outside ours's 95% interval, and the note
 // for the reader.
 func judge(paper float64, ours Figure, emulated bool) (bool, string) {
@@ -234,7 +256,7 @@ func judge(paper float64, ours Figure, emulated bool) (bool, string) {
 	case paper < ours.CI95Low || paper > ours.CI95High:
 		disagree = true
 		notes = append(notes, fmt.Sprintf("disagrees: ours is %s× the paper's, which lies outside our 95%% interval (%s to %s)",
-			ratioText(ours.Mean/paper), num3(ours.CI95Low), num3(ours.CI95High)))
+			ratioText(ours.Mean/paper), refNum(ours.CI95Low), refNum(ours.CI95High)))
 	}
 	return disagree, strings.Join(notes, "; ")
 }
@@ -243,7 +265,7 @@ func ratioText(r float64) string {
 	if r >= 10 {
 		return strconv.FormatFloat(r, 'f', 0, 64)
 	}
-	return strconv.FormatFloat(r, 'f', 2, 64)
+	return refNum(r)
 }
 
 // notMeasured says why no row of the run matches ref.
@@ -336,9 +358,9 @@ func (r ReferenceRow) ours() string {
 	if r.Ours.N == 0 {
 		return missing
 	}
-	s := num3(r.Ours.Mean)
+	s := refNum(r.Ours.Mean)
 	if r.Ours.HasCI {
-		s += " ± " + num3(r.Ours.HalfWidth)
+		s += " ± " + refNum(r.Ours.HalfWidth)
 	}
 	return s
 }
@@ -357,7 +379,7 @@ func referenceLines(refs References) []string {
 	}
 	out := []string{"the paper's numbers beside ours (" + refs.Source + "); ratio is ours over the paper's:"}
 	for _, r := range refs.Rows {
-		l := fmt.Sprintf("%s %s: paper %s %s, ours %s", r.Ref.Method, r.what(), num3(r.Paper), r.Unit, r.ours())
+		l := fmt.Sprintf("%s %s: paper %s %s, ours %s", r.Ref.Method, r.what(), refNum(r.Paper), r.Unit, r.ours())
 		if r.Row != "" {
 			l += " (" + r.Row + ")"
 		}
@@ -426,7 +448,7 @@ func referenceHTML(r BuiltRun, figure string) template.HTML {
 			what += " — " + row.Row
 		}
 		fmt.Fprintf(&b, `<tr%s><td class="l">%s</td><td class="l">%s</td><td>%s %s</td><td>%s</td><td>%s</td><td class="l">%s</td><td class="l">%s</td>`,
-			cls, e(row.Ref.Method), e(what), e(num3(row.Paper)), e(row.Unit), e(row.ours()), e(row.ratio()), e(row.Note), e(row.source()))
+			cls, e(row.Ref.Method), e(what), e(refNum(row.Paper)), e(row.Unit), e(row.ours()), e(row.ratio()), e(row.Note), e(row.source()))
 		if figure == "" {
 			if row.Figure != "" {
 				fmt.Fprintf(&b, `<td class="l"><a href="#%s">figure</a></td>`, e(row.Figure))
