@@ -379,7 +379,7 @@ func referenceLines(refs References) []string {
 	}
 	out := []string{"the paper's numbers beside ours (" + refs.Source + "); ratio is ours over the paper's:"}
 	for _, r := range refs.Rows {
-		l := fmt.Sprintf("%s %s: paper %s %s, ours %s", r.Ref.Method, r.what(), refNum(r.Paper), r.Unit, r.ours())
+		l := fmt.Sprintf("%s %s: paper %s %s, ours %s", r.Ref.Method, r.what(), paperNum(r.Paper), r.Unit, r.ours())
 		if r.Row != "" {
 			l += " (" + r.Row + ")"
 		}
@@ -448,7 +448,7 @@ func referenceHTML(r BuiltRun, figure string) template.HTML {
 			what += " — " + row.Row
 		}
 		fmt.Fprintf(&b, `<tr%s><td class="l">%s</td><td class="l">%s</td><td>%s %s</td><td>%s</td><td>%s</td><td class="l">%s</td><td class="l">%s</td>`,
-			cls, e(row.Ref.Method), e(what), e(refNum(row.Paper)), e(row.Unit), e(row.ours()), e(row.ratio()), e(row.Note), e(row.source()))
+			cls, e(row.Ref.Method), e(what), e(paperNum(row.Paper)), e(row.Unit), e(row.ours()), e(row.ratio()), e(row.Note), e(row.source()))
 		if figure == "" {
 			if row.Figure != "" {
 				fmt.Fprintf(&b, `<td class="l"><a href="#%s">figure</a></td>`, e(row.Figure))
@@ -470,3 +470,6 @@ func renderedIDs(figs []Rendered) []string {
 	}
 	return ids
 }
+
+// paperNum writes a published value as the paper gives it.
+func paperNum(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
