@@ -407,7 +407,7 @@ func writeReferences(b *strings.Builder, run result.Run, rows []Summary) {
 func skippedNotes(run result.Run) []string {
 	var out []string
 	for _, k := range runScenario(run).Skipped {
-		out = append(out, fmt.Sprintf("Skipped method %s: not measured, this machine cannot carry it: %s.", k.Method, strings.TrimSuffix(k.Reason, ".")))
+		out = append(out, fmt.Sprintf("Skipped method %s (--skip-unavailable), not measured: %s.", k.Method, strings.TrimSuffix(k.Reason, ".")))
 	}
 	return out
 }

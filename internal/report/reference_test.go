@@ -94,7 +94,7 @@ func TestReferencesRendered(t *testing.T) {
 	}
 	for _, want := range []string{
 		"The paper's numbers beside ours</h3>", "seed 000: Kannan et al.", `<tr class="disagree">`,
-		"Skipped method geneve: not measured, this machine cannot carry it: CONFIG_GENEVE missing",
+		"Skipped method geneve (--skip-unavailable), not measured: CONFIG_GENEVE missing",
 		"intra-rack; Fig. 16", "Table 1: &#34;about 26 us&#34;",
 	} {
 		if !strings.Contains(html, want) {
@@ -111,7 +111,7 @@ func TestReferencesRendered(t *testing.T) {
 		"the paper's numbers beside ours (seed 000: Kannan et al.); ratio is ours over the paper's:",
 		"native tcp_stream throughput (1 stream): paper 23.6 Gbit/s, ours 23.7 ± ",
 		"vxlan tcp_stream throughput (1 stream): paper 20000 Mbit/s, ours ",
-		"Skipped method geneve: not measured, this machine cannot carry it: CONFIG_GENEVE missing",
+		"Skipped method geneve (--skip-unavailable), not measured: CONFIG_GENEVE missing",
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("table lacks %q:\n%s", want, text)
