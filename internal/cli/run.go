@@ -74,6 +74,11 @@ scenario, a YAML file (-f), and flags, in that order of precedence (flags
 win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.
 
+Before anything is created, the machine is checked: a method whose kernel
+option or program is missing refuses the run, unless --skip-unavailable,
+which measures the other methods and names each skipped one, with its
+reason, in the table and the report.
+
 Default: methods native, vxlan and srv6, IPv4, MTU 1500, offloads on, one
 TCP stream with cubic (set inside tunbench's own namespaces; the host's
 setting is never touched) for 10 s after 1 s of warm-up, 3 s of
