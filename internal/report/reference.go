@@ -380,7 +380,7 @@ func referenceLines(refs References) []string {
 	out := []string{"the paper's numbers beside ours (" + refs.Source + "); ratio is ours over the paper's:"}
 	for _, r := range refs.Rows {
 		l := fmt.Sprintf("%s %s: paper %s %s, ours %s", r.Ref.Method, r.what(), paperNum(r.Paper), r.Unit, r.ours())
-		if r.Row != "" {
+		if r.Row != "" && r.Row != r.Ref.Method {
 			l += " (" + r.Row + ")"
 		}
 		l += ", ratio " + r.ratio()
@@ -444,7 +444,7 @@ func referenceHTML(r BuiltRun, figure string) template.HTML {
 			cls = ` class="disagree"`
 		}
 		what := row.what()
-		if row.Row != "" {
+		if row.Row != "" && row.Row != row.Ref.Method {
 			what += " — " + row.Row
 		}
 		fmt.Fprintf(&b, `<tr%s><td class="l">%s</td><td class="l">%s</td><td>%s %s</td><td>%s</td><td>%s</td><td class="l">%s</td><td class="l">%s</td>`,
