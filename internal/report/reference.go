@@ -334,11 +334,25 @@ func (r ReferenceRow) what() string {
 	if f.Frame != 0 {
 		cond = append(cond, fmt.Sprintf("%d-byte frames", f.Frame))
 	}
-	s := f.Test + " " + strings.ReplaceAll(f.Metric, "_", " ")
+	s := f.Test + " " + cmp.Or(metricNames[f.Metric], strings.ReplaceAll(f.Metric, "_", " "))
 	if len(cond) > 0 {
 		s += " (" + strings.Join(cond, ", ") + ")"
 	}
 	return s
+}
+
+// metricNames are the reference metrics as a reader names them.
+var metricNames = map[string]string{
+	scenario.MetricThroughput:      "throughput",
+	scenario.MetricPeakThroughput:  "peak throughput over stream counts",
+	scenario.MetricPercentNative:   "% of native",
+	scenario.MetricPercentLineRate: "% of line rate",
+	scenario.MetricP50RTT:          "median RTT",
+	scenario.MetricP99RTT:          "p99 RTT",
+	scenario.MetricPacketsPerSec:   "packets/s",
+	scenario.MetricDelayP50:        "median one-way delay",
+	scenario.MetricJitter:          "jitter",
+	scenario.MetricLoss:            "loss",
 }
 
 // source is where the paper gives the number: setup and citation.
