@@ -138,3 +138,60 @@ func TestNoReference(t *testing.T) {
 		t.Errorf("table mentions a paper:\n%s", tb.String())
 	}
 }
+
+// The parallel and udp_sizes metrics: the peak is the best stream count,
+// % of line rate and of native come from the parallel test's rows, the
+// UDP figures from the frame size's.
+func TestReferencesTests(t *testing.T) {
+	run, cells := testsRun()
+	// native at 128 streams too, slower: the peak stays at 256.
+	for _, c := range cells {
+		if c.Method == "native" {
+			c.Key = "native/ipv4/mtu1500/offloads-on/p128"
+			c.Params.Streams = 128
+			p := *c.Parallel
+			p.Streams, p.BitsPerSecond = 128, p.BitsPerSecond/2
+			c.Parallel = &p
+			cells = append(cells, c)
+		}
+	}
+	run.Scenario += `reference:
+  source: a paper
+  figures:
+    - {method: native, test: parallel, metric: peak_throughput, value: 16, unit: Gbit/s, cite: "Fig. 14a"}
+    - {method: native, test: parallel, metric: percent_of_line_rate, value: 87, unit: "%", streams: 256, cite: "Fig. 15a"}
+    - {method: vxlan, test: parallel, metric: percent_of_native, value: 56, unit: "%", streams: 256, cite: "Fig. 6"}
+    - {method: vxlan, test: udp_sizes, metric: packets_per_second, value: 0.4, unit: Mpackets/s, frame: 64, cite: "Fig. 3"}
+    - {method: vxlan, test: udp_sizes, metric: delay_p50, value: 0.01, unit: ms, frame: 512, cite: "Fig. 4"}
+    - {method: vxlan, test: udp_sizes, metric: jitter, value: 1.5, unit: us, frame: 9000, cite: "Fig. 5"}
+`
+	rows := Aggregate(run, cells)
+	refs := BuildReferences(run, rows, nil)
+	if len(refs.Rows) != 6 {
+		t.Fatalf("%d rows: %+v", len(refs.Rows), refs.Rows)
+	}
+	want := []struct {
+		mean    float64
+		row     string
+		measure bool
+	}{
+		{21.85, "native, 256 streams", true},
+		{100 * 21.85 / 25, "native, 256 streams", true},
+		{100 * 12.35 / 21.85, "vxlan", true},
+		{0.4 * 1.015, "vxlan", true},
+		{0.01, "vxlan", true},
+		{0, "", false},
+	}
+	for i, w := range want {
+		r := refs.Rows[i]
+		if (r.Ours.N > 0) != w.measure || math.Abs(r.Ours.Mean-w.mean) > 1e-6*math.Max(1, w.mean) || !strings.HasPrefix(r.Row, strings.Split(w.row, ",")[0]) {
+			t.Errorf("%s %s: ours %v (row %q), want %v (%s)", r.Ref.Method, r.Ref.Metric, r.Ours.Mean, r.Row, w.mean, w.row)
+		}
+	}
+	if r := refs.Rows[0]; r.Key != "native/ipv4/mtu1500/offloads-on/p256" {
+		t.Errorf("peak taken from %s, want the 256-stream row", r.Key)
+	}
+	if r := refs.Rows[5]; !strings.Contains(r.Note, "no vxlan row of this run has the udp_sizes jitter") {
+		t.Errorf("jitter at a frame the run lacks: %q", r.Note)
+	}
+}
