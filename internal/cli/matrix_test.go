@@ -63,11 +63,11 @@ func TestDryRunCreatesNothing(t *testing.T) {
 		t.Fatalf("dry run: exit %d: %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 61 || !strings.HasPrefix(lines[0], "1 native family=ipv4") {
-		t.Errorf("dry run printed %d lines, want 60 cells and a summary:\n%s", len(lines), out)
+	if len(lines) != 81 || !strings.HasPrefix(lines[0], "1 native family=ipv4") {
+		t.Errorf("dry run printed %d lines, want 80 cells and a summary:\n%s", len(lines), out)
 	}
 	last := lines[len(lines)-1]
-	if !strings.Contains(last, "60 cells x 3 repetitions = 180 steps") || !strings.Contains(last, "estimated duration") {
+	if !strings.Contains(last, "80 cells x 3 repetitions = 240 steps") || !strings.Contains(last, "estimated duration") {
 		t.Errorf("summary line %q", last)
 	}
 	if _, err := os.Stat(db); err == nil {

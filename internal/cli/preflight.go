@@ -97,21 +97,8 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 	if err := congestionRequirements(s, p); err != nil {
 		errs = append(errs, err)
 	}
-	for _, name := range s.Methods {
-		m, err := reg.Get(name)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		reqs := m.Requirements()
-		if s.Testbed == "vm" {
-			// The guest kernel is not this one: only programs (shared
-			// through the host's root file system) can be checked here.
-			reqs = slices.DeleteFunc(slices.Clone(reqs), func(r method.Requirement) bool { return r.Kernel != "" })
-		}
-		if err := method.Check(p, reqs); err != nil {
-			errs = append(errs, fmt.Errorf("method %s: %w", name, err))
-		}
+	for _, u := range unavailableMethods(s, reg, p) {
+		errs = append(errs, fmt.Errorf("method %s: %s", u.Method, u.Reason))
 	}
 	if len(errs) == 0 {
 		return nil
@@ -121,6 +108,54 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 		msgs[i] = "  " + e.Error()
 	}
 	return fmt.Errorf("cannot run here:\n%s", strings.Join(msgs, "\n"))
+}
+
+// unavailableMethods returns the methods of s this machine cannot carry,
+// each with the reason and its fix: a kernel option or program a method
+// requires is missing. On testbed vm only programs are checked here (the
+// guest kernel is not this one); on ssh nothing (each host is checked by
+// its own kernel when the testbed opens).
+func unavailableMethods(s scenario.Scenario, reg *method.Registry, p method.Probe) []scenario.SkippedMethod {
+	if s.Testbed == "ssh" {
+		return nil
+	}
+	var out []scenario.SkippedMethod
+	for _, name := range s.Methods {
+		m, err := reg.Get(name)
+		if err != nil {
+			out = append(out, scenario.SkippedMethod{Method: name, Reason: err.Error()})
+			continue
+		}
+		reqs := m.Requirements()
+		if s.Testbed == "vm" {
+			// The guest kernel is not this one: only programs (shared
+			// through the host's root file system) can be checked here.
+			reqs = slices.DeleteFunc(slices.Clone(reqs), func(r method.Requirement) bool { return r.Kernel != "" })
+		}
+		if err := method.Check(p, reqs); err != nil {
+			out = append(out, scenario.SkippedMethod{Method: name, Reason: err.Error()})
+		}
+	}
+	return out
+}
+
+// skipUnavailable drops from s, for --skip-unavailable, the methods this
+// machine cannot carry, recording each with its reason in s.Skipped (the
+// stored scenario keeps them, and the report names them). A scenario none
+// of whose methods can run here is refused with every reason.
+func skipUnavailable(s scenario.Scenario, reg *method.Registry, p method.Probe) (scenario.Scenario, error) {
+	skip := unavailableMethods(s, reg, p)
+	if len(skip) == 0 {
+		return s, nil
+	}
+	if len(skip) == len(s.Methods) {
+		msgs := make([]string, len(skip))
+		for i, k := range skip {
+			msgs[i] = fmt.Sprintf("  method %s: %s", k.Method, k.Reason)
+		}
+		return s, fmt.Errorf("cannot run here: --skip-unavailable leaves no method to measure:\n%s", strings.Join(msgs, "\n"))
+	}
+	return s.SkipMethods(skip), nil
 }
 
 // hasCaps reports whether the process may create namespaces and links.

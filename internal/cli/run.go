@@ -53,6 +53,7 @@ type runFlags struct {
 	udpRate     string
 	fragment    bool
 	spp         int
+	skip        bool
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
@@ -73,6 +74,11 @@ scenario, a YAML file (-f), and flags, in that order of precedence (flags
 win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.
 
+Before anything is created, the machine is checked: a method whose kernel
+option or program is missing refuses the run, unless --skip-unavailable,
+which measures the other methods and names each skipped one, with its
+reason, in the table and the report.
+
 Default: methods native, vxlan and srv6, IPv4, MTU 1500, offloads on, one
 TCP stream with cubic (set inside tunbench's own namespaces; the host's
 setting is never touched) for 10 s after 1 s of warm-up, 3 s of
@@ -81,7 +87,7 @@ request/response latency, 3 repetitions: about two and a half minutes.`,
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
   tunbench run --cc cubic,bbr
   tunbench run -f examples/paper-parallel.yaml --dry-run
-  tunbench run -f examples/paper-singlestream.yaml --scale 0.1
+  tunbench run -f examples/paper-singlestream.yaml --scale 0.1 --skip-unavailable
   tunbench run --resume latest
   tunbench run -f scenario.yaml --db /tmp/results.db --json`,
 		Args: cobra.NoArgs,
@@ -123,6 +129,7 @@ request/response latency, 3 repetitions: about two and a half minutes.`,
 	fl.BoolVar(&f.fragment, "fragment", false, "udp_sizes test: measure sizes above the overlay MTU fragmented instead of refusing them")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print the expanded matrix, its size and estimated duration; create nothing")
 	fl.Float64Var(&f.scale, "scale", 1, "multiply every duration by this factor, e.g. 0.1 (whole seconds kept whole)")
+	fl.BoolVar(&f.skip, "skip-unavailable", false, "measure the methods this machine can carry and skip the rest (a missing kernel option or program), naming each with its reason in the table and report; without it such a run is refused")
 	fl.StringVar(&f.resume, "resume", "", "continue an interrupted run (id, prefix or latest): measure only the cells it lacks")
 	return cmd
 }
@@ -243,6 +250,16 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	}
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
+	}
+	if f.skip {
+		if s, err = skipUnavailable(s, reg, hostProbe()); err != nil {
+			return err
+		}
+		if !f.quiet {
+			for _, k := range s.Skipped {
+				fmt.Fprintf(cmd.ErrOrStderr(), "skipping %s: %s\n", k.Method, k.Reason)
+			}
+		}
 	}
 	if f.dryRun {
 		return dryRun(stdout, s, reg, nil)

@@ -46,6 +46,8 @@ type BuiltRun struct {
 	// DevicesCompared is true for every run after the first: its devices
 	// are checked against the first run's.
 	DevicesCompared bool
+	// References are the scenario's published figures beside ours.
+	References References
 }
 
 // ReportFilesDir returns the figure directory that goes with an HTML path:
@@ -71,6 +73,7 @@ func Build(runs []RunRecords, filesDir string) (*Built, error) {
 			TakeAways: GenerateTakeAways(rr.Run, rr.Cells, charts),
 			Devices:   deviceStates(rr.Cells, varyingParams(rows)),
 		})
+		b.Runs[len(b.Runs)-1].References = BuildReferences(rr.Run, rows, renderedIDs(figs))
 	}
 	for i := 1; i < len(runs); i++ {
 		b.Comparisons = append(b.Comparisons, Compare(runs[0].Run, runs[0].Cells, runs[i].Run, runs[i].Cells, CompareOptions{}))
@@ -357,6 +360,7 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 	},
 	"summaryAnchor": SummaryAnchor,
 	"rowOneCore":    rowOneCore,
+	"reference":     referenceHTML,
 	"cellNum":       cellNum,
 	"pctNative": func(p *float64) template.HTML {
 		if p == nil {
@@ -461,6 +465,7 @@ figcaption a{color:#0072b2}
 tr.diff td{background:#fff0f0;font-weight:bold}
 td.regression,td.worse{color:#b00020;font-weight:bold}td.better{color:#007a4d;font-weight:bold}
 ol.takeaways li{margin:.3em 0}
+table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}tr.disagree td{background:#fff6e0}
 .muted{color:#666;font-size:.9em}
 </style>
 </head>
@@ -499,14 +504,14 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <li>% ceiling: throughput over the goodput the headers allow at this MTU on the known line rate (docs/methods.md); only when the line rate is known, never on veth.</li>{{end}}{{if hasCost $run}}
 <li>ns/pkt: CPU nanoseconds of the sender's/receiver's processes per packet the underlay device counted over the same interval (GSO/GRO packets count once).</li>{{end}}</ul></details>
 {{template "hostcpu" $run}}
-{{range sections}}{{$figs := figs $run .ID}}{{if $figs}}
+{{reference $run ""}}{{range sections}}{{$figs := figs $run .ID}}{{if $figs}}
 <h3>{{.Heading}}</h3>
 <div class="figs">
 {{range $figs}}<figure id="{{.Main.ID}}">
 <div class="fig main" role="img" aria-label="{{.Main.Title}}">{{inlineSVG .Main.SVG}}</div>
 {{with .Alt}}<div class="fig alt" role="img" aria-label="{{.Title}} ({{scaleName .}})" hidden>{{inlineSVG .SVG}}</div>{{end}}
 <figcaption>{{.Main.Caption}} {{with .Alt}}<label class="toggle"><input type="checkbox" class="altscale"> {{scaleName .}}</label> {{end}}Files: <a href="{{$.FilesDir}}/{{.Main.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.Main.FileStem}}.png">PNG</a>{{with .Alt}}; {{scaleName .}}: <a href="{{$.FilesDir}}/{{.FileStem}}.svg">SVG</a>, <a href="{{$.FilesDir}}/{{.FileStem}}.png">PNG</a>{{end}}.</figcaption>
-</figure>
+{{reference $run .Main.ID}}</figure>
 {{end}}</div>
 {{end}}{{end}}
 {{with siteMatrices .Rows}}<h3 id="{{$run.Run.ID}}-sites">Site × site</h3>

@@ -129,6 +129,7 @@ func warnings(run result.Run, rows []Summary) []string {
 	if emulated {
 		out = append(out, EmulatedNote+".")
 	}
+	out = append(out, skippedNotes(run)...)
 	if n := vmNote(rows); n != "" {
 		out = append(out, n)
 	}

@@ -65,6 +65,7 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 		return err
 	}
 	writeSiteMatrices(&b, rows)
+	writeReferences(&b, run, all)
 	writeProblems(&b, rows, v)
 	if ws := warnings(run, rows); len(ws) > 0 {
 		b.WriteString("\nwarnings:\n")

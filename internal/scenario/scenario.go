@@ -87,6 +87,14 @@ type Scenario struct {
 	// underlay (netem for delay, jitter and loss; tbf for a rate alone).
 	// Empty means none.
 	WAN []WAN `yaml:"wan,omitempty" json:"wan,omitempty"`
+
+	// Reference holds a paper's published figures, which the report sets
+	// beside the run's own (see Reference).
+	Reference *Reference `yaml:"reference,omitempty" json:"reference,omitempty"`
+	// Skipped are the methods "tunbench run --skip-unavailable" left out
+	// because this machine cannot carry them, each with the reason: the
+	// stored scenario of a run records them so the report can name them.
+	Skipped []SkippedMethod `yaml:"skipped,omitempty" json:"skipped,omitempty"`
 }
 
 // WAN is one emulated wide-area condition, applied on the egress of both
@@ -525,6 +533,8 @@ func (s Scenario) Validate(c Catalog) error {
 	if s.HasTest(TestUDPSizes) {
 		s.validateUDP(c, bad)
 	}
+	s.validateReference(c.Names(), bad)
+	s.validateSkipped(c.Names(), bad)
 	for i, w := range s.WAN {
 		if _, err := w.Parse(); err != nil {
 			bad(fmt.Sprintf("wan[%d]", i), "%v", err)

@@ -1,0 +1,125 @@
+package report
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tunbench/tunbench/internal/testenv"
+)
+
+// TestReferenceInBrowser opens a report whose run carries a reference
+// block in headless Chromium and checks, from the browser's own layout,
+// that the paper's numbers render: the run's table of class "reference"
+// and the one inside the native throughput figure are laid out with every
+// row, the figure's table lies inside its figure's box, the paper's value
+// and the ratio are in their cells, and the page requests nothing but
+// itself.
+func TestReferenceInBrowser(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.SkipMissing(t, "chromium is not installed (Debian package chromium; scripts/install.sh installs it): %v", err)
+	}
+	dir := t.TempDir()
+	htmlPath := filepath.Join(dir, "report.html")
+	b, err := Build([]RunRecords{referenceRun()}, "report-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteHTML(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	profile := t.TempDir()
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.UserDataDir(profile),
+		chromedp.Env("HOME="+profile, "TMPDIR="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
+		chromedp.WindowSize(1400, 1000),
+	)
+	defer cancelAlloc()
+	var (
+		mu       sync.Mutex
+		requests []string
+	)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(func(ev any) {
+		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
+			mu.Lock()
+			requests = append(requests, e.Request.URL)
+			mu.Unlock()
+		}
+	}))
+	defer cancel()
+	ctx, cancelTimeout := context.WithTimeout(ctx, time.Minute)
+	defer cancelTimeout()
+	fileURL := (&url.URL{Scheme: "file", Path: htmlPath}).String()
+	if err := chromedp.Do(ctx, chromedp.Navigate(fileURL)); err != nil {
+		t.Fatalf("open %s in chromium: %v", fileURL, err)
+	}
+
+	type tableBox struct {
+		Figure                 string
+		Rows                   int
+		Width, Height          float64
+		Inside                 bool
+		FirstPaper, FirstRatio string
+		Headers                []string
+	}
+	tables, err := chromedp.Run(ctx, chromedp.Evaluate[[]tableBox](`Array.from(document.querySelectorAll('table.reference')).map(t => {
+		const r = t.getBoundingClientRect(); const fig = t.closest('figure');
+		let inside = true;
+		if (fig) { const f = fig.getBoundingClientRect(); inside = r.left >= f.left && r.right <= f.right + 0.5 && r.top >= f.top && r.bottom <= f.bottom + 0.5; }
+		const row = t.tBodies[0].rows[0];
+		return {Figure: fig ? fig.id : '', Rows: t.tBodies[0].rows.length, Width: r.width, Height: r.height, Inside: inside,
+			FirstPaper: row.cells[2].textContent, FirstRatio: row.cells[4].textContent,
+			Headers: Array.from(t.tHead.rows[0].cells).map(c => c.textContent)};
+	})`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var run, fig *tableBox
+	for i := range tables {
+		switch {
+		case tables[i].Figure == "":
+			run = &tables[i]
+		case strings.Contains(tables[i].Figure, "-throughput-time-native-"):
+			fig = &tables[i]
+		}
+	}
+	if run == nil || fig == nil {
+		t.Fatalf("reference tables: %+v", tables)
+	}
+	if run.Rows != 6 || run.Width < 200 || run.Height < 60 || run.FirstPaper != "23.6 Gbit/s" || run.FirstRatio != "1.00" {
+		t.Errorf("run's reference table: %+v", *run)
+	}
+	if strings.Join(run.Headers, ",") != "method,figure,paper,ours,ratio,note,source,drawn in" {
+		t.Errorf("reference columns: %q", run.Headers)
+	}
+	if fig.Rows != 1 || fig.Width < 100 || fig.Height < 20 || !fig.Inside || fig.FirstPaper != "23.6 Gbit/s" {
+		t.Errorf("native figure's reference table: %+v", *fig)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range requests {
+		if r != fileURL && !strings.HasPrefix(r, "data:") {
+			t.Errorf("request for something other than the file itself: %s", r)
+		}
+	}
+}
