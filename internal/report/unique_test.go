@@ -20,7 +20,9 @@ func TestFiguresUniquePerParameter(t *testing.T) {
 		set  func(p *result.Params, second bool)
 	}{
 		{"mss", func(p *result.Params, second bool) { p.MSS = map[bool]int{false: 536, true: 1200}[second] }},
-		{"direction", func(p *result.Params, second bool) { p.Direction = map[bool]string{false: "forward", true: "reverse"}[second] }},
+		{"direction", func(p *result.Params, second bool) {
+			p.Direction = map[bool]string{false: "forward", true: "reverse"}[second]
+		}},
 		{"wan", func(p *result.Params, second bool) { p.WAN = wan(map[bool]float64{false: 10, true: 40}[second]) }},
 		{"offload-set", func(p *result.Params, second bool) {
 			if second {
