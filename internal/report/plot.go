@@ -61,12 +61,13 @@ type Rendered struct {
 	Variant string
 	SVG     []byte
 	plot    *plot.Plot
+	panels  *panelFigure // KindPanels figures instead of plot
 }
 
 // PNG draws the figure as a PNG image of 600 x 360 pixels.
 func (r Rendered) PNG() ([]byte, error) {
-	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
-	r.plot.Draw(draw.New(img))
+	img := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
+	r.drawOn(draw.New(img))
 	var b bytes.Buffer
 	// Fastest compression: the figure files are for download, and the
 	// deflate level would otherwise be most of a report's time.
@@ -88,6 +89,9 @@ func (r Rendered) FileStem() string {
 // Render draws c as SVG; a chart with AltScale gives two
 // Rendered, the one as specified first.
 func Render(c Chart) ([]Rendered, error) {
+	if c.Kind == KindPanels {
+		return renderPanels(c)
+	}
 	variants := []bool{c.LogX}
 	if c.AltScale {
 		variants = append(variants, !c.LogX)
