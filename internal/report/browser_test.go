@@ -133,11 +133,11 @@ func TestReportInBrowser(t *testing.T) {
 	type figureBox struct {
 		ID            string
 		Width, Height float64
-		Shapes        int
+		Shapes        int // subpaths: compactSVG merges paths of one style
 	}
 	figs, err := chromedp.Run(ctx, chromedp.Evaluate[[]figureBox](`Array.from(document.querySelectorAll('figure')).map(f => {
 		const svg = f.querySelector('.fig.main svg'); const r = svg ? svg.getBoundingClientRect() : {width: 0, height: 0};
-		return {ID: f.id, Width: r.width, Height: r.height, Shapes: svg ? svg.querySelectorAll('path').length : 0};
+		return {ID: f.id, Width: r.width, Height: r.height, Shapes: svg ? Array.from(svg.querySelectorAll('path')).reduce((n, p) => n + (p.getAttribute('d').match(/M/g) || []).length, 0) : 0};
 	})`))
 	if err != nil {
 		t.Fatal(err)

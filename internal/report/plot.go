@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
-	"image/png"
 	"maps"
 	"math"
 	"slices"
@@ -69,10 +68,10 @@ func (r Rendered) PNG() ([]byte, error) {
 	img := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
 	r.drawOn(draw.New(img))
 	var b bytes.Buffer
-	// Fastest compression: the figure files are for download, and the
-	// deflate level would otherwise be most of a report's time.
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&b, img.Image()); err != nil {
+	// Fastest compression, no filtering (see encodePNG): the figure files
+	// are for download, and encoding would otherwise be most of a
+	// report's time.
+	if err := encodePNG(&b, img.Image()); err != nil {
 		return nil, fmt.Errorf("draw figure %s as png: %w", r.FileStem(), err)
 	}
 	return b.Bytes(), nil
@@ -115,7 +114,7 @@ func Render(c Chart) ([]Rendered, error) {
 		if _, err := svg.WriteTo(&b); err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 		}
-		r.SVG = b.Bytes()
+		r.SVG = compactSVG(b.Bytes())
 		out = append(out, r)
 	}
 	return out, nil

@@ -56,7 +56,7 @@ func renderPanels(c Chart) ([]Rendered, error) {
 	if _, err := svg.WriteTo(&b); err != nil {
 		return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 	}
-	return []Rendered{{Chart: c, SVG: b.Bytes(), panels: pf}}, nil
+	return []Rendered{{Chart: c, SVG: compactSVG(b.Bytes()), panels: pf}}, nil
 }
 
 // height is the figure's height.
