@@ -13,7 +13,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -65,7 +64,8 @@ type Rendered struct {
 
 // PNG draws the figure as a PNG image of 600 x 360 pixels.
 func (r Rendered) PNG() ([]byte, error) {
-	img := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
+	img, release := pngCanvas(r.height())
+	defer release()
 	r.drawOn(draw.New(img))
 	var b bytes.Buffer
 	// Fastest compression, no filtering (see encodePNG): the figure files

@@ -86,3 +86,29 @@ func BenchmarkEncodePNG(b *testing.B) {
 		})
 	}
 }
+
+// TestPNGCanvasReused: a figure drawn on a reused raster (after another
+// figure) has the very pixels of one drawn on a new vgimg canvas.
+func TestPNGCanvasReused(t *testing.T) {
+	run, cells := seedRun()
+	charts := Charts(run, cells)
+	var rs []Rendered
+	for _, i := range []int{0, len(charts) - 1, 1} {
+		r, err := Render(charts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r[0])
+	}
+	for _, r := range rs {
+		fresh := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
+		r.drawOn(draw.New(fresh))
+		reused, release := pngCanvas(r.height())
+		r.drawOn(draw.New(reused))
+		a, b := fresh.Image().(*image.RGBA), reused.Image().(*image.RGBA)
+		if a.Rect != b.Rect || !bytes.Equal(a.Pix, b.Pix) {
+			t.Errorf("%s: reused raster %v differs from a new one %v", r.ID, b.Rect, a.Rect)
+		}
+		release()
+	}
+}
