@@ -51,7 +51,7 @@ func renderPanels(c Chart) ([]Rendered, error) {
 		return nil, fmt.Errorf("draw figure %s: %w", c.ID, err)
 	}
 	svg := vgsvg.New(figWidth, pf.height)
-	pf.Draw(draw.New(svg))
+	pf.draw(draw.New(svg), true)
 	var b bytes.Buffer
 	if _, err := svg.WriteTo(&b); err != nil {
 		return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
@@ -67,13 +67,18 @@ func (r Rendered) height() vg.Length {
 	return figHeight
 }
 
-// drawOn draws the figure on dc.
+// drawOn draws the figure on a raster canvas, which is white already
+// (vgimg paints its background): the plot's own background is not
+// painted again, which was a tenth of the rasterising.
 func (r Rendered) drawOn(dc draw.Canvas) {
 	if r.panels != nil {
-		r.panels.Draw(dc)
+		r.panels.draw(dc, false)
 		return
 	}
+	bg := r.plot.BackgroundColor
+	r.plot.BackgroundColor = nil
 	r.plot.Draw(dc)
+	r.plot.BackgroundColor = bg
 }
 
 func buildPanels(c Chart) (*panelFigure, error) {
@@ -112,15 +117,17 @@ func buildPanels(c Chart) (*panelFigure, error) {
 		p.Y.Tick.Label.Font.Size = vg.Points(8)
 		p.X.Label.TextStyle.Font.Size = vg.Points(9)
 		p.Y.Label.TextStyle.Font.Size = vg.Points(9)
-		p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
-		p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
-		// Axis titles once: y on the first column, x under the last row
-		// of each column.
+		p.BackgroundColor = nil // the figure's, drawn once
+		// Axis titles and tick labels once, as the axes are shared: y on
+		// the first column, x under the last panel of each column.
+		p.Y.Tick.Marker, p.X.Tick.Marker = unlabelled{plot.DefaultTicks{}}, unlabelled{plot.DefaultTicks{}}
 		if col == 0 {
 			p.Y.Label.Text = c.YLabel
+			p.Y.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 		}
 		if i+cols >= len(names) {
 			p.X.Label.Text = c.XLabel
+			p.X.Tick.Marker = plainTicks{plot.DefaultTicks{}}
 		}
 		p.Add(plotter.NewGrid())
 		sub := Chart{ID: c.ID, Kind: KindLines}
@@ -160,6 +167,17 @@ func buildPanels(c Chart) (*panelFigure, error) {
 	return pf, nil
 }
 
+// unlabelled are ticks without labels, for an axis another panel labels.
+type unlabelled struct{ plot.Ticker }
+
+func (t unlabelled) Ticks(min, max float64) []plot.Tick {
+	ts := t.Ticker.Ticks(min, max)
+	for i := range ts {
+		ts[i].Label = ""
+	}
+	return ts
+}
+
 // titleLines breaks a title that is wider than w after the comma nearest
 // its middle, so that it is never clipped.
 func titleLines(sty draw.TextStyle, title string, w vg.Length) string {
@@ -190,11 +208,14 @@ func abs(i int) int {
 	return i
 }
 
-// Draw draws the figure: the title across the top, the legend at the
-// right, the panels aligned in the rest.
-func (pf *panelFigure) Draw(dc draw.Canvas) {
-	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+// draw draws the figure: the title across the top, the legend at the
+// right, the panels aligned in the rest, on a white background unless
+// the canvas has one (the panels have none of their own).
+func (pf *panelFigure) draw(dc draw.Canvas, background bool) {
+	if background {
+		dc.SetColor(color.White)
+		dc.Fill(dc.Rectangle.Path())
+	}
 	pad := vg.Points(6)
 	ts := plot.New().Title.TextStyle
 	ts.Font.Size = vg.Points(11)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"image"
 	"image/png"
+	"slices"
 	"testing"
 
 	"gonum.org/v1/plot/vg/draw"
@@ -88,12 +89,14 @@ func BenchmarkEncodePNG(b *testing.B) {
 }
 
 // TestPNGCanvasReused: a figure drawn on a reused raster (after another
-// figure) has the very pixels of one drawn on a new vgimg canvas.
+// figure), without painting its background again, has the very pixels of
+// one drawn whole on a new vgimg canvas.
 func TestPNGCanvasReused(t *testing.T) {
 	run, cells := seedRun()
 	charts := Charts(run, cells)
 	var rs []Rendered
-	for _, i := range []int{0, len(charts) - 1, 1} {
+	panels := slices.IndexFunc(charts, func(c Chart) bool { return c.Kind == KindPanels })
+	for _, i := range []int{0, len(charts) - 1, panels, 1} {
 		r, err := Render(charts[i])
 		if err != nil {
 			t.Fatal(err)
@@ -102,7 +105,11 @@ func TestPNGCanvasReused(t *testing.T) {
 	}
 	for _, r := range rs {
 		fresh := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
-		r.drawOn(draw.New(fresh))
+		if r.panels != nil {
+			r.panels.draw(draw.New(fresh), true)
+		} else {
+			r.plot.Draw(draw.New(fresh))
+		}
 		reused, release := pngCanvas(r.height())
 		r.drawOn(draw.New(reused))
 		a, b := fresh.Image().(*image.RGBA), reused.Image().(*image.RGBA)
