@@ -84,7 +84,12 @@ func TestSeedFigures(t *testing.T) {
 		rows[r.Label+"/"+fmt.Sprint(r.Params.MSS, "/", r.Params.Streams, "/", r.Params.StreamsPerProcess)] = r
 	}
 	found := map[string]int{}
+	ids, titles := map[string]bool{}, map[string]bool{}
 	for _, c := range charts {
+		if ids[c.ID] || titles[c.Title] {
+			t.Errorf("figure %s (%q): id or title taken by another figure", c.ID, c.Title)
+		}
+		ids[c.ID], titles[c.Title] = true, true
 		kind := seedKind(c.ID)
 		if kind == "" {
 			continue
