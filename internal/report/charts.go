@@ -276,6 +276,7 @@ var figureKinds = []func(chartInput) []Chart{
 	perSet(cpuChart),
 	func(in chartInput) []Chart { return streamsCharts(in.run, in.rows) },
 	func(in chartInput) []Chart { return parallelCharts(in.run.ID, in.rows) },
+	func(in chartInput) []Chart { return lineRateBarCharts(in.run.ID, in.rows) },
 	func(in chartInput) []Chart { return lineRateCharts(in.run.ID, in.rows) },
 	func(in chartInput) []Chart {
 		var out []Chart

@@ -25,7 +25,8 @@ const KindPanels = "panels"
 const SectionMSS = "mss"
 
 // seedCharts is the figure generator of the seeds' figures, in report
-// order.
+// order, but for the line-rate bars, which come first in their section so
+// that the CPU bars stand beside them (registered on their own).
 func seedCharts(in chartInput) []Chart {
 	var out []Chart
 	for _, ps := range in.sets {
@@ -38,7 +39,6 @@ func seedCharts(in chartInput) []Chart {
 			out = append(out, c)
 		}
 	}
-	out = append(out, lineRateBarCharts(in.run.ID, in.rows)...)
 	out = append(out, sweepCharts(in.run.ID, in.rows, sweepMTU)...)
 	out = append(out, sweepCharts(in.run.ID, in.rows, sweepMSS)...)
 	for _, ps := range in.sets {
@@ -149,9 +149,10 @@ func chosenProcesses(rs []Summary) int {
 }
 
 // lineRateBarCharts: % of line rate per method as bars at the chosen
-// number of iperf3 processes (seed 000, Figs. 15a and 24a), and beside it
-// the sender's and receiver's CPU at that count as grouped bars (15b,
-// 24b), for every group of rows that differ only in the process count.
+// number of iperf3 processes (seed 000, Figs. 15a and 24a), and right
+// after it the sender's and receiver's CPU at that count as grouped bars
+// (15b, 24b), for every group of rows that differ only in the process
+// count.
 func lineRateBarCharts(runID string, rows []Summary) []Chart {
 	var order []baselineKey
 	groups := map[baselineKey][]Summary{}
