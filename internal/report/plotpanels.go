@@ -97,6 +97,10 @@ func buildPanels(c Chart) (*panelFigure, error) {
 	pf.legend = plot.NewLegend()
 	pf.legend.TextStyle.Font.Size = vg.Points(8)
 	pf.legend.Top, pf.legend.Left = true, true
+	// Browsers lay text out taller than gonum's font metrics: air between
+	// entries and between the axis titles and the tick labels keeps the
+	// texts apart there too.
+	pf.legend.Padding = vg.Points(3)
 	// Every panel has the same ranges, so that they compare at a glance.
 	top := dataTop(c)
 	minX, maxX := 0.0, 0.0
@@ -116,6 +120,7 @@ func buildPanels(c Chart) (*panelFigure, error) {
 		p.X.Tick.Label.Font.Size = vg.Points(8)
 		p.Y.Tick.Label.Font.Size = vg.Points(8)
 		p.X.Label.TextStyle.Font.Size = vg.Points(9)
+		p.X.Label.Padding = vg.Points(3)
 		p.Y.Label.TextStyle.Font.Size = vg.Points(9)
 		p.BackgroundColor = nil // the figure's, drawn once
 		// Axis titles and tick labels once, as the axes are shared: y on
