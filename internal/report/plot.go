@@ -62,7 +62,8 @@ type Rendered struct {
 	panels  *panelFigure // KindPanels figures instead of plot
 }
 
-// PNG draws the figure as a PNG image of 600 x 360 pixels.
+// PNG draws the figure as a PNG image of 600 x 360 pixels (panel figures
+// with more than one row of panels are taller).
 func (r Rendered) PNG() ([]byte, error) {
 	img, release := pngCanvas(r.height())
 	defer release()
