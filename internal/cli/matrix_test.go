@@ -313,6 +313,9 @@ func TestUDPSizesReduced(t *testing.T) {
 			if r.DelayMin <= 0 || r.DelayP50 < r.DelayMin || r.DelayP99 < r.DelayP50 || r.Jitter < 0 {
 				t.Errorf("%s: delay min/p50/p99 %v/%v/%v jitter %v", name, r.DelayMin, r.DelayP50, r.DelayP99, r.Jitter)
 			}
+			if r.DelayMean < r.DelayMin || r.DelayMean > r.DelayMax {
+				t.Errorf("%s: mean delay %v outside min %v and max %v", name, r.DelayMean, r.DelayMin, r.DelayMax)
+			}
 			if u.PayloadBytes != u.FrameBytes-42 {
 				t.Errorf("%s: payload %d", name, u.PayloadBytes)
 			}

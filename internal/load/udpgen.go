@@ -86,6 +86,7 @@ func UDPGenTrial(s udpgen.SenderReport, r udpgen.ReceiverReport) result.UDPTrial
 		DelayP50:             r.DelayP50Us,
 		DelayP99:             r.DelayP99Us,
 		DelayMax:             r.DelayMaxUs,
+		DelayMean:            r.DelayMeanUs,
 		Jitter:               r.JitterUs,
 		SendBuffer:           s.SendBufferGranted,
 		ReceiveBuffer:        r.ReceiveBufferGranted,

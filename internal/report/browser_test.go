@@ -43,10 +43,10 @@ func TestReportInBrowser(t *testing.T) {
 	dir := t.TempDir()
 	htmlPath := filepath.Join(dir, "report.html")
 	// The fixture database's runs, and a Go-built run with the records of
-	// the parallel, udp_sizes and latency_under_load tests, so that their
-	// figures and summary columns are drawn too.
+	// the parallel, udp_sizes and latency_under_load tests and an MSS
+	// sweep, so that their figures and summary columns are drawn too.
 	runs := fixtureDB(t)
-	run, cells := figuresRun()
+	run, cells := seedRun()
 	runs = append(runs, RunRecords{Run: run, Cells: cells})
 	b, err := Build(runs, "report-files")
 	if err != nil {
@@ -334,7 +334,7 @@ const figureLayoutJS = `(() => {
 			if (svg) {
 				const r = svg.getBoundingClientRect();
 				res.Width = r.width; res.Height = r.height;
-				res.Shapes = svg.querySelectorAll('path').length;
+				res.Shapes = Array.from(svg.querySelectorAll('path')).reduce((n, p) => n + ((p.getAttribute('d') || '').match(/M/g) || []).length, 0); // subpaths: compactSVG merges paths of one style
 				const seen = [];
 				for (const t of svg.querySelectorAll('text')) {
 					res.Texts++;

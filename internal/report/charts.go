@@ -60,6 +60,8 @@ type Series struct {
 	// YErr is the half-width of the 95% confidence interval of each Y,
 	// drawn as an error bar; empty when not defined.
 	YErr []float64 `json:"y_err,omitempty"`
+	// Panel names the panel a series is drawn in (KindPanels).
+	Panel string `json:"panel,omitempty"`
 }
 
 // ColorMean is the colour of a mean line (red, dashed, as in the seed
@@ -87,6 +89,7 @@ var Sections = []struct{ ID, Heading string }{
 	{SectionLineRate, "% of line rate against iperf3 processes"},
 	{SectionUDPSizes, "Packet-size sweep"},
 	{SectionMTU, "Underlay MTU"},
+	{SectionMSS, "TCP maximum segment size"},
 	{SectionOffloads, "Offloads"},
 }
 
@@ -284,6 +287,7 @@ var figureKinds = []func(chartInput) []Chart{
 	perSet(cpuChart),
 	func(in chartInput) []Chart { return streamsCharts(in.run, in.rows) },
 	func(in chartInput) []Chart { return parallelCharts(in.run.ID, in.rows) },
+	func(in chartInput) []Chart { return lineRateBarCharts(in.run.ID, in.rows) },
 	func(in chartInput) []Chart { return lineRateCharts(in.run.ID, in.rows) },
 	func(in chartInput) []Chart {
 		var out []Chart
@@ -294,6 +298,7 @@ var figureKinds = []func(chartInput) []Chart{
 	},
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimMTU) },
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimOffloads) },
+	seedCharts,
 }
 
 // perSet makes a generator of one chart per parameter set.

@@ -59,8 +59,10 @@ func TestChartsPresentOnlyWithData(t *testing.T) {
 		return m
 	}
 	matrix, streamsRun := sections(runs[0]), sections(runs[1])
-	// matrix: 12 rows in 4 parameter sets, MTU and offloads vary, streams do not.
-	want := map[string]int{SectionThroughputTime: 12, SectionRTT: 4, SectionCPU: 4, SectionMTU: 2, SectionOffloads: 2}
+	// matrix: 12 rows in 4 parameter sets, MTU and offloads vary, streams
+	// do not. Per set, the methods side by side over time and the sender
+	// and receiver CPU bars; per offload state, throughput against MTU.
+	want := map[string]int{SectionThroughputTime: 12 + 4, SectionRTT: 4, SectionCPU: 4 + 4, SectionMTU: 2 + 2, SectionOffloads: 2}
 	for s, n := range want {
 		if matrix[s] != n {
 			t.Errorf("matrix run: %d %s figures, want %d", matrix[s], s, n)
@@ -84,7 +86,7 @@ func TestChartsPresentOnlyWithData(t *testing.T) {
 		bare = append(bare, c)
 	}
 	got := sections(RunRecords{Run: runs[0].Run, Cells: bare})
-	if got[SectionRTT] != 0 || got[SectionCPU] != 0 || got[SectionThroughputTime] != 12 {
+	if got[SectionRTT] != 0 || got[SectionCPU] != 0 || got[SectionThroughputTime] != 12+4 {
 		t.Errorf("without latency and CPU records: %v", got)
 	}
 }

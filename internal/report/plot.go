@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"image/color"
-	"image/png"
 	"maps"
 	"math"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -63,17 +61,20 @@ type Rendered struct {
 	Variant string
 	SVG     []byte
 	fig     *drawing
+	panels  *panelFigure // KindPanels figures instead of fig
 }
 
-// PNG draws the figure as a PNG image of 600 x 360 pixels.
+// PNG draws the figure as a PNG image of 600 x 360 pixels (panel figures
+// with more than one row of panels are taller).
 func (r Rendered) PNG() ([]byte, error) {
-	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
-	r.fig.draw(draw.New(img))
+	img, release := pngCanvas(r.height())
+	defer release()
+	r.drawOn(draw.New(img))
 	var b bytes.Buffer
-	// Fastest compression: the figure files are for download, and the
-	// deflate level would otherwise be most of a report's time.
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&b, img.Image()); err != nil {
+	// Fastest compression, no filtering (see encodePNG): the figure files
+	// are for download, and encoding would otherwise be most of a
+	// report's time.
+	if err := encodePNG(&b, img.Image()); err != nil {
 		return nil, fmt.Errorf("draw figure %s as png: %w", r.FileStem(), err)
 	}
 	return b.Bytes(), nil
@@ -90,6 +91,9 @@ func (r Rendered) FileStem() string {
 // Render draws c as SVG; a chart with AltScale gives two
 // Rendered, the one as specified first.
 func Render(c Chart) ([]Rendered, error) {
+	if c.Kind == KindPanels {
+		return renderPanels(c)
+	}
 	variants := []bool{c.LogX}
 	if c.AltScale {
 		variants = append(variants, !c.LogX)
@@ -113,10 +117,11 @@ func Render(c Chart) ([]Rendered, error) {
 		if _, err := svg.WriteTo(&b); err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 		}
-		r.SVG, err = svg.fixText(b.Bytes())
+		fixed, err := svg.fixText(b.Bytes())
 		if err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
 		}
+		r.SVG = compactSVG(fixed)
 		out = append(out, r)
 	}
 	return out, nil

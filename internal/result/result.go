@@ -364,6 +364,9 @@ type UDPTrial struct {
 	DelayP50 float64 `json:"delay_p50_us"`
 	DelayP99 float64 `json:"delay_p99_us"`
 	DelayMax float64 `json:"delay_max_us"`
+	// DelayMean is the mean one-way delay, µs; 0 in records from before
+	// it was kept.
+	DelayMean float64 `json:"delay_mean_us,omitempty"`
 	// ClockOffset is the receiver's clock minus the sender's and
 	// ClockUncertainty its error bound, µs (sender and receiver on
 	// separate hosts only).

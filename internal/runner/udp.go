@@ -219,7 +219,7 @@ func correctDelay(ctx context.Context, t *result.UDPTrial, src, dst *testbed.End
 	os, us, err1 := testbed.ClockOffset(ctx, src, 8)
 	od, ud, err2 := testbed.ClockOffset(ctx, dst, 8)
 	if err1 != nil || err2 != nil {
-		t.DelayMin, t.DelayP50, t.DelayP99, t.DelayMax = 0, 0, 0, 0
+		t.DelayMin, t.DelayP50, t.DelayP99, t.DelayMax, t.DelayMean = 0, 0, 0, 0, 0
 		t.DelayNote = result.DelayUnavailable + ": the clock offset between the hosts could not be measured"
 		return
 	}
@@ -230,5 +230,8 @@ func correctDelay(ctx context.Context, t *result.UDPTrial, src, dst *testbed.End
 	t.DelayP50 -= off
 	t.DelayP99 -= off
 	t.DelayMax -= off
+	if t.DelayMean != 0 {
+		t.DelayMean -= off
+	}
 	t.DelayNote = fmt.Sprintf("corrected by the hosts' clock offset %.0f µs, known within ±%.0f µs", off, t.ClockUncertainty)
 }

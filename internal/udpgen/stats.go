@@ -56,9 +56,12 @@ type Stats struct {
 	lastTransit int64
 
 	minDelay, maxDelay int64
-	fine               []uint64
-	coarse             []uint64
-	firstNs, lastNs    int64
+	// delaySum is the sum of every datagram's transit time, ns (for the
+	// mean).
+	delaySum        float64
+	fine            []uint64
+	coarse          []uint64
+	firstNs, lastNs int64
 }
 
 // Add accounts one datagram of size payload bytes with sequence number seq,
@@ -86,6 +89,7 @@ func (s *Stats) Add(seq uint64, sentNs, recvNs int64, size int) {
 		s.maxSeq, s.anySeq = seq, true
 	}
 	s.minDelay, s.maxDelay = min(s.minDelay, transit), max(s.maxDelay, transit)
+	s.delaySum += float64(transit)
 	us := max(transit, 0) / 1000
 	switch {
 	case us < fineBuckets:
@@ -129,6 +133,7 @@ func (s *Stats) Report() ReceiverReport {
 	r.Seconds = float64(s.lastNs-s.firstNs) / 1e9
 	r.DelayMinUs = float64(s.minDelay) / 1000
 	r.DelayMaxUs = float64(s.maxDelay) / 1000
+	r.DelayMeanUs = s.delaySum / float64(s.Received) / 1000
 	r.DelayP50Us = s.quantile(0.50)
 	r.DelayP99Us = s.quantile(0.99)
 	r.JitterUs = s.jitter / 1000
@@ -146,6 +151,9 @@ type ReceiverReport struct {
 	DelayP50Us float64 `json:"delay_p50_us"`
 	DelayP99Us float64 `json:"delay_p99_us"`
 	DelayMaxUs float64 `json:"delay_max_us"`
+	// DelayMeanUs is the mean one-way delay, exact (not from the
+	// histogram).
+	DelayMeanUs float64 `json:"delay_mean_us"`
 	// JitterUs is RFC 3550's interarrival jitter at the end of the test.
 	JitterUs float64 `json:"jitter_us"`
 	// EndSeen is true when the sender's end-of-test marker arrived.

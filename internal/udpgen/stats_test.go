@@ -35,6 +35,9 @@ func TestStatsOnCraftedTrace(t *testing.T) {
 	if r.DelayMinUs != 100 || r.DelayMaxUs != 150 || r.DelayP50Us != 110 || r.DelayP99Us != 150 {
 		t.Errorf("delay min/p50/p99/max %v/%v/%v/%v, want 100/110/150/150", r.DelayMinUs, r.DelayP50Us, r.DelayP99Us, r.DelayMaxUs)
 	}
+	if r.DelayMeanUs != (100+120+100+150+110)/5.0 {
+		t.Errorf("mean delay %v µs, want 116", r.DelayMeanUs)
+	}
 	if r.Seconds != (5000+110-100)/1e6 {
 		t.Errorf("seconds %v", r.Seconds)
 	}
