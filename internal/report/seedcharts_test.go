@@ -205,10 +205,10 @@ func TestSeedFigures(t *testing.T) {
 }
 
 var (
-	figureRE  = regexp.MustCompile(`(?s)<figure id="([^"]+)">.*?</figure>`)
-	svgRE     = regexp.MustCompile(`(?s)<svg.*?</svg>`)
+	figureRE   = regexp.MustCompile(`(?s)<figure id="([^"]+)">.*?</figure>`)
+	svgRE      = regexp.MustCompile(`(?s)<svg.*?</svg>`)
 	svgWordsRE = regexp.MustCompile(`<text[^>]*>([^<]*)</text>`)
-	numberRE  = regexp.MustCompile(`^[-+0-9.,e ]*$`)
+	numberRE   = regexp.MustCompile(`^[-+0-9.,e ]*$`)
 )
 
 // svgDigest stands for an inline SVG in the golden files: the distinct
