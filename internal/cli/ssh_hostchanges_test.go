@@ -162,9 +162,12 @@ func needEthtool(t *testing.T) {
 
 // TestSSHHostChangesCrash: a run with host_changes stopped right after a
 // cell raised both hosts' MTU to 9000 and switched their offloads off,
-// then the controller (or both agents) SIGKILLed: "tunbench clean
-// --testbed ssh" puts every device back to its MTU and every feature,
-// and no journal (no run directory) is left.
+// then the controller (or both agents) SIGKILLed: after "tunbench clean
+// --testbed ssh" every device has its MTU and every feature back, and no
+// journal (no run directory) is left. When the controller dies, its
+// agents see their connections end and put the devices back from the
+// journal themselves (clean then finds nothing); when the agents die
+// without a word, clean restores from the journal.
 func TestSSHHostChangesCrash(t *testing.T) {
 	needEthtool(t)
 	bin := tunbenchBinary(t)
@@ -221,6 +224,9 @@ func TestSSHHostChangesCrash(t *testing.T) {
 				t.Fatalf("clean --testbed ssh: %v\n%s", err, cout)
 			}
 			t.Logf("clean --testbed ssh:\n%s", cout)
+			if victim == "agents" && strings.Count(string(cout), "mtu 9000 → 1500") != 2 {
+				t.Errorf("clean does not say it restored both devices:\n%s", cout)
+			}
 			for i, st := range sites.Site {
 				if diff := cmp.Diff(before[i], devState(t, st)); diff != "" {
 					t.Errorf("site %d's %s after clean (-before +after):\n%s", i, st.Dev, diff)
