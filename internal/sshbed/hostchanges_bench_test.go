@@ -26,6 +26,7 @@ import (
 //   - restore-s/host: putting one host's device back (MTU 9000 → 1500 and
 //     TSO, GSO, GRO back on) after a cell, one agent round trip (median;
 //     target under 1 s);
+//
 //   - sweep-harness-s-changes and -plain: the harness time (wall time of
 //     opening the testbed, the run and closing it, minus the measured
 //     seconds) of a 4-cell sweep mtus [1500, 9000] x offloads [on, off]
@@ -35,7 +36,7 @@ import (
 //     the medians (target at most 2 s). Each variant goes first in half
 //     the rounds.
 //
-//	go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/sshbed/
+//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/sshbed/
 func BenchmarkHostChanges(b *testing.B) {
 	sites := sshtest.New(b, 2, sshtest.Management())
 	bin, bid := tunbench(b)
@@ -44,7 +45,7 @@ func BenchmarkHostChanges(b *testing.B) {
 	ns := map[string]string{}
 	base := scenario.Default()
 	base.Testbed = "ssh"
-	base.Methods = []string{"native"}
+	base.Methods, base.Repetitions = []string{"native"}, 1
 	base.Duration, base.Omit, base.Latency = "1s", "0s", "0s"
 	base.Tests = []string{scenario.TestTCPStream}
 	base.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
@@ -89,8 +90,11 @@ func BenchmarkHostChanges(b *testing.B) {
 			err = cerr
 		}
 		wall := time.Since(start)
-		if err != nil || len(out.Cells) != 4 {
-			b.Fatalf("sweep: %v, %+v", err, out)
+		if err != nil || out == nil {
+			b.Fatalf("sweep: %v", err)
+		}
+		if len(out.Cells) != 4 {
+			b.Fatalf("sweep: %d cells, want 4", len(out.Cells))
 		}
 		for _, c := range out.Cells {
 			if c.Status != result.StatusOK {
