@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -204,6 +205,27 @@ func TestSSHHostChangesCrash(t *testing.T) {
 					t.Fatalf("site %d at the pause: %v; want MTU 9000 and offloads off", i, now)
 				}
 			}
+			// Each host's journal holds the original state, readable by
+			// root alone.
+			for i, st := range sites.Site {
+				files, _ := filepath.Glob(filepath.Join(testbed.DefaultRoot, "*", siteName(sites, i), "undo", "device-"+st.Dev))
+				if len(files) != 1 {
+					t.Fatalf("site %d: journal entries %v, want one", i, files)
+				}
+				fi, err := os.Stat(files[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				var u testbed.Undo
+				data, _ := os.ReadFile(files[0])
+				if err := json.Unmarshal(data, &u); err != nil {
+					t.Fatal(err)
+				}
+				want := devState(t, st) // as changed; the journal has the original
+				if fi.Mode().Perm() != 0o600 || u.Kind != testbed.UndoDevice || u.MTU != 1500 || len(u.Features) != len(want)-1 || !u.Features["generic-segmentation-offload"] {
+					t.Errorf("site %d: journal %s (%v): %+v", i, files[0], fi.Mode().Perm(), u)
+				}
+			}
 			if victim == "agents" {
 				for _, st := range sites.Site {
 					for _, pid := range agentPids(st.Namespace) {
@@ -219,6 +241,15 @@ func TestSSHHostChangesCrash(t *testing.T) {
 			}
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
+			// A dying agent still holds the run's lock, and clean leaves
+			// a locked run alone: wait until the agents are gone.
+			deadline = time.Now().Add(15 * time.Second)
+			for len(agentPids(sites.Site[0].Namespace))+len(agentPids(sites.Site[1].Namespace)) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("agents still running 15 s after the kill")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
 			cout, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "clean", "--testbed", "ssh", "-f", scen).CombinedOutput()
 			if err != nil {
 				t.Fatalf("clean --testbed ssh: %v\n%s", err, cout)
