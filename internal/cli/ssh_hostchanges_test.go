@@ -325,3 +325,89 @@ func TestSSHHostChangesControlOverDev(t *testing.T) {
 	}
 	noSSHLeftovers(t, sites, db)
 }
+
+// TestSSHHostChangesWatchdog: a site reached over the device the run
+// changes (control_over_dev) puts the device back by itself when the
+// controller can no longer reach it. The run is stopped right after its
+// first host change (MTU 9000, offloads off); then every packet arriving
+// on site 1's device is dropped (a tc filter), so the controller's
+// watchdog renewals no longer arrive, and within the watchdog's time site
+// 1's device is back as it was, while the connection is still cut.
+func TestSSHHostChangesWatchdog(t *testing.T) {
+	needEthtool(t)
+	bin := tunbenchBinary(t)
+	sites := sshtest.New(t, 2)
+	before := [][]string{devState(t, sites.Site[0]), devState(t, sites.Site[1])}
+	scen := hostChangesYAML(t, sites, bin, "mtus: [9000]\noffloads: [off]\n", false, ", control_over_dev: true")
+	dir := t.TempDir()
+	db, paused := filepath.Join(dir, "r.db"), filepath.Join(dir, "paused")
+	cmd := inSite(sites, bin, "run", "-f", scen, "--db", db, "--quiet")
+	cmd.Env = append(os.Environ(), testbed.EnvPauseAfterHostChange+"="+paused)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+	}()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if _, err := os.Stat(paused); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the run did not reach its first host change:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s1 := sites.Site[1]
+	if now := devState(t, s1); now[0] != "mtu 9000" {
+		t.Fatalf("site 1 at the pause: %v", now)
+	}
+	// Cut the control connection: drop everything arriving on the device
+	// (classic BPF "ret #2", TC_ACT_SHOT in direct-action mode).
+	for _, args := range [][]string{
+		{"qdisc", "add", "dev", s1.Dev, "clsact"},
+		{"filter", "add", "dev", s1.Dev, "ingress", "bpf", "da", "bytecode", "1,6 0 0 2,"},
+	} {
+		if o, err := exec.Command("tc", append([]string{"-n", s1.Namespace}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("tc %v: %v\n%s", args, err, o)
+		}
+	}
+	start := time.Now()
+	for {
+		now := devState(t, s1)
+		if cmp.Equal(before[1], now) {
+			t.Logf("site 1 put its device back %.1f s after its connection was cut", time.Since(start).Seconds())
+			break
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("site 1's device not put back 30 s after its connection was cut (-before +now):\n%s", cmp.Diff(before[1], now))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if o, err := exec.Command("tc", "-n", s1.Namespace, "qdisc", "del", "dev", s1.Dev, "clsact").CombinedOutput(); err != nil {
+		t.Fatalf("remove the filter: %v\n%s", err, o)
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	_ = cmd.Wait()
+	deadline = time.Now().Add(30 * time.Second)
+	for len(agentPids(sites.Site[0].Namespace))+len(agentPids(s1.Namespace)) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("agents still running 30 s after the controller was killed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if cout, err := inSite(sites, bin, "clean", "--testbed", "ssh", "-f", scen).CombinedOutput(); err != nil {
+		t.Fatalf("clean --testbed ssh: %v\n%s", err, cout)
+	}
+	for i, st := range sites.Site {
+		if diff := cmp.Diff(before[i], devState(t, st)); diff != "" {
+			t.Errorf("site %d's %s after clean (-before +after):\n%s", i, st.Dev, diff)
+		}
+	}
+	noSSHLeftovers(t, sites, db)
+}
