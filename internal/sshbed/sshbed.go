@@ -11,7 +11,9 @@
 // clean --run ID --site NAME, run there) as soon as it can be reached
 // again, and "tunbench clean --testbed ssh -f scenario.yaml" does the same
 // by hand. tunbench touches only the underlay device and addresses the
-// scenario names, and never a host's default route.
+// scenario names, and never a host's default route; with ssh.host_changes
+// it sets that device's MTU and offload features per cell and puts them
+// back from a journal on the host (hostchanges.go).
 package sshbed
 
 import (
