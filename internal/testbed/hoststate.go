@@ -179,7 +179,10 @@ var (
 
 type watchdog struct {
 	timer *time.Timer
-	fired string // what the watchdog restored, once it fired
+	// done is closed once a fired watchdog has restored the device;
+	// fired then says what it restored.
+	done  chan struct{}
+	fired string
 }
 
 var (
@@ -214,22 +217,23 @@ var (
 		key := ep.Dir + "\x00" + a.Dev
 		watchdogMu.Lock()
 		defer watchdogMu.Unlock()
-		w := watchdogs[key]
-		if w != nil {
-			w.timer.Stop()
+		if w := watchdogs[key]; w != nil {
 			delete(watchdogs, key)
-			if w.fired != "" {
+			if !w.timer.Stop() {
+				// It fired: the device is back once it is done.
+				watchdogMu.Unlock()
+				<-w.done
+				watchdogMu.Lock()
 				return struct{}{}, fmt.Errorf("testbed: %s: the controller was silent too long, so the host put the device back (%s)", a.Dev, w.fired)
 			}
 		}
 		if a.Within <= 0 {
 			return struct{}{}, nil
 		}
-		w = &watchdog{}
+		w := &watchdog{done: make(chan struct{})}
 		w.timer = time.AfterFunc(a.Within, func() {
+			defer close(w.done)
 			changed, err := restoreJournaled(ep, a.Dev, false)
-			watchdogMu.Lock()
-			defer watchdogMu.Unlock()
 			w.fired = strings.Join(changed, ", ")
 			if err != nil {
 				w.fired += "; " + err.Error()
