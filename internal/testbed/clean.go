@@ -426,10 +426,10 @@ func killRecorded(dir string) ([]victim, error) {
 }
 
 // applyJournalHere applies the journal of the site directory dir in this
-// process's network namespace. A journal that holds the state of a device
-// this namespace lacks is another host's, one sharing this filesystem
-// (test hosts in namespaces of one machine): it is left alone, foreign,
-// for that host's clean.
+// process's network namespace. A journal naming a device this namespace
+// lacks is another host's, one sharing this filesystem (test hosts in
+// namespaces of one machine): it is left alone, foreign, for that host's
+// clean.
 func applyJournalHere(dir string) (restored []Leftover, foreign bool, err error) {
 	ents, err := os.ReadDir(undoDir(dir))
 	if err != nil {
@@ -442,7 +442,7 @@ func applyJournalHere(dir string) (restored []Leftover, foreign bool, err error)
 	defer h.Close()
 	for _, e := range ents {
 		u, ok, _ := readUndo(dir, e.Name())
-		if !ok || u.Kind != UndoDevice {
+		if !ok || u.Dev == "" {
 			continue
 		}
 		if _, err := h.LinkByName(u.Dev); err != nil {
