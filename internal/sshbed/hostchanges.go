@@ -35,6 +35,8 @@ var (
 	// change.
 	heartbeatEvery = 2 * time.Second
 	ReachTimeout   = 5 * time.Second
+	// restoreTimeout bounds putting a host back from the controller.
+	restoreTimeout = 30 * time.Second
 )
 
 // changes says whether a run changes h's device: host_changes is on for
@@ -128,13 +130,8 @@ func (t *Testbed) prepareHosts(ctx context.Context, hosts []*host, mtu int) (fun
 		return boolInt(mtu < a.from) - boolInt(mtu < b.from)
 	})
 	for _, s := range steps {
-		if err := s.h.dev().SetMTU(ctx, mtu); err != nil {
+		if err := t.setMTU(ctx, s.h, mtu); err != nil {
 			return undo, fmt.Errorf("site %s: set the MTU of %s to %d: %w", s.h.site.Name, s.h.site.Dev, mtu, err)
-		}
-		if s.h.overDev {
-			if err := t.reachable(ctx, s.h); err != nil {
-				return undo, fmt.Errorf("site %s: after setting the MTU of %s to %d: %w", s.h.site.Name, s.h.site.Dev, mtu, err)
-			}
 		}
 	}
 	return undo, nil
@@ -145,6 +142,24 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// setMTU sets h's MTU; on a host reached over its device the reply must
+// come within ReachTimeout and a round trip after it too (reachable).
+func (t *Testbed) setMTU(ctx context.Context, h *host, mtu int) error {
+	if !h.overDev {
+		return h.dev().SetMTU(ctx, mtu)
+	}
+	sctx, cancel := context.WithTimeout(ctx, ReachTimeout)
+	err := h.dev().SetMTU(sctx, mtu)
+	cancel()
+	if errors.Is(err, context.DeadlineExceeded) {
+		return t.putBack(ctx, h, err)
+	}
+	if err != nil {
+		return err
+	}
+	return t.reachable(ctx, h)
 }
 
 // dev is the host's underlay device.
@@ -163,6 +178,12 @@ func (t *Testbed) reachable(ctx context.Context, h *host) error {
 	if err == nil {
 		return nil
 	}
+	return t.putBack(ctx, h, err)
+}
+
+// putBack tries to put h's device back at once after the host stopped
+// answering (err).
+func (t *Testbed) putBack(ctx context.Context, h *host, err error) error {
 	rctx2, cancel2 := context.WithTimeout(context.WithoutCancel(ctx), ReachTimeout)
 	defer cancel2()
 	if _, rerr := h.dev().Restore(rctx2, false); rerr != nil {
@@ -228,7 +249,11 @@ func restoreHosts(ctx context.Context, hosts []*host, drop bool) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := h.dev().Restore(context.WithoutCancel(ctx), drop); err != nil {
+			// A host that answers takes milliseconds; one that does not
+			// is left to its journal (watchdog, agent's end, clean).
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), restoreTimeout)
+			defer cancel()
+			if _, err := h.dev().Restore(rctx, drop); err != nil {
 				errs[i] = fmt.Errorf("site %s: put %s back: %w", h.site.Name, h.site.Dev, err)
 			}
 		}()
