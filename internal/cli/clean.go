@@ -22,9 +22,11 @@ func newCleanCmd() *cobra.Command {
 		Long: `Remove what a killed run (kill -9, power loss) left behind: network
 namespaces named tunbench-<id>-a/b with every process inside them, the
 processes a run recorded, devices named tb<id>-... of dead runs, and its
-private directory under /run/tunbench. Runs still alive hold a lock and
-are left alone; nothing else is touched. tunbench run does the same before
-it starts.
+private directory under /run/tunbench, after putting back from its
+journal what it changed on the host's own devices (with ssh.host_changes:
+the underlay's MTU and every offload feature). Runs still alive hold a
+lock and are left alone; nothing else is touched. tunbench run does the
+same before it starts.
 
 With --testbed ssh -f SCENARIO it does that on every host of the
 scenario, over SSH; add --run ID to remove that run's state on each host

@@ -54,7 +54,7 @@ func sshMethods(s scenario.Scenario, reg *method.Registry) []sshbed.MethodNeeds 
 // sshConfig is the ssh testbed configuration of scenario s for run id.
 func sshConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writer) sshbed.Config {
 	return sshbed.Config{
-		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs,
+		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
 		ID: id, BuildID: BuildID(), Version: Version(),
 		Tools:              sshTools(s, reg),
 		Methods:            sshMethods(s, reg),

@@ -141,3 +141,35 @@ func (c *conn) setVerified(dev string, bits map[int]bool) error {
 	}
 	return nil
 }
+
+// RestoreFeatures puts dev in ns back to want, a map Features returned
+// earlier: every feature whose active state differs is set to its
+// recorded value in one request (aggregate lines, derived from their
+// members, are skipped), and the device is re-read. It returns the names
+// of the features it changed, and a *FeatureError (joined) for each that
+// did not go back.
+func RestoreFeatures(ns netns.NsHandle, dev string, want map[string]bool) ([]string, error) {
+	c, err := dial(ns)
+	if err != nil {
+		return nil, err
+	}
+	defer c.close()
+	s, err := c.state(dev)
+	if err != nil {
+		return nil, err
+	}
+	bits := map[int]bool{}
+	var changed []string
+	for i, name := range c.view.display {
+		on, ok := want[name]
+		if name == "" || !ok || s.active.isSet(i) == on {
+			continue
+		}
+		bits[i] = on
+		changed = append(changed, name)
+	}
+	if len(bits) == 0 {
+		return nil, nil
+	}
+	return changed, c.setVerified(dev, bits)
+}

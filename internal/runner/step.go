@@ -137,6 +137,7 @@ func (s *stepRun) prepareTestbed() error {
 			}
 		}
 	}
+	testbed.PauseAfterHostChange(s.st.Key)
 	if w := p.WAN; w != nil {
 		applied, err := applyWAN(s.ctx, tb, w)
 		if err != nil {

@@ -24,6 +24,7 @@ import (
 //	    - name: nyc
 //	      ...
 //	  pairs: [[fra, nyc]]                # empty: every ordered pair
+//	  host_changes: true                 # let mtus and offloads change dev
 type SSH struct {
 	// KnownHosts is the known_hosts file host keys are checked against;
 	// empty means ~/.ssh/known_hosts. There is no way to skip the check.
@@ -36,6 +37,13 @@ type SSH struct {
 	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
 	Sites []Site     `yaml:"sites" json:"sites"`
 	Pairs [][]string `yaml:"pairs,omitempty" json:"pairs,omitempty"`
+	// HostChanges lets a run change every site's underlay device per
+	// cell, as the local testbed does: its MTU (mtus) and its offload
+	// features (offloads). Each host's original state is journaled on
+	// the host first and put back after every cell, at the end of the
+	// run, and by "tunbench clean --testbed ssh" after a crash. A site's
+	// own host_changes overrides it.
+	HostChanges bool `yaml:"host_changes,omitempty" json:"host_changes,omitempty"`
 }
 
 // Site is one host of the ssh testbed.
@@ -51,6 +59,14 @@ type Site struct {
 	Dev  string `yaml:"dev" json:"dev"`
 	IPv4 string `yaml:"ipv4,omitempty" json:"ipv4,omitempty"`
 	IPv6 string `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
+	// HostChanges, when set, says for this site what SSH.HostChanges
+	// says for all.
+	HostChanges *bool `yaml:"host_changes,omitempty" json:"host_changes,omitempty"`
+	// ControlOverDev lets host changes go ahead although the SSH
+	// connection to this host runs over Dev: tunbench then raises the
+	// MTU before anything else, checks after each change that the host
+	// still answers, and puts the device back at once when it does not.
+	ControlOverDev bool `yaml:"control_over_dev,omitempty" json:"control_over_dev,omitempty"`
 }
 
 // DefaultSSHDir is where tunbench is copied on the hosts.
@@ -93,6 +109,19 @@ func (s *SSH) Site(name string) (Site, bool) {
 	return Site{}, false
 }
 
+// ChangesHost reports whether a run may change the underlay device of
+// site name (host_changes, the site's own or the scenario's).
+func (s *SSH) ChangesHost(name string) bool {
+	st, ok := s.Site(name)
+	if !ok {
+		return false
+	}
+	if st.HostChanges != nil {
+		return *st.HostChanges
+	}
+	return s.HostChanges
+}
+
 // Prefix returns the site's underlay address of family ("ipv4", "ipv6").
 func (st Site) Prefix(family string) (netip.Prefix, error) {
 	v := st.IPv4
@@ -117,9 +146,20 @@ func (s Scenario) validateSSH(c Catalog) []error {
 	if len(s.WAN) > 0 {
 		bad("wan", "testbed ssh measures the real network between the hosts and emulates none: drop wan")
 	}
-	for _, o := range s.Offloads {
-		if o != "on" {
-			bad("offloads", "%q: testbed ssh leaves the hosts' NIC settings as they are: use offloads: [on] (and set the NICs beforehand to compare)", o)
+	var fixed []string // sites in a pair whose device stays as it is
+	for _, p := range s.SitePairs() {
+		for _, n := range p {
+			if !s.SSH.ChangesHost(n) && !slices.Contains(fixed, n) {
+				fixed = append(fixed, n)
+			}
+		}
+	}
+	if len(fixed) > 0 {
+		for _, o := range s.Offloads {
+			if o != "on" {
+				bad("offloads", "%q: testbed ssh leaves the NIC settings of %s as they are unless ssh.host_changes is true (scenario-wide or for the site): set host_changes: true to let tunbench change and restore them per cell, or use offloads: [on]", o, strings.Join(fixed, ", "))
+				break
+			}
 		}
 	}
 	names := map[string]bool{}
@@ -140,6 +180,9 @@ func (s Scenario) validateSSH(c Catalog) []error {
 		}
 		if st.Dev == "" {
 			bad(f+".dev", "empty: name the underlay device to measure over (tunbench touches no other)")
+		}
+		if st.ControlOverDev && !s.SSH.ChangesHost(st.Name) {
+			bad(f+".control_over_dev", "set, but the site's device is not changed (host_changes is off for it): drop control_over_dev or set host_changes: true")
 		}
 		for _, fam := range s.Families {
 			field, v := "ipv4", st.IPv4

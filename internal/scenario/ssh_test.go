@@ -46,7 +46,9 @@ func TestSSHScenarioRefusals(t *testing.T) {
 		{"bad prefix", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].ipv4: \"10.0.0.1\": give the ipv4 address of e with its prefix length"},
 		{"duplicate site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: a, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "is listed twice"},
 		{"unknown pair site", `ssh: {pairs: [[a, c]], sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.pairs[0]: unknown site \"c\": sites are a, b"},
-		{"offloads off", "offloads: [off]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "offloads: \"off\": testbed ssh leaves the hosts' NIC settings"},
+		{"offloads off", "offloads: [off]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "offloads: \"off\": testbed ssh leaves the NIC settings of a, b as they are unless ssh.host_changes is true"},
+		{"offloads off, one site without host changes", "offloads: [off]\n" + `ssh: {host_changes: true, sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24, host_changes: false}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "NIC settings of a as they are unless ssh.host_changes"},
+		{"control_over_dev without host changes", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24, control_over_dev: true}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].control_over_dev: set, but the site's device is not changed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := "testbed: ssh\n" + tc.edit + "\n"
@@ -65,5 +67,33 @@ func TestSSHScenarioRefusals(t *testing.T) {
 	s, _ := scenario.Parse([]byte("testbed: local\nssh: {sites: []}\n"))
 	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), "ssh: hosts are only used by testbed ssh") {
 		t.Errorf("ssh section on the local testbed: %v", err)
+	}
+}
+
+// TestSSHHostChanges: with host_changes (scenario-wide or per site) a
+// scenario may sweep offloads, and ChangesHost says which sites change.
+func TestSSHHostChanges(t *testing.T) {
+	for _, tc := range []struct {
+		name, ssh string
+		want      map[string]bool
+	}{
+		{"scenario-wide", `{host_changes: true, sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, map[string]bool{"a": true, "b": true}},
+		{"per site", `{sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24, host_changes: true, control_over_dev: true}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24, host_changes: true}]}`, map[string]bool{"a": true, "b": true}},
+		{"site opts out, not in a pair", `{host_changes: true, pairs: [[a, b]], sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}, {name: c, address: z, dev: e, ipv4: 10.0.0.3/24, host_changes: false}]}`, map[string]bool{"a": true, "b": true, "c": false}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := scenario.Parse([]byte("testbed: ssh\nmethods: [native]\nmtus: [1500, 9000]\noffloads: [on, off]\nssh: " + tc.ssh + "\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Validate(catalog{}); err != nil {
+				t.Fatalf("refused: %v", err)
+			}
+			for site, want := range tc.want {
+				if got := s.SSH.ChangesHost(site); got != want {
+					t.Errorf("ChangesHost(%s) = %v, want %v", site, got, want)
+				}
+			}
+		})
 	}
 }

@@ -11,7 +11,9 @@
 // clean --run ID --site NAME, run there) as soon as it can be reached
 // again, and "tunbench clean --testbed ssh -f scenario.yaml" does the same
 // by hand. tunbench touches only the underlay device and addresses the
-// scenario names, and never a host's default route.
+// scenario names, and never a host's default route; with ssh.host_changes
+// it sets that device's MTU and offload features per cell and puts them
+// back from a journal on the host (hostchanges.go).
 package sshbed
 
 import (
@@ -38,6 +40,9 @@ type Config struct {
 	SSH      *scenario.SSH
 	Families []string
 	MTUs     []int
+	// Offloads are the matrix's offloads ("on", "off", feature sets):
+	// with ssh.host_changes, any but "on" changes the hosts' devices.
+	Offloads []string
 	// ID is the run; BuildID identifies this binary (agents must match).
 	ID, BuildID string
 	// Version is what "tunbench version" prints as the version.
@@ -80,6 +85,12 @@ type host struct {
 	// lost is set once the connection was lost; the site is cleaned and
 	// reconnected before its next use.
 	lost bool
+	// changes is set when the run changes the site's device
+	// (host_changes); overDev when the SSH connection runs over it
+	// (control_over_dev). orig is the device's journaled state, once
+	// saved.
+	changes, overDev bool
+	orig             *testbed.DeviceState
 }
 
 // Open connects to every site, checks it (tools, the methods' kernel
@@ -221,6 +232,17 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 			return fmt.Errorf("site %s: %w", st.Name, err)
 		}
 	}
+	if t.cfg.SSH.ChangesHost(st.Name) {
+		link, err := h.agent.Endpoint("a", h.hello).NL.LinkByName(st.Dev)
+		if err != nil {
+			return fmt.Errorf("site %s: underlay device %s: %w", st.Name, st.Dev, err)
+		}
+		if h.changes = t.changes(h, link.Attrs().MTU); h.changes {
+			if err := t.checkControl(ctx, h); err != nil {
+				return fmt.Errorf("site %s: %w", st.Name, err)
+			}
+		}
+	}
 	return nil
 }
 
@@ -278,9 +300,12 @@ func (t *Testbed) checkUnderlay(h *host) error {
 		}
 	}
 	mtu := link.Attrs().MTU
+	if t.cfg.SSH.ChangesHost(h.site.Name) {
+		return nil // each cell sets it
+	}
 	for _, m := range t.cfg.MTUs {
 		if m != mtu {
-			return fmt.Errorf("%s has MTU %d, and mtus asks for %d: tunbench does not change a host's MTU; set mtus: [%d] or change the hosts' MTU first", h.site.Dev, mtu, m, mtu)
+			return mtuRefusal(h.site.Dev, mtu, m)
 		}
 	}
 	return nil
@@ -303,10 +328,16 @@ func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, e
 	if err != nil {
 		return nil, err
 	}
+	undo, err := t.prepareHosts(ctx, []*host{a, b}, spec.UnderlayMTU)
+	if err != nil {
+		return nil, errors.Join(err, undo())
+	}
 	epA := a.agent.Endpoint("a", a.hello)
 	epB := b.agent.Endpoint("b", b.hello)
 	return testbed.NewPair(epA, epB, epA.Dir, func() error {
-		return errors.Join(epA.StopAll(), epB.StopAll())
+		// The hosts' devices go back once nothing of the cell runs.
+		err := errors.Join(epA.StopAll(), epB.StopAll())
+		return errors.Join(err, undo())
 	}), nil
 }
 
@@ -377,6 +408,8 @@ func (t *Testbed) Close() error {
 	t.hosts = map[string]*host{}
 	t.mu.Unlock()
 	var lost []*host
+	var errs []error
+	var errsMu sync.Mutex
 	var wg sync.WaitGroup
 	for _, h := range hosts {
 		select {
@@ -388,11 +421,16 @@ func (t *Testbed) Close() error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if h.changes {
+				// The run's end: the device back, the journal entry out.
+				errsMu.Lock()
+				errs = append(errs, restoreHosts(context.Background(), []*host{h}, true))
+				errsMu.Unlock()
+			}
 			h.close()
 		}()
 	}
 	wg.Wait()
-	var errs []error
 	for _, h := range lost {
 		h.close()
 		var err error

@@ -398,6 +398,9 @@ func (a *agent) shutdown() {
 	_ = a.ep.StopAll()
 	_, _ = removeRunLinks(a.ep.NL, a.id)
 	a.ep.NL.Close()
+	// The host's own device goes back to its journaled state (an
+	// ordinary end restored it already and left no entry).
+	_, _ = restoreDevices(a.ep)
 	_ = os.RemoveAll(a.ep.Dir)
 	_ = os.Remove(filepath.Dir(a.ep.Dir)) // the run directory, once empty
 	if a.lock != nil {

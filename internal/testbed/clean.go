@@ -189,6 +189,7 @@ func Clean(root string) ([]Leftover, error) {
 			continue
 		}
 		procs, err := killRecorded(dir)
+		var keep []string // site directories of another host (see applyJournalHere)
 		// Sites of an ssh testbed keep theirs one level down.
 		if subs, _ := os.ReadDir(dir); len(subs) > 0 {
 			for _, s := range subs {
@@ -196,6 +197,14 @@ func Clean(root string) ([]Leftover, error) {
 					more, err2 := killRecorded(filepath.Join(dir, s.Name()))
 					procs = append(procs, more...)
 					err = errors.Join(err, err2)
+					// What the site's run changed on this host's own
+					// devices goes back before its journal is removed.
+					restored, foreign, err3 := applyJournalHere(filepath.Join(dir, s.Name()))
+					removed = append(removed, restored...)
+					err = errors.Join(err, err3)
+					if foreign {
+						keep = append(keep, s.Name())
+					}
 				}
 			}
 		}
@@ -205,6 +214,20 @@ func Clean(root string) ([]Leftover, error) {
 		killed = append(killed, procs...)
 		if err != nil {
 			errs = append(errs, err)
+		}
+		if len(keep) > 0 {
+			subs, _ := os.ReadDir(dir)
+			for _, s := range subs {
+				if slices.Contains(keep, s.Name()) {
+					continue
+				}
+				if err := os.RemoveAll(filepath.Join(dir, s.Name())); err != nil {
+					errs = append(errs, fmt.Errorf("testbed: remove %s: %w", filepath.Join(dir, s.Name()), err))
+				} else {
+					removed = append(removed, Leftover{"directory", filepath.Join(dir, s.Name())})
+				}
+			}
+			continue
 		}
 		if err := os.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("testbed: remove %s: %w", dir, err))
@@ -400,4 +423,32 @@ func killRecorded(dir string) ([]victim, error) {
 		}
 	}
 	return killed, errors.Join(errs...)
+}
+
+// applyJournalHere applies the journal of the site directory dir in this
+// process's network namespace. A journal naming a device this namespace
+// lacks is another host's, one sharing this filesystem (test hosts in
+// namespaces of one machine): it is left alone, foreign, for that host's
+// clean.
+func applyJournalHere(dir string) (restored []Leftover, foreign bool, err error) {
+	ents, err := os.ReadDir(undoDir(dir))
+	if err != nil {
+		return nil, false, nil
+	}
+	h, err := netlink.NewHandle()
+	if err != nil {
+		return nil, false, fmt.Errorf("testbed: netlink: %w", err)
+	}
+	defer h.Close()
+	for _, e := range ents {
+		u, ok, _ := readUndo(dir, e.Name())
+		if !ok || u.Dev == "" {
+			continue
+		}
+		if _, err := h.LinkByName(u.Dev); err != nil {
+			return nil, true, nil
+		}
+	}
+	restored, err = applyJournal(h, dir)
+	return restored, false, err
 }

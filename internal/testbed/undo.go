@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,7 +29,9 @@ type Undo struct {
 	// programs attached there), UndoAddrs (put Addrs back on Dev, taking
 	// them off From first when it still exists), UndoSysctl (write
 	// Value to Path under /proc/sys) or UndoUnpin (remove the BPF pin
-	// directory Path under BPFPinRoot).
+	// directory Path under BPFPinRoot) or UndoDevice (put Dev back to
+	// MTU and Features, the host's own device a run with
+	// ssh.host_changes changed).
 	Kind  string   `json:"kind"`
 	Dev   string   `json:"dev,omitempty"`
 	From  string   `json:"from,omitempty"`
@@ -37,6 +40,10 @@ type Undo struct {
 	Flags []int  `json:"flags,omitempty"`
 	Path  string `json:"path,omitempty"`
 	Value string `json:"value,omitempty"`
+	// MTU and Features are the device's original state (UndoDevice);
+	// Features as `ethtool -k` names them.
+	MTU      int             `json:"mtu,omitempty"`
+	Features map[string]bool `json:"features,omitempty"`
 }
 
 // The kinds of Undo.
@@ -245,6 +252,18 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		}
 		_ = os.Remove(BPFPinRoot)
 		return "bpf pins " + u.Path, nil
+	case UndoDevice:
+		if _, err := h.LinkByName(u.Dev); err != nil {
+			return "", fmt.Errorf("find %s: %w", u.Dev, err)
+		}
+		changed, err := RestoreDevice(netns.None(), u.Dev, DeviceState{MTU: u.MTU, Features: u.Features})
+		if err != nil {
+			return "", err
+		}
+		if len(changed) == 0 {
+			return "", nil
+		}
+		return u.Dev + " " + strings.Join(changed, ", "), nil
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
 }

@@ -1,0 +1,345 @@
+package testbed
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+
+	"github.com/tunbench/tunbench/internal/nic"
+)
+
+// DeviceState is what a run may change of a host's own underlay device
+// (ssh.host_changes): its MTU and every feature, keyed as `ethtool -k`
+// prints them.
+type DeviceState struct {
+	MTU      int
+	Features map[string]bool
+}
+
+// Lines renders the state as text lines, "mtu N" then "feature: on|off"
+// sorted, for comparing two states line by line.
+func (s DeviceState) Lines() []string {
+	out := []string{fmt.Sprintf("mtu %d", s.MTU)}
+	for _, k := range slices.Sorted(maps.Keys(s.Features)) {
+		v := "off"
+		if s.Features[k] {
+			v = "on"
+		}
+		out = append(out, k+": "+v)
+	}
+	return out
+}
+
+// ReadDevice reads dev's MTU and features in ns.
+func ReadDevice(ns netns.NsHandle, dev string) (DeviceState, error) {
+	d, err := nic.Describe(ns, dev)
+	if err != nil {
+		return DeviceState{}, err
+	}
+	return DeviceState{MTU: d.MTU, Features: d.Offloads}, nil
+}
+
+// RestoreDevice puts dev in ns back to want: the MTU first (features of
+// some drivers depend on it), then every feature that differs. It returns
+// what it changed, e.g. "mtu 9000 → 1500", "rx-gro on".
+func RestoreDevice(ns netns.NsHandle, dev string, want DeviceState) ([]string, error) {
+	have, err := ReadDevice(ns, dev)
+	if err != nil {
+		return nil, err
+	}
+	var changed []string
+	if want.MTU != 0 && have.MTU != want.MTU {
+		if err := nic.SetMTU(ns, dev, want.MTU); err != nil {
+			return nil, err
+		}
+		changed = append(changed, fmt.Sprintf("mtu %d → %d", have.MTU, want.MTU))
+	}
+	feats, err := nic.RestoreFeatures(ns, dev, want.Features)
+	for _, f := range feats {
+		changed = append(changed, f+" "+onOff(want.Features[f]))
+	}
+	return changed, err
+}
+
+func onOff(on bool) string {
+	if on {
+		return "on"
+	}
+	return "off"
+}
+
+// UndoDevice is the Undo kind that puts Dev back to MTU and Features.
+const UndoDevice = "device"
+
+// deviceUndoName is the journal entry of a device's original state.
+func deviceUndoName(dev string) string { return "device-" + dev }
+
+// readUndo reads the journal entry name of dir; ok is false when there is
+// none.
+func readUndo(dir, name string) (u Undo, ok bool, err error) {
+	data, err := os.ReadFile(filepath.Join(undoDir(dir), name))
+	if errors.Is(err, os.ErrNotExist) {
+		return u, false, nil
+	}
+	if err != nil {
+		return u, false, fmt.Errorf("testbed: journal: %w", err)
+	}
+	if err := json.Unmarshal(data, &u); err != nil {
+		return u, false, fmt.Errorf("testbed: journal entry %s: %w", name, err)
+	}
+	return u, true, nil
+}
+
+// HostDev changes a host's own underlay device for the cells of a run
+// (ssh.host_changes) through ops on the endpoint's host, keeping its
+// original state in the site directory's journal there from before the
+// first change until the run puts it back, so that CleanSite restores it
+// after any crash.
+type HostDev struct{ EP *Endpoint }
+
+// Save journals the device's state, unless the journal already holds it
+// (the original, from before the run's first change), and returns the
+// state journaled.
+func (h HostDev) Save(ctx context.Context) (DeviceState, error) {
+	return opDevSave.Call(ctx, h.EP, devArgs{Dev: h.EP.Dev})
+}
+
+// Read returns the device's current state.
+func (h HostDev) Read(ctx context.Context) (DeviceState, error) {
+	return opDevRead.Call(ctx, h.EP, devArgs{Dev: h.EP.Dev})
+}
+
+// SetMTU sets the device's MTU; Save must have run.
+func (h HostDev) SetMTU(ctx context.Context, mtu int) error {
+	_, err := opDevMTU.Call(ctx, h.EP, devArgs{Dev: h.EP.Dev, MTU: mtu})
+	return err
+}
+
+// Restore puts the device back to its journaled state and returns what
+// changed; drop also takes the entry out of the journal (the run's end).
+func (h HostDev) Restore(ctx context.Context, drop bool) ([]string, error) {
+	return opDevRestore.Call(ctx, h.EP, devArgs{Dev: h.EP.Dev, Drop: drop})
+}
+
+// Arm starts or renews the host's watchdog: unless Arm comes again
+// within d, the host puts the device back to its journaled state by
+// itself. It fails when the watchdog fired since the last Arm. d of 0
+// stops the watchdog.
+func (h HostDev) Arm(ctx context.Context, d time.Duration) error {
+	_, err := opDevArm.Call(ctx, h.EP, devArgs{Dev: h.EP.Dev, Within: d})
+	return err
+}
+
+// ControlDevs returns the devices the host's SSH connection (its
+// SSH_CONNECTION, as sshd sets it for the agent) runs over: the one
+// holding the connection's local address and the one the route to the
+// client leaves by. Both are empty when the endpoint was not reached
+// over SSH.
+func (h HostDev) ControlDevs(ctx context.Context) (ControlPath, error) {
+	return opDevControl.Call(ctx, h.EP, struct{}{})
+}
+
+// ControlPath is how a host's SSH connection reaches it.
+type ControlPath struct {
+	Local, Peer       string // the connection's addresses on the host and at the client
+	LocalDev, PeerDev string // the device holding Local, the device the route to Peer leaves by
+}
+
+// Over reports whether the connection runs over dev.
+func (c ControlPath) Over(dev string) bool {
+	return dev != "" && (c.LocalDev == dev || c.PeerDev == dev)
+}
+
+type devArgs struct {
+	Dev    string
+	MTU    int
+	Drop   bool
+	Within time.Duration
+}
+
+// watchdogs are the armed watchdogs of this host, by site directory and
+// device.
+var (
+	watchdogMu sync.Mutex
+	watchdogs  = map[string]*watchdog{}
+)
+
+type watchdog struct {
+	timer *time.Timer
+	// done is closed once a fired watchdog has restored the device;
+	// fired then says what it restored.
+	done  chan struct{}
+	fired string
+}
+
+var (
+	opDevRead = NewOp("hostdev.read", func(_ context.Context, ep *Endpoint, a devArgs) (DeviceState, error) {
+		return ReadDevice(ep.NS, a.Dev)
+	})
+	opDevSave = NewOp("hostdev.save", func(_ context.Context, ep *Endpoint, a devArgs) (DeviceState, error) {
+		if ep.Dir == "" {
+			return DeviceState{}, errors.New("testbed: host changes need a site directory for their journal")
+		}
+		name := deviceUndoName(a.Dev)
+		u, ok, err := readUndo(ep.Dir, name)
+		if err != nil || ok {
+			return DeviceState{MTU: u.MTU, Features: u.Features}, err
+		}
+		st, err := ReadDevice(ep.NS, a.Dev)
+		if err != nil {
+			return st, err
+		}
+		return st, WriteUndo(ep.Dir, name, Undo{Kind: UndoDevice, Dev: a.Dev, MTU: st.MTU, Features: st.Features})
+	})
+	opDevMTU = NewOp("hostdev.mtu", func(_ context.Context, ep *Endpoint, a devArgs) (struct{}, error) {
+		if _, ok, err := readUndo(ep.Dir, deviceUndoName(a.Dev)); err != nil || !ok {
+			return struct{}{}, errors.Join(err, fmt.Errorf("testbed: %s: no journaled state to return to: save it first", a.Dev))
+		}
+		return struct{}{}, nic.SetMTU(ep.NS, a.Dev, a.MTU)
+	})
+	opDevRestore = NewOp("hostdev.restore", func(_ context.Context, ep *Endpoint, a devArgs) ([]string, error) {
+		return restoreJournaled(ep, a.Dev, a.Drop)
+	})
+	opDevArm = NewOp("hostdev.arm", func(_ context.Context, ep *Endpoint, a devArgs) (struct{}, error) {
+		key := ep.Dir + "\x00" + a.Dev
+		watchdogMu.Lock()
+		defer watchdogMu.Unlock()
+		if w := watchdogs[key]; w != nil {
+			delete(watchdogs, key)
+			if !w.timer.Stop() {
+				// It fired: the device is back once it is done.
+				watchdogMu.Unlock()
+				<-w.done
+				watchdogMu.Lock()
+				return struct{}{}, fmt.Errorf("testbed: %s: the controller was silent too long, so the host put the device back (%s)", a.Dev, w.fired)
+			}
+		}
+		if a.Within <= 0 {
+			return struct{}{}, nil
+		}
+		w := &watchdog{done: make(chan struct{})}
+		w.timer = time.AfterFunc(a.Within, func() {
+			defer close(w.done)
+			changed, err := restoreJournaled(ep, a.Dev, false)
+			w.fired = strings.Join(changed, ", ")
+			if err != nil {
+				w.fired += "; " + err.Error()
+			}
+			if w.fired == "" {
+				w.fired = "it was unchanged"
+			}
+		})
+		watchdogs[key] = w
+		return struct{}{}, nil
+	})
+	opDevControl = NewOp("hostdev.control", func(_ context.Context, ep *Endpoint, _ struct{}) (ControlPath, error) {
+		return controlPath(ep.NS, os.Getenv("SSH_CONNECTION"))
+	})
+)
+
+// restoreJournaled puts dev back to its journaled state; drop also takes
+// the entry out.
+func restoreJournaled(ep *Endpoint, dev string, drop bool) ([]string, error) {
+	name := deviceUndoName(dev)
+	u, ok, err := readUndo(ep.Dir, name)
+	if err != nil || !ok {
+		return nil, err
+	}
+	changed, err := RestoreDevice(ep.NS, dev, DeviceState{MTU: u.MTU, Features: u.Features})
+	if err != nil {
+		return changed, fmt.Errorf("testbed: restore %s: %w", dev, err)
+	}
+	if drop {
+		return changed, DropUndo(ep.Dir, name)
+	}
+	return changed, nil
+}
+
+// controlPath finds the devices of the connection sshConn describes
+// ("CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT", sshd's SSH_CONNECTION).
+func controlPath(ns netns.NsHandle, sshConn string) (ControlPath, error) {
+	f := strings.Fields(sshConn)
+	if len(f) != 4 {
+		return ControlPath{}, nil
+	}
+	peer, err1 := netip.ParseAddr(f[0])
+	local, err2 := netip.ParseAddr(f[2])
+	if err1 != nil || err2 != nil {
+		return ControlPath{}, fmt.Errorf("testbed: SSH_CONNECTION %q: %w", sshConn, errors.Join(err1, err2))
+	}
+	peer, local = peer.Unmap(), local.Unmap()
+	cp := ControlPath{Local: local.String(), Peer: peer.String()}
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return cp, fmt.Errorf("testbed: netlink: %w", err)
+	}
+	defer h.Close()
+	links, err := h.LinkList()
+	if err != nil {
+		return cp, fmt.Errorf("testbed: list links: %w", err)
+	}
+	name := map[int]string{}
+	for _, l := range links {
+		name[l.Attrs().Index] = l.Attrs().Name
+		addrs, _ := h.AddrList(l, netlink.FAMILY_ALL)
+		for _, a := range addrs {
+			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == local {
+				cp.LocalDev = l.Attrs().Name
+			}
+		}
+	}
+	routes, err := h.RouteGet(net.IP(peer.AsSlice()))
+	if err == nil && len(routes) > 0 {
+		cp.PeerDev = name[routes[0].LinkIndex]
+	}
+	return cp, nil
+}
+
+// restoreDevices puts back every device the journal of ep's site
+// directory holds (an agent's end, whatever ended it) and drops the
+// entries.
+func restoreDevices(ep *Endpoint) ([]string, error) {
+	ents, _ := os.ReadDir(undoDir(ep.Dir))
+	var done []string
+	var errs []error
+	for _, e := range ents {
+		dev, ok := strings.CutPrefix(e.Name(), "device-")
+		if !ok {
+			continue
+		}
+		changed, err := restoreJournaled(ep, dev, true)
+		done = append(done, changed...)
+		errs = append(errs, err)
+	}
+	return done, errors.Join(errs...)
+}
+
+// EnvPauseAfterHostChange, set to a file name, makes a run write the
+// cell's key into that file and stop for good once the cell's underlay
+// devices are changed (MTU and offloads set): tests kill the controller
+// or an agent of an ssh run at that point. Not for users.
+const EnvPauseAfterHostChange = "TUNBENCH_TEST_PAUSE_AFTER_HOST_CHANGE"
+
+// PauseAfterHostChange is the stop of EnvPauseAfterHostChange; it returns
+// at once when the variable is unset.
+func PauseAfterHostChange(key string) {
+	f := os.Getenv(EnvPauseAfterHostChange)
+	if f == "" {
+		return
+	}
+	_ = os.WriteFile(f, []byte(key+"\n"), 0o600)
+	select {}
+}
