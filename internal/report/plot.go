@@ -455,12 +455,23 @@ func addLines(d *drawing, c Chart, logx bool) error {
 			eb := &plotter.YErrorBars{XYs: xys, YErrors: make(plotter.YErrors, len(xys)), CapWidth: vg.Points(5)}
 			eb.LineStyle = draw.LineStyle{Color: l.Color, Width: vg.Points(1)}
 			for i, e := range s.YErr {
-				eb.YErrors[i].Low, eb.YErrors[i].High = e, e
+				eb.YErrors[i].Low, eb.YErrors[i].High = errBelow(xys[i].Y, e), e
 			}
 			p.Add(pts, eb)
 		}
 	}
 	return nil
+}
+
+// errBelow is how far an error bar reaches below y: the interval's
+// half-width e, but not below zero for a figure that cannot be negative
+// (every figure drawn is a rate, a time, a share or CPU): a wide interval
+// of few repetitions would otherwise draw negative CPU or throughput.
+func errBelow(y, e float64) float64 {
+	if y >= 0 {
+		return math.Min(e, y)
+	}
+	return e
 }
 
 func addBars(d *drawing, c Chart) error {
@@ -498,7 +509,7 @@ func addBars(d *drawing, c Chart) error {
 			eb := &plotter.YErrorBars{YErrors: make(plotter.YErrors, len(s.Y)), CapWidth: vg.Points(4)}
 			for i := range s.Y {
 				xys[i] = plotter.XY{X: b.XMin + float64(i), Y: s.Y[i]}
-				eb.YErrors[i].Low, eb.YErrors[i].High = s.YErr[i], s.YErr[i]
+				eb.YErrors[i].Low, eb.YErrors[i].High = errBelow(s.Y[i], s.YErr[i]), s.YErr[i]
 			}
 			eb.XYs = xys
 			eb.LineStyle = draw.LineStyle{Color: color.Black, Width: vg.Points(1)}
