@@ -3,14 +3,16 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image"
 	"image/color"
-	"image/png"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"git.sr.ht/~sbinet/gg"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
@@ -67,16 +69,34 @@ type Rendered struct {
 
 // PNG draws the figure as a PNG image of 600 x 360 pixels.
 func (r Rendered) PNG() ([]byte, error) {
-	img := vgimg.NewWith(vgimg.UseWH(figWidth, figHeight), vgimg.UseDPI(pngDPI))
-	r.fig.draw(draw.New(img))
+	img := r.raster()
+	defer rasters.Put(img)
 	var b bytes.Buffer
-	// Fastest compression: the figure files are for download, and the
-	// deflate level would otherwise be most of a report's time.
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&b, img.Image()); err != nil {
+	if err := encodePNG(&b, img); err != nil {
 		return nil, fmt.Errorf("draw figure %s as png: %w", r.FileStem(), err)
 	}
 	return b.Bytes(), nil
+}
+
+// rasters keeps images of a figure's size for reuse.
+var rasters sync.Pool
+
+// raster draws the figure at pngDPI on a white image, one from rasters
+// when there is one.
+func (r Rendered) raster() *image.RGBA {
+	img, _ := rasters.Get().(*image.RGBA)
+	if img == nil {
+		w, h := figWidth.Dots(pngDPI), figHeight.Dots(pngDPI)
+		img = image.NewRGBA(image.Rect(0, 0, int(w+0.5), int(h+0.5)))
+	}
+	// The canvas as vgimg.NewWith makes it, on img itself: NewWith alone
+	// would copy the image it was given, or the one it made, once more.
+	ctx := gg.NewContextForRGBA(img)
+	ctx.SetLineCapButt()
+	ctx.InvertY()
+	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(pngDPI)) // fills img white
+	r.fig.drawOn(draw.New(c), false)
+	return img
 }
 
 // FileStem is the file name of the figure without extension.
@@ -108,7 +128,7 @@ func Render(c Chart) ([]Rendered, error) {
 			}
 		}
 		svg := &measuredSVG{Canvas: vgsvg.New(figWidth, figHeight)}
-		fig.draw(draw.New(svg))
+		fig.drawOn(draw.New(svg), true)
 		var b bytes.Buffer
 		if _, err := svg.WriteTo(&b); err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
@@ -154,11 +174,15 @@ type legendEntry struct {
 	thumbs []plot.Thumbnailer
 }
 
-// draw lays out the figure on c: a margin all round, the legend at the
-// bottom, the plot above it.
-func (d *drawing) draw(c draw.Canvas) {
-	c.SetColor(color.White)
-	c.Fill(c.Rectangle.Path())
+// drawOn lays out the figure on c: a margin all round, the legend at the
+// bottom, the plot above it. With background it first fills c white; a
+// canvas that is white already is not filled again (on an image,
+// rasterising the fill costs as much as a third of the drawing).
+func (d *drawing) drawOn(c draw.Canvas, background bool) {
+	if background {
+		c.SetColor(color.White)
+		c.Fill(c.Rectangle.Path())
+	}
 	c = draw.Crop(c, figPad, -figPad, figPad, -figPad)
 	titleH := d.titleStyle.Font.Size * 1.3
 	for i, l := range d.title {
