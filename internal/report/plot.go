@@ -95,7 +95,7 @@ func (r Rendered) raster() *image.RGBA {
 	ctx.SetLineCapButt()
 	ctx.InvertY()
 	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(pngDPI)) // fills img white
-	r.fig.drawOn(draw.New(c), false)
+	r.fig.drawOn(draw.New(newTextCanvas(c, img)), false)
 	return img
 }
 

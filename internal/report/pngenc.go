@@ -76,7 +76,9 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 		zw.Reset(buf)
 	}
 	defer zlibWriters.Put(zw)
-	row := make([]byte, 1+bpp*width) // filter type 0, none, and the pixels
+	// Filter type 0 (none) and the pixels; one byte more for the RGB
+	// loop's 4-byte stores.
+	row := make([]byte, 1+bpp*width+1)
 	for y := range height {
 		pix := img.Pix[(y+b.Min.Y-img.Rect.Min.Y)*img.Stride+(b.Min.X-img.Rect.Min.X)*4:][:4*width]
 		out := row[1:]
@@ -86,11 +88,13 @@ func encodePNG(w io.Writer, img *image.RGBA) error {
 				out[x] = index(rgbaAt(pix, x))
 			}
 		default:
+			// RGBA to RGB: each store of 4 bytes leaves the pixel's
+			// alpha where the next pixel's red goes.
 			for x := range width {
-				out[3*x], out[3*x+1], out[3*x+2] = pix[4*x], pix[4*x+1], pix[4*x+2]
+				binary.LittleEndian.PutUint32(out[3*x:], binary.LittleEndian.Uint32(pix[4*x:]))
 			}
 		}
-		if _, err := zw.Write(row); err != nil {
+		if _, err := zw.Write(row[:1+bpp*width]); err != nil {
 			return fmt.Errorf("encode png: %w", err)
 		}
 	}

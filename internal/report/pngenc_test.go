@@ -12,8 +12,9 @@ import (
 )
 
 // TestPNGLossless: every figure of the fixture runs, written as PNG,
-// decodes to exactly the pixels drawn, which are the pixels gonum/plot's
-// own image canvas draws, and at 600 x 360.
+// decodes to exactly the pixels drawn, at 600 x 360, and those are the
+// pixels gonum/plot's own image canvas draws (textCanvas places glyphs
+// itself, the encoder is tunbench's).
 func TestPNGLossless(t *testing.T) {
 	var paletted, truecolor int
 	for _, rr := range fixtureDB(t) {
