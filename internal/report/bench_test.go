@@ -60,8 +60,9 @@ func bigRun(b *testing.B) (result.Run, []result.Cell) {
 // stored cells: load it from SQLite, aggregate, draw every figure as SVG,
 // generate the take-aways, and write the HTML. With files=true it also
 // writes every figure as SVG and PNG, which is all "tunbench report" does.
-// It reports the CPU time per report (getrusage: user and system), the
-// HTML size and the number of figures. See docs/performance.md.
+// It reports the CPU time per report (cpu-s/op, user + system, which
+// other jobs on the machine hardly move), the HTML size and the number of
+// figures. See docs/performance.md.
 func BenchmarkReport1000Cells(b *testing.B) {
 	b.Run("html", func(b *testing.B) { benchReport(b, false) })
 	b.Run("html+files", func(b *testing.B) { benchReport(b, true) })

@@ -3,18 +3,22 @@ package report
 import (
 	"bytes"
 	"fmt"
+	"image"
 	"image/color"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
+	"git.sr.ht/~sbinet/gg"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
@@ -67,17 +71,34 @@ type Rendered struct {
 // PNG draws the figure as a PNG image of 600 x 360 pixels (panel figures
 // with more than one row of panels are taller).
 func (r Rendered) PNG() ([]byte, error) {
-	img, release := pngCanvas(r.height())
+	img, release := r.raster()
 	defer release()
-	r.drawOn(draw.New(img))
 	var b bytes.Buffer
-	// Fastest compression, no filtering (see encodePNG): the figure files
-	// are for download, and encoding would otherwise be most of a
-	// report's time.
-	if err := encodePNG(&b, img.Image()); err != nil {
+	if err := encodePNG(&b, img); err != nil {
 		return nil, fmt.Errorf("draw figure %s as png: %w", r.FileStem(), err)
 	}
 	return b.Bytes(), nil
+}
+
+// rasters keeps images for reuse, one pool per size (panel figures
+// with several rows of panels are taller).
+var rasters sync.Map // image.Point -> *sync.Pool of *image.RGBA
+
+// raster draws the figure at pngDPI on a white image, one from rasters
+// when there is one; release gives the image back once encoded.
+func (r Rendered) raster() (img *image.RGBA, release func()) {
+	size := image.Pt(int(figWidth.Dots(pngDPI)+0.5), int(r.height().Dots(pngDPI)+0.5))
+	p, _ := rasters.LoadOrStore(size, &sync.Pool{New: func() any { return image.NewRGBA(image.Rectangle{Max: size}) }})
+	pool := p.(*sync.Pool)
+	img = pool.Get().(*image.RGBA)
+	// The canvas as vgimg.NewWith makes it, on img itself: NewWith alone
+	// would copy the image it was given, or the one it made, once more.
+	ctx := gg.NewContextForRGBA(img)
+	ctx.SetLineCapButt()
+	ctx.InvertY()
+	c := vgimg.NewWith(vgimg.UseImageWithContext(img, ctx), vgimg.UseDPI(pngDPI)) // fills img white
+	r.drawOn(draw.New(newTextCanvas(c, img)))
+	return img, func() { pool.Put(img) }
 }
 
 // FileStem is the file name of the figure without extension.
@@ -112,7 +133,7 @@ func Render(c Chart) ([]Rendered, error) {
 			}
 		}
 		svg := &measuredSVG{Canvas: vgsvg.New(figWidth, figHeight)}
-		fig.draw(draw.New(svg))
+		fig.drawOn(draw.New(svg), true)
 		var b bytes.Buffer
 		if _, err := svg.WriteTo(&b); err != nil {
 			return nil, fmt.Errorf("draw figure %s as svg: %w", c.ID, err)
@@ -159,11 +180,15 @@ type legendEntry struct {
 	thumbs []plot.Thumbnailer
 }
 
-// draw lays out the figure on c: a margin all round, the legend at the
-// bottom, the plot above it.
-func (d *drawing) draw(c draw.Canvas) {
-	c.SetColor(color.White)
-	c.Fill(c.Rectangle.Path())
+// drawOn lays out the figure on c: a margin all round, the legend at the
+// bottom, the plot above it. With background it first fills c white; a
+// canvas that is white already is not filled again (on an image,
+// rasterising the fill costs as much as a third of the drawing).
+func (d *drawing) drawOn(c draw.Canvas, background bool) {
+	if background {
+		c.SetColor(color.White)
+		c.Fill(c.Rectangle.Path())
+	}
 	c = draw.Crop(c, figPad, -figPad, figPad, -figPad)
 	titleH := d.titleStyle.Font.Size * 1.3
 	for i, l := range d.title {

@@ -79,7 +79,7 @@ func (r Rendered) drawOn(dc draw.Canvas) {
 		r.panels.draw(dc, false)
 		return
 	}
-	r.fig.draw(dc)
+	r.fig.drawOn(dc, false)
 }
 
 func buildPanels(c Chart) (*panelFigure, error) {

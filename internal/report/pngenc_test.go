@@ -3,119 +3,119 @@ package report
 import (
 	"bytes"
 	"image"
+	"image/color"
 	"image/png"
-	"slices"
 	"testing"
 
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// figureImage draws the first of the fixture's throughput figures as an
-// image, as Rendered.PNG does.
-func figureImage(t testing.TB) *image.RGBA {
-	run, cells := seedRun()
-	var c Chart
-	for _, ch := range Charts(run, cells) {
-		if seedKind(ch.ID) == "throughput-methods" {
-			c = ch
-			break
-		}
-	}
-	rs, err := Render(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := vgimg.NewWith(vgimg.UseWH(figWidth, rs[0].height()), vgimg.UseDPI(pngDPI))
-	rs[0].drawOn(draw.New(img))
-	return img.Image().(*image.RGBA)
-}
-
-// TestEncodePNG: a figure written by encodePNG decodes to the very pixels
-// drawn, and is no more than a tenth larger than image/png's file.
-func TestEncodePNG(t *testing.T) {
-	img := figureImage(t)
-	var mine, std bytes.Buffer
-	if err := encodePNG(&mine, img); err != nil {
-		t.Fatal(err)
-	}
-	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&std, img); err != nil {
-		t.Fatal(err)
-	}
-	back, err := png.Decode(bytes.NewReader(mine.Bytes()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Bounds() != img.Bounds() {
-		t.Fatalf("decoded %v, drew %v", back.Bounds(), img.Bounds())
-	}
-	for y := img.Rect.Min.Y; y < img.Rect.Max.Y; y++ {
-		for x := img.Rect.Min.X; x < img.Rect.Max.X; x++ {
-			r1, g1, b1, a1 := img.At(x, y).RGBA()
-			r2, g2, b2, a2 := back.At(x, y).RGBA()
-			if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
-				t.Fatalf("pixel %d,%d: drew %v, decoded %v", x, y, img.At(x, y), back.At(x, y))
+// TestPNGLossless: every figure of the fixture runs, written as PNG,
+// decodes to exactly the pixels drawn, at 600 x 360, and those are the
+// pixels gonum/plot's own image canvas draws (textCanvas places glyphs
+// itself, the encoder is tunbench's).
+func TestPNGLossless(t *testing.T) {
+	var paletted, truecolor int
+	for _, rr := range fixtureDB(t) {
+		for _, c := range Charts(rr.Run, rr.Cells) {
+			rs, err := Render(c)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-	}
-	if mine.Len() > std.Len()*11/10 {
-		t.Errorf("%d bytes, image/png writes %d", mine.Len(), std.Len())
-	}
-	t.Logf("%d bytes, image/png %d", mine.Len(), std.Len())
-}
-
-// BenchmarkEncodePNG: encodePNG against image/png on one figure, in CPU
-// time (wall time moves with the machine's other work).
-func BenchmarkEncodePNG(b *testing.B) {
-	img := figureImage(b)
-	for _, enc := range []struct {
-		name string
-		f    func(*bytes.Buffer) error
-	}{
-		{"tunbench", func(w *bytes.Buffer) error { return encodePNG(w, img) }},
-		{"image-png", func(w *bytes.Buffer) error { return (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(w, img) }},
-	} {
-		b.Run(enc.name, func(b *testing.B) {
-			cpu0 := cpuSeconds(b)
-			for b.Loop() {
-				var w bytes.Buffer
-				if err := enc.f(&w); err != nil {
-					b.Fatal(err)
+			for _, r := range rs {
+				img, release := r.raster()
+				defer release()
+				// The reference: vgimg's canvas as it makes it, background
+				// filled by the figure itself.
+				ref := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
+				if r.panels != nil {
+					r.panels.draw(draw.New(ref), true)
+				} else {
+					r.fig.drawOn(draw.New(ref), true)
+				}
+				if !bytes.Equal(img.Pix, ref.Image().(*image.RGBA).Pix) {
+					t.Errorf("%s: drawn on the prepared image, pixels differ from vgimg's canvas", r.FileStem())
+				}
+				data, err := r.PNG()
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := png.Decode(bytes.NewReader(data))
+				if err != nil {
+					t.Fatalf("%s: %v", r.FileStem(), err)
+				}
+				want := image.Rect(0, 0, 600, int(r.height().Dots(pngDPI)+0.5))
+				if got.Bounds() != want || img.Bounds() != want {
+					t.Errorf("%s: %v, drawn %v, want %v", r.FileStem(), got.Bounds(), img.Bounds(), want)
+				}
+				if _, ok := got.(*image.Paletted); ok {
+					paletted++
+				} else {
+					truecolor++
+				}
+				for y := 0; y < want.Dy(); y++ {
+					for x := 0; x < want.Dx(); x++ {
+						r1, g1, b1, a1 := got.At(x, y).RGBA()
+						r2, g2, b2, a2 := img.At(x, y).RGBA()
+						if r1 != r2 || g1 != g2 || b1 != b2 || a1 != a2 {
+							t.Fatalf("%s: pixel %d,%d is %v, drawn %v", r.FileStem(), x, y, got.At(x, y), img.At(x, y))
+						}
+					}
 				}
 			}
-			b.ReportMetric(1e3*(cpuSeconds(b)-cpu0)/float64(b.N), "cpu-ms/op")
-		})
+		}
 	}
+	t.Logf("%d paletted, %d true colour", paletted, truecolor)
 }
 
-// TestPNGCanvasReused: a figure drawn on a reused raster (after another
-// figure), without painting its background again, has the very pixels of
-// one drawn whole on a new vgimg canvas.
-func TestPNGCanvasReused(t *testing.T) {
-	run, cells := seedRun()
-	charts := Charts(run, cells)
-	var rs []Rendered
-	panels := slices.IndexFunc(charts, func(c Chart) bool { return c.Kind == KindPanels })
-	for _, i := range []int{0, len(charts) - 1, panels, 1} {
-		r, err := Render(charts[i])
-		if err != nil {
-			t.Fatal(err)
+// TestEncodePNGKinds: an image of few colours (written with a palette),
+// one of many (RGB) and one with transparency (left to image/png) each
+// decode to the pixels encoded.
+func TestEncodePNGKinds(t *testing.T) {
+	few := image.NewRGBA(image.Rect(0, 0, 70, 30))
+	many := image.NewRGBA(image.Rect(0, 0, 70, 30))
+	clear := image.NewRGBA(image.Rect(0, 0, 70, 30))
+	for y := range 30 {
+		for x := range 70 {
+			few.Set(x, y, color.RGBA{uint8(x % 3 * 100), 0, uint8(y % 2 * 200), 0xff})
+			many.Set(x, y, color.RGBA{uint8(x), uint8(y), uint8(x * y), 0xff})
+			clear.Set(x, y, color.RGBA{uint8(x), 0, 0, uint8(x)})
 		}
-		rs = append(rs, r[0])
 	}
-	for _, r := range rs {
-		fresh := vgimg.NewWith(vgimg.UseWH(figWidth, r.height()), vgimg.UseDPI(pngDPI))
-		if r.panels != nil {
-			r.panels.draw(draw.New(fresh), true)
-		} else {
-			r.fig.draw(draw.New(fresh))
+	for _, tc := range []struct {
+		name  string
+		img   *image.RGBA
+		model color.Model
+	}{
+		{"few colours", few, nil},
+		{"many colours", many, color.RGBAModel},
+		{"transparent", clear, color.NRGBAModel},
+	} {
+		var b bytes.Buffer
+		if err := encodePNG(&b, tc.img); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		reused, release := pngCanvas(r.height())
-		r.drawOn(draw.New(reused))
-		a, b := fresh.Image().(*image.RGBA), reused.Image().(*image.RGBA)
-		if a.Rect != b.Rect || !bytes.Equal(a.Pix, b.Pix) {
-			t.Errorf("%s: reused raster %v differs from a new one %v", r.ID, b.Rect, a.Rect)
+		got, err := png.Decode(&b)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		release()
+		if p, ok := got.(*image.Paletted); tc.model == nil && (!ok || len(p.Palette) != 6) {
+			t.Errorf("%s: decoded as %T, want a palette of 6 colours", tc.name, got)
+		} else if tc.model != nil && got.ColorModel() != tc.model {
+			t.Errorf("%s: decoded with colour model %v, want %v", tc.name, got.ColorModel(), tc.model)
+		}
+		if got.Bounds() != tc.img.Bounds() {
+			t.Fatalf("%s: %v, want %v", tc.name, got.Bounds(), tc.img.Bounds())
+		}
+		for y := range 30 {
+			for x := range 70 {
+				r1, g1, b1, a1 := got.At(x, y).RGBA()
+				r2, g2, b2, a2 := tc.img.At(x, y).RGBA()
+				if r1>>8 != r2>>8 || g1>>8 != g2>>8 || b1>>8 != b2>>8 || a1 != a2 {
+					t.Fatalf("%s: pixel %d,%d is %v, encoded %v", tc.name, x, y, got.At(x, y), tc.img.At(x, y))
+				}
+			}
+		}
 	}
 }

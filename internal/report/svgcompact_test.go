@@ -52,7 +52,7 @@ func TestCompactSVG(t *testing.T) {
 			t.Fatal(err)
 		}
 		svg := vgsvg.New(figWidth, figHeight)
-		fig.draw(draw.New(svg))
+		fig.drawOn(draw.New(svg), true)
 		var raw bytes.Buffer
 		if _, err := svg.WriteTo(&raw); err != nil {
 			t.Fatal(err)
