@@ -363,11 +363,11 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 				fig = link(fmt.Sprintf("%s-streams-throughput-%s-mtu%d-offloads-%s", runID, p.Family, p.UnderlayMTU, onOff(p.Offloads)))
 			case "mss":
 				dv.mss = false
-				// The throughput-against-MSS figure, named as the other
-				// dimensions' are: the group's slug without the MSS.
+				// The throughput-against-MSS figure (sweepCharts): the
+				// group's slug without the MSS.
 				k := baselineOf(p)
 				k.MSS = 0
-				fig = link(fmt.Sprintf("%s-mss-%s", runID, k.slug()), fmt.Sprintf("%s-throughput-mss-%s", runID, k.slug()))
+				fig = link(fmt.Sprintf("%s-mss-lines-%s", runID, k.slug()))
 			}
 			desc := at(describe(p, dv))
 			both := fmt.Sprintf("(%s against %s Gbit/s)", withCI(hi.Throughput), withCI(lo.Throughput))

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -157,5 +158,38 @@ func TestParallelTakeAwayWithoutNative(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d parallel peak sentences, want one per layout", n)
+	}
+}
+
+// TestMSSTakeAwayLinksItsFigure: the MSS comparison of a run sweeping
+// MSS links to the throughput-against-MSS figure, not to the summary.
+func TestMSSTakeAwayLinksItsFigure(t *testing.T) {
+	run, cells := localRun()
+	var sweep []result.Cell
+	for _, c := range cells {
+		for _, mss := range []int{1220, 216} {
+			d := c
+			d.Params.MSS = mss
+			d.Key += "/mss" + strconv.Itoa(mss)
+			sweep = append(sweep, d)
+		}
+	}
+	charts := Charts(run, sweep)
+	ids := map[string]bool{}
+	for _, c := range charts {
+		ids[c.ID] = true
+	}
+	n := 0
+	for _, c := range GenerateTakeAways(run, sweep, charts).Claims {
+		if !strings.HasPrefix(c.Text, "With MSS") && !strings.Contains(c.Text, "indistinguishable with MSS") {
+			continue
+		}
+		n++
+		if !ids[c.Figure] || !strings.Contains(c.Figure, "-mss-lines-") {
+			t.Errorf("%q links to %q, not to a throughput-against-MSS figure", c.Text, c.Figure)
+		}
+	}
+	if n == 0 {
+		t.Fatal("no MSS comparison among the take-aways")
 	}
 }
