@@ -160,6 +160,8 @@ type pinArgs struct {
 	Dst     netip.Addr
 	CC      string
 	Journal string
+	// Devices are the method's devices on this side (Path.Devices).
+	Devices []string
 }
 
 type pinReply struct {
@@ -176,8 +178,12 @@ type pinReply struct {
 // a host route to Dst with the same device, gateway and source and the
 // congctl metric, marked with testbed.RouteProtocol and recorded in the
 // site's journal first. A route to Dst that carries CC already needs
-// nothing; one with another algorithm, an encapsulation or several next
-// hops, or that is a host route itself, is left as it is and described.
+// nothing. A host route to Dst through one of the method's devices (a
+// daemon's, such as charon's in table 220 to kernel-libipsec's TUN
+// device) is the method's: it gets CC in place and goes with the method.
+// Any other route with another algorithm, an encapsulation or several
+// next hops, or that is a host route itself, is left as it is and
+// described.
 var opPinCongestion = testbed.NewOp("congestion.pin", func(_ context.Context, ep *testbed.Endpoint, a pinArgs) (pinReply, error) {
 	h, ok := ep.NL.(*netlink.Handle)
 	if !ok {
@@ -193,10 +199,21 @@ var opPinCongestion = testbed.NewOp("congestion.pin", func(_ context.Context, ep
 	}
 	r := fib[0]
 	host := netip.PrefixFrom(dst, dst.BitLen())
+	exact := r.Dst != nil && r.Dst.String() == testbed.PrefixNet(host).String()
+	if exact && r.Congctl == "" && r.Encap == nil && len(r.MultiPath) == 0 {
+		if link, err := h.LinkByIndex(r.LinkIndex); err == nil && slices.Contains(a.Devices, link.Attrs().Name) {
+			same := &netlink.Route{LinkIndex: r.LinkIndex, Dst: r.Dst, Gw: r.Gw, Src: r.Src, Table: r.Table, Scope: r.Scope,
+				Type: unix.RTN_UNICAST, Protocol: r.Protocol, Priority: r.Priority, Congctl: a.CC}
+			if err := h.RouteReplace(same); err != nil {
+				return pinReply{}, fmt.Errorf("set congctl %s on route %s: %w", a.CC, r, err)
+			}
+			return pinReply{}, nil
+		}
+	}
 	switch {
 	case r.Congctl == a.CC:
 		return pinReply{}, nil
-	case r.Congctl != "" || r.Encap != nil || len(r.MultiPath) > 0 || (r.Dst != nil && r.Dst.String() == testbed.PrefixNet(host).String()):
+	case r.Congctl != "" || r.Encap != nil || len(r.MultiPath) > 0 || exact:
 		return pinReply{Left: r.String()}, nil
 	}
 	pin := &netlink.Route{LinkIndex: r.LinkIndex, Dst: testbed.PrefixNet(host), Gw: r.Gw, Src: r.Src, Table: r.Table,
@@ -256,7 +273,8 @@ func pinCongestion(tb *testbed.Pair, path *method.Path) (pins []congestionPin, l
 		if ep.Local() || ep.RouteCongestion == "" || !side.dst.IsValid() {
 			continue
 		}
-		r, err := opPinCongestion.Call(context.Background(), ep, pinArgs{Dst: side.dst, CC: ep.RouteCongestion, Journal: pinJournal(side.dst)})
+		r, err := opPinCongestion.Call(context.Background(), ep, pinArgs{Dst: side.dst, CC: ep.RouteCongestion,
+			Journal: pinJournal(side.dst), Devices: path.Devices[ep.Side]})
 		if err != nil {
 			return pins, left, fmt.Errorf("%s: congestion control %s on the route to %s: %w", ep.Side, ep.RouteCongestion, side.dst, err)
 		}

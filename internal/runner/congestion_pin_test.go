@@ -93,3 +93,52 @@ func TestCongestionOnBothTestbeds(t *testing.T) {
 		}
 	}
 }
+
+// TestPinCongestionMethodRoute: on a remote host, a host route to the
+// peer through one of the method's devices (as charon installs in table
+// 220 to kernel-libipsec's TUN device) gets the algorithm in place; one
+// through another device is the host's and is left alone, and named.
+func TestPinCongestionMethodRoute(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	l, pair, _ := testbedtest.AgentPair(t, 1500)
+	ns := l.A.Namespace
+	for _, args := range [][]string{
+		{"link", "add", "pinm0", "type", "veth", "peer", "name", "pinm0p"},
+		{"link", "add", "pinh0", "type", "veth", "peer", "name", "pinh0p"},
+		{"link", "set", "pinm0", "up"}, {"link", "set", "pinh0", "up"},
+		{"route", "add", "198.19.5.2/32", "dev", "pinm0", "table", "220"},
+		{"rule", "add", "to", "198.19.5.2", "lookup", "220", "priority", "220"},
+		{"route", "add", "198.19.6.2/32", "dev", "pinh0"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+	}
+	if _, err := setCongestion(pair, "cubic"); err != nil {
+		t.Fatal(err)
+	}
+	devices := map[string][]string{"a": {"pinm0"}}
+	pins, left, err := pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.5.2"), Devices: devices})
+	if err != nil || len(left) != 0 {
+		t.Fatalf("method's route: %v (left %q)", err, left)
+	}
+	if got := routeTo(t, ns, netip.MustParseAddr("198.19.5.2")); !strings.Contains(got, "dev pinm0") || !strings.Contains(got, "table 220") || !strings.Contains(got, "congctl cubic") {
+		t.Errorf("route to the peer through the method's device: %q, want it in table 220 with congctl cubic", got)
+	}
+	if err := unpinCongestion(pins); err != nil {
+		t.Fatal(err)
+	}
+	pins, left, err = pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.6.2"), Devices: devices})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || !strings.Contains(left[0], "198.19.6.2/32") {
+		t.Errorf("host's own host route: left %q, want it named", left)
+	}
+	if got := routeTo(t, ns, netip.MustParseAddr("198.19.6.2")); strings.Contains(got, "congctl") {
+		t.Errorf("host's own route changed: %q", got)
+	}
+	if err := unpinCongestion(pins); err != nil {
+		t.Fatal(err)
+	}
+}
