@@ -74,6 +74,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		// data path.
 		defer recordCounters(context.WithoutCancel(ctx), c, s.env, &cell.Meta)
 	}
+	defer s.unpinCongestion() // before the method's teardown
 	if err := s.preparePath(); err != nil {
 		s.fail(err)
 		return cell
@@ -102,6 +103,9 @@ type stepRun struct {
 	env  *method.Env
 	path *method.Path
 	sp   *span // the span of the first throughput test, for the cost
+	// pins are the routes to the peer that carry the congestion control
+	// on remote hosts (pinCongestion).
+	pins []congestionPin
 }
 
 // fail marks the cell failed and appends err to its error; nil does
@@ -193,10 +197,17 @@ func (s *stepRun) tearDownMethod() {
 // device.
 func (s *stepRun) preparePath() error {
 	p, tb, path, cell := s.st.Params, s.tb, s.path, s.cell
-	if skipped, err := routeCongestion(tb); err != nil {
+	skipped, err := routeCongestion(tb)
+	if err != nil {
 		return err
-	} else if len(skipped) > 0 {
-		setExtra(&cell.Meta, "congestion_control_routes_left", strings.Join(skipped, "; "))
+	}
+	pins, left, err := pinCongestion(tb, path)
+	s.pins = pins
+	if err != nil {
+		return err
+	}
+	if left = append(skipped, left...); len(left) > 0 {
+		setExtra(&cell.Meta, "congestion_control_routes_left", strings.Join(left, "; "))
 	}
 	cell.Meta.Variant = path.Variant
 	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
@@ -222,6 +233,14 @@ func (s *stepRun) preparePath() error {
 	}
 	cell.Meta.Devices = devices
 	return nil
+}
+
+// unpinCongestion removes the routes pinCongestion added.
+func (s *stepRun) unpinCongestion() {
+	if err := unpinCongestion(s.pins); err != nil {
+		s.fail(err)
+	}
+	s.pins = nil
 }
 
 // stopWatch stops the watch; a fault it saw fails the cell, first in its

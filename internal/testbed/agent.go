@@ -398,9 +398,15 @@ func (a *agent) shutdown() {
 	_ = a.ep.StopAll()
 	_, _ = removeRunLinks(a.ep.NL, a.id)
 	a.ep.NL.Close()
-	// The host's own device goes back to its journaled state (an
-	// ordinary end restored it already and left no entry).
-	_, _ = restoreDevices(a.ep)
+	// What the run changed on the host outside its own devices goes back
+	// from the site's journal before the journal goes with the directory:
+	// the underlay device's MTU and features, addresses a method moved,
+	// sysctls, tc programs, pins and routes (an ordinary end reverted
+	// each already and left no entry).
+	if h, err := netlink.NewHandle(); err == nil {
+		_, _ = applyJournal(h, a.ep.Dir)
+		h.Close()
+	}
 	_ = os.RemoveAll(a.ep.Dir)
 	_ = os.Remove(filepath.Dir(a.ep.Dir)) // the run directory, once empty
 	if a.lock != nil {

@@ -308,25 +308,6 @@ func controlPath(ns netns.NsHandle, sshConn string) (ControlPath, error) {
 	return cp, nil
 }
 
-// restoreDevices puts back every device the journal of ep's site
-// directory holds (an agent's end, whatever ended it) and drops the
-// entries.
-func restoreDevices(ep *Endpoint) ([]string, error) {
-	ents, _ := os.ReadDir(undoDir(ep.Dir))
-	var done []string
-	var errs []error
-	for _, e := range ents {
-		dev, ok := strings.CutPrefix(e.Name(), "device-")
-		if !ok {
-			continue
-		}
-		changed, err := restoreJournaled(ep, dev, true)
-		done = append(done, changed...)
-		errs = append(errs, err)
-	}
-	return done, errors.Join(errs...)
-}
-
 // EnvPauseAfterHostChange, set to a file name, makes a run write the
 // cell's key into that file and stop for good once the cell's underlay
 // devices are changed (MTU and offloads set): tests kill the controller

@@ -29,9 +29,10 @@ type Undo struct {
 	// programs attached there), UndoAddrs (put Addrs back on Dev, taking
 	// them off From first when it still exists), UndoSysctl (write
 	// Value to Path under /proc/sys) or UndoUnpin (remove the BPF pin
-	// directory Path under BPFPinRoot) or UndoDevice (put Dev back to
-	// MTU and Features, the host's own device a run with
-	// ssh.host_changes changed).
+	// directory Path under BPFPinRoot), UndoRoute (delete the host
+	// route Addrs[0] of protocol RouteProtocol from table Table) or
+	// UndoDevice (put Dev back to MTU and Features, the host's own device
+	// a run with ssh.host_changes changed).
 	Kind  string   `json:"kind"`
 	Dev   string   `json:"dev,omitempty"`
 	From  string   `json:"from,omitempty"`
@@ -40,6 +41,7 @@ type Undo struct {
 	Flags []int  `json:"flags,omitempty"`
 	Path  string `json:"path,omitempty"`
 	Value string `json:"value,omitempty"`
+	Table int    `json:"table,omitempty"`
 	// MTU and Features are the device's original state (UndoDevice);
 	// Features as `ethtool -k` names them.
 	MTU      int             `json:"mtu,omitempty"`
@@ -52,7 +54,29 @@ const (
 	UndoAddrs  = "addrs"
 	UndoSysctl = "sysctl"
 	UndoUnpin  = "unpin"
+	UndoRoute  = "route"
 )
+
+// RouteProtocol marks the routes tunbench adds to a host's own tables
+// (the rtm_protocol of "ip route", shown as 241): a route is deleted only
+// with its protocol, so an undo never takes a route the host made.
+const RouteProtocol = 241
+
+// DelHostRoute deletes the host route dst (a /32 or /128 prefix) of
+// protocol RouteProtocol from table; a route that is gone already (with
+// its device, or never added) is not an error, and deleted says so.
+func DelHostRoute(h *netlink.Handle, dst netip.Prefix, table int) (deleted bool, err error) {
+	// Scope nowhere matches the route whatever its scope (as ip route
+	// del does); the protocol makes sure it is tunbench's.
+	err = h.RouteDel(&netlink.Route{Dst: PrefixNet(dst), Table: table, Protocol: RouteProtocol, Scope: unix.RT_SCOPE_NOWHERE})
+	if errors.Is(err, unix.ESRCH) || errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("delete route %s from table %d: %w", dst, table, err)
+	}
+	return true, nil
+}
 
 // undoDir is where a site directory keeps its journal.
 func undoDir(dir string) string { return filepath.Join(dir, "undo") }
@@ -264,6 +288,19 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", nil
 		}
 		return u.Dev + " " + strings.Join(changed, ", "), nil
+	case UndoRoute:
+		if len(u.Addrs) != 1 {
+			return "", fmt.Errorf("route undo with %d destinations, want 1", len(u.Addrs))
+		}
+		dst, err := netip.ParsePrefix(u.Addrs[0])
+		if err != nil {
+			return "", fmt.Errorf("route %q: %w", u.Addrs[0], err)
+		}
+		deleted, err := DelHostRoute(h, dst, u.Table)
+		if err != nil || !deleted {
+			return "", err
+		}
+		return fmt.Sprintf("route %s removed from table %d", dst, u.Table), nil
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
 }

@@ -1,8 +1,11 @@
 package testbed_test
 
 import (
+	"fmt"
 	"net"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -14,6 +17,7 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // TestCleanSiteAppliesJournal leaves a host as a crashed run would leave
@@ -60,6 +64,21 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err := h.QdiscAdd(clsact); err != nil {
 		t.Fatal(err)
 	}
+	// A host route of tunbench's to 198.18.7.9 carrying a congestion
+	// control, and the host's own route there in table 100, which stays.
+	rt := addDummy(t, h, "jrt0")
+	if err := h.LinkSetUp(rt); err != nil {
+		t.Fatal(err)
+	}
+	pinned := netip.MustParsePrefix("198.18.7.9/32")
+	for _, r := range []netlink.Route{
+		{LinkIndex: rt.Attrs().Index, Dst: testbed.PrefixNet(pinned), Table: unix.RT_TABLE_MAIN, Scope: unix.RT_SCOPE_LINK, Protocol: testbed.RouteProtocol, Congctl: "cubic"},
+		{LinkIndex: rt.Attrs().Index, Dst: testbed.PrefixNet(pinned), Table: 100, Scope: unix.RT_SCOPE_LINK, Protocol: unix.RTPROT_STATIC},
+	} {
+		if err := h.RouteAdd(&r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	oldRoot := testbed.BPFPinRoot
 	testbed.BPFPinRoot = filepath.Join(t.TempDir(), "pins")
 	t.Cleanup(func() { testbed.BPFPinRoot = oldRoot })
@@ -76,6 +95,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"arp":    {Kind: testbed.UndoSysctl, Path: arp, Value: "0"},
 		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
 		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
+		"route":  {Kind: testbed.UndoRoute, Addrs: []string{pinned.String()}, Table: unix.RT_TABLE_MAIN},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -100,6 +120,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
 		"addresses 198.18.7.1/24 on jund0",
 		"bpf pins " + pins,
+		"route 198.18.7.9/32 removed from table 254",
 		"tc programs detached from jund0",
 	}
 	if diff := cmp.Diff(want, restored); diff != "" {
@@ -125,6 +146,7 @@ func wantHostState() []string {
 		"jund0 qdiscs: noqueue",
 		"pins gone",
 		"site directory gone",
+		"route 198.18.7.9/32 table 100 proto 4",
 	}
 }
 
@@ -163,6 +185,12 @@ func hostState(t *testing.T, h *netlink.Handle, arp, pins, dir string) []string 
 	if _, err := os.Stat(dir); os.IsNotExist(err) {
 		lines = append(lines, "site directory gone")
 	}
+	routes, _ := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.String() == "198.18.7.9/32" {
+			lines = append(lines, fmt.Sprintf("route %s table %d proto %d", r.Dst, r.Table, r.Protocol))
+		}
+	}
 	return lines
 }
 
@@ -178,4 +206,44 @@ func addDummy(t *testing.T, h *netlink.Handle, name string) netlink.Link {
 		t.Fatal(err)
 	}
 	return l
+}
+
+// TestAgentShutdownAppliesJournal: when its controller goes, an agent puts
+// back from its site's journal what the run changed on its host (here a
+// namespace-wide sysctl, as ipsec-ecmp's hash policy) before it removes
+// the site directory and the journal with it.
+func TestAgentShutdownAppliesJournal(t *testing.T) {
+	l, pair, agents := testbedtest.AgentPair(t, 0)
+	b := pair.B
+	const sysctl = "/proc/sys/net/ipv4/fib_multipath_hash_policy"
+	read := func() string {
+		out, err := exec.Command("ip", "netns", "exec", l.B.Namespace, "cat", sysctl).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	orig := read()
+	changed := "1"
+	if orig == "1" {
+		changed = "0"
+	}
+	if err := b.RecordUndo("test-hash-policy", testbed.Undo{Kind: testbed.UndoSysctl, Path: sysctl, Value: orig}); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile(sysctl, []byte(changed+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != changed {
+		t.Fatalf("%s is %s after the write, want %s", sysctl, got, changed)
+	}
+	if err := agents[1].Conn.Close(); err != nil { // the controller goes; the agent exits
+		t.Fatal(err)
+	}
+	if got := read(); got != orig {
+		t.Errorf("%s is %s after the agent's shutdown, want the journaled %s", sysctl, got, orig)
+	}
+	if _, err := os.Stat(b.Dir); !os.IsNotExist(err) {
+		t.Errorf("site directory %s (with the journal) remains: %v", b.Dir, err)
+	}
 }
