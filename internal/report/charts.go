@@ -173,6 +173,29 @@ func describe(p result.Params, v varying) string {
 	if v.mss && p.MSS > 0 {
 		ps = append(ps, fmt.Sprintf("with MSS %d", p.MSS))
 	}
+	if v.offloadSet && p.OffloadSet != "" {
+		ps = append(ps, "with offload set "+p.OffloadSet)
+	}
+	if v.pin {
+		ps = append(ps, map[bool]string{true: "pinned", false: "unpinned"}[p.Pin])
+	}
+	if v.direction {
+		d := p.Direction
+		if d == "" {
+			d = "forward"
+		}
+		ps = append(ps, "in direction "+d)
+	}
+	if v.wan {
+		w := p.WAN.Label()
+		if w == "" {
+			w = "none"
+		}
+		ps = append(ps, "with WAN "+w)
+	}
+	if v.sites && (p.SiteA != "" || p.SiteB != "") {
+		ps = append(ps, "from "+p.SiteA+" to "+p.SiteB)
+	}
 	return strings.Join(ps, " ")
 }
 

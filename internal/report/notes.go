@@ -29,6 +29,9 @@ type varying struct {
 	// mss: the MSS asked of the load tool (in headings through
 	// extraParams; in sentences through describe).
 	mss bool
+	// In sentences (describe) only: the offload set's name, pinning,
+	// TCP direction, WAN condition and the ssh site pair.
+	offloadSet, pin, direction, wan, sites bool
 }
 
 func varyingParams(rows []Summary) varying {
@@ -46,6 +49,11 @@ func varyingParams(rows []Summary) varying {
 		v.streams = v.streams || p.Streams != p0.Streams
 		v.cc = v.cc || p.CongestionControl != p0.CongestionControl
 		v.mss = v.mss || p.MSS != p0.MSS
+		v.offloadSet = v.offloadSet || p.OffloadSet != p0.OffloadSet
+		v.pin = v.pin || p.Pin != p0.Pin
+		v.direction = v.direction || p.Direction != p0.Direction
+		v.wan = v.wan || p.WAN.Label() != p0.WAN.Label()
+		v.sites = v.sites || p.SiteA != p0.SiteA || p.SiteB != p0.SiteB
 		if m, ok := overlay[r.Label]; ok && m != p.OverlayMTU {
 			v.overlay = true
 		}

@@ -193,3 +193,55 @@ func TestMSSTakeAwayLinksItsFigure(t *testing.T) {
 		t.Fatal("no MSS comparison among the take-aways")
 	}
 }
+
+// TestTakeAwaysNameWhatVaries: in a run that measures every row in two
+// directions, or between two ssh site pairs, each sentence that rests on
+// one of them says which.
+func TestTakeAwaysNameWhatVaries(t *testing.T) {
+	run, cells := localRun()
+	for _, tc := range []struct {
+		name  string
+		vary  func(c *result.Cell, second bool)
+		words [2]string
+	}{
+		{"direction", func(c *result.Cell, second bool) {
+			if second {
+				c.Params.Direction = "reverse"
+			}
+		}, [2]string{"in direction forward", "in direction reverse"}},
+		{"sites", func(c *result.Cell, second bool) {
+			c.Params.SiteA, c.Params.SiteB = "lon", "mum"
+			if second {
+				c.Params.SiteA, c.Params.SiteB = "lon", "fra"
+			}
+		}, [2]string{"from lon to mum", "from lon to fra"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var both []result.Cell
+			for i, second := range []bool{false, true} {
+				for _, c := range cells {
+					c.Key += "/" + strconv.Itoa(i)
+					tc.vary(&c, second)
+					both = append(both, c)
+				}
+			}
+			claims := GenerateTakeAways(run, both, Charts(run, both)).Claims
+			seen := [2]bool{}
+			for _, c := range claims {
+				n := 0
+				for i, w := range tc.words {
+					if strings.Contains(c.Text, w) {
+						seen[i] = true
+						n++
+					}
+				}
+				if n == 0 {
+					t.Errorf("%q does not say which %s it rests on", c.Text, tc.name)
+				}
+			}
+			if !seen[0] || !seen[1] {
+				t.Errorf("sentences name %v of %q: %d claims", seen, tc.words, len(claims))
+			}
+		})
+	}
+}
