@@ -35,6 +35,14 @@ func newRun(id string, started time.Time) result.Run {
 
 // fullCell returns a cell with every field set to a non-zero value.
 func fullCell(runID string, rep int) result.Cell {
+	c := fullCellRecords(runID, rep)
+	// Each UDP trial's own CPU record (the tunnel daemons included).
+	c.UDPSizes[0].Result.CPU = c.Parallel.CPU
+	c.UDPSizes[0].Trials[0].CPU = c.Parallel.CPU
+	return c
+}
+
+func fullCellRecords(runID string, rep int) result.Cell {
 	start := t0.Add(time.Duration(rep) * time.Minute)
 	return result.Cell{
 		Schema:         result.SchemaVersion,
@@ -83,7 +91,7 @@ func fullCell(runID string, rep int) result.Cell {
 				Samples:   []result.CPUSample{{T: 1, User: 1, System: 2, Softirq: 1.5, Busy: 4.5}},
 				Processes: []result.ProcessCPU{{Role: "iperf3-client-5301", Side: "sender", PID: 77, User: 1, System: 2, Cores: 0.97}},
 				Split:     "approximate", SenderCores: 0.97, ReceiverCores: 0.5, SoftirqCores: 0.3,
-				Hosts: []result.HostCPU{{Host: "fra", Side: "sender", Cores: 2, BusyAvg: 50, BusyMax: 60, SoftirqCores: 0.2,
+				Hosts: []result.HostCPU{{Host: "fra", Side: "sender", Cores: 2, BusyMin: ptr(40.0), BusyAvg: 50, BusyMax: 60, SoftirqCores: 0.2,
 					PerCore: []result.CoreUsage{{CPU: 1, User: 1, System: 2, Softirq: 3, Irq: 0.5, Idle: 93.5}}}},
 			},
 		},
@@ -92,12 +100,12 @@ func fullCell(runID string, rep int) result.Cell {
 		UDPSizes: []result.UDPSize{{
 			FrameBytes: 64, PayloadBytes: 22, Fragmented: true, NDRBitsPerSecond: 1e8, PDRBitsPerSecond: 2e8, Error: "x",
 			Result: &result.UDPTrial{OfferedBitsPerSecond: 1e9, Seconds: 3, Sent: 100, Received: 90, Lost: 10, LossPercent: 10,
-				OutOfOrder: 1, PacketsPerSecond: 30, BitsPerSecond: 5280, SentBitsPerSec: 5866, DelayMin: 3, DelayP50: 4,
+				OutOfOrder: 1, PacketsPerSecond: 30, BitsPerSecond: 5280, SentBitsPerSec: 5866, DelayMin: 3, DelayP50: 4, DelayMean: 4.5,
 				DelayP99: 9, DelayMax: 12, Jitter: 0.5, SenderCores: 0.9, ReceiverCores: 0.4,
 				ClockOffset: -120, ClockUncertainty: 35, DelayNote: "corrected",
 				SendBuffer: 4194304, ReceiveBuffer: 212992, BufferNote: "receiver's receive buffer short"},
 			Trials: []result.UDPTrial{{OfferedBitsPerSecond: 1e9, Seconds: 3, Sent: 100, Received: 90, Lost: 10, LossPercent: 10,
-				OutOfOrder: 1, PacketsPerSecond: 30, BitsPerSecond: 5280, SentBitsPerSec: 5866, DelayMin: 3, DelayP50: 4,
+				OutOfOrder: 1, PacketsPerSecond: 30, BitsPerSecond: 5280, SentBitsPerSec: 5866, DelayMin: 3, DelayP50: 4, DelayMean: 4.5,
 				DelayP99: 9, DelayMax: 12, Jitter: 0.5, SenderCores: 0.9, ReceiverCores: 0.4,
 				ClockOffset: -120, ClockUncertainty: 35, DelayNote: "corrected",
 				SendBuffer: 4194304, ReceiveBuffer: 212992, BufferNote: "receiver's receive buffer short"}},
@@ -133,7 +141,7 @@ func fullCell(runID string, rep int) result.Cell {
 				Role: "iperf3-client", Side: "sender", PID: 4242, User: 1.25, System: 3.5, Cores: 0.475,
 			}},
 			Split: "approximate", SenderCores: 0.9, ReceiverCores: 1.1, SoftirqCores: 0.8,
-			Hosts: []result.HostCPU{{Host: "fra", Side: "sender", Cores: 2, BusyAvg: 50, BusyMax: 60, SoftirqCores: 0.2,
+			Hosts: []result.HostCPU{{Host: "fra", Side: "sender", Cores: 2, BusyMin: ptr(40.0), BusyAvg: 50, BusyMax: 60, SoftirqCores: 0.2,
 				PerCore: []result.CoreUsage{{CPU: 1, User: 1, System: 2, Softirq: 3, Irq: 0.5, Idle: 93.5}}}},
 		},
 		Meta: result.Meta{
@@ -208,3 +216,5 @@ func zeroFields(v reflect.Value, path string) []string {
 		return nil
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
