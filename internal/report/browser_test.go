@@ -47,7 +47,15 @@ func TestReportInBrowser(t *testing.T) {
 	// sweep, so that their figures and summary columns are drawn too.
 	runs := fixtureDB(t)
 	run, cells := seedRun()
-	runs = append(runs, RunRecords{Run: run, Cells: cells})
+	// And a run whose scenario carries the paper's published figures, so
+	// the reference tables are laid out and checked with the rest.
+	// (under an id of its own: it is built from a run already on the page).
+	ref := referenceRun()
+	ref.Run.ID += "-ref"
+	for i := range ref.Cells {
+		ref.Cells[i].RunID = ref.Run.ID
+	}
+	runs = append(runs, RunRecords{Run: run, Cells: cells}, ref)
 	b, err := Build(runs, "report-files")
 	if err != nil {
 		t.Fatal(err)
@@ -188,13 +196,20 @@ func TestReportInBrowser(t *testing.T) {
 	if len(tables) == 0 {
 		t.Error("page shows no table")
 	}
+	references := 0
 	for _, tl := range tables {
 		if tl.Shown && (tl.Width < 50 || tl.Height < 10) {
 			t.Errorf("table %d (%q) rendered %gx%g", tl.Index, tl.Class, tl.Width, tl.Height)
 		}
-		if tl.Reference && (!tl.Shown || tl.Rows == 0) {
-			t.Errorf("reference table %d: shown %v, %d body rows", tl.Index, tl.Shown, tl.Rows)
+		if tl.Reference {
+			references++
+			if !tl.Shown || tl.Rows == 0 {
+				t.Errorf("reference table %d: shown %v, %d body rows", tl.Index, tl.Shown, tl.Rows)
+			}
 		}
+	}
+	if references == 0 {
+		t.Error("no reference table (the paper's numbers beside ours) on the page")
 	}
 	// The other x scale of the RTT figures appears on its toggle.
 	toggled, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
@@ -374,8 +389,8 @@ type tableLayout struct {
 }
 
 // referenceTableSelector picks the tables of the paper's reference
-// figures beside ours, once the report draws them. It is the hook
-// through which the browser test checks that they render.
+// figures beside ours (reference.go), which the browser test checks
+// render.
 const referenceTableSelector = "table.reference"
 
 // tableLayoutJS measures every table of the page (summaries,

@@ -440,10 +440,7 @@ func addLines(d *drawing, c Chart, logx bool) error {
 			}
 		}
 		if len(xs) <= 12 {
-			var ticks plot.ConstantTicks
-			for _, x := range slices.Sorted(maps.Keys(xs)) {
-				ticks = append(ticks, plot.Tick{Value: x, Label: strconv.FormatFloat(x, 'g', -1, 64)})
-			}
+			ticks := valueTicks(p.X.Tick.Label, slices.Sorted(maps.Keys(xs)))
 			p.X.Tick.Marker = ticks
 			// Keep the end points and their error bars off the frame.
 			p.X.Min, p.X.Max = ticks[0].Value/1.3, ticks[len(ticks)-1].Value*1.3
@@ -486,6 +483,39 @@ func addLines(d *drawing, c Chart, logx bool) error {
 		}
 	}
 	return nil
+}
+
+// valueTicks puts a tick at each of the sorted values xs of a log x axis
+// that spans them (with 1.3x room each side), labelling a value only when
+// its label keeps clear of the previous label: values close together (a
+// few RTT quantiles) would otherwise write their labels over each other.
+func valueTicks(sty draw.TextStyle, xs []float64) plot.ConstantTicks {
+	lo, hi := math.Log(xs[0]/1.3), math.Log(xs[len(xs)-1]*1.3)
+	// The data area's width: the figure less its margins and the y axis.
+	avail := (figWidth - 2*figPad - 60).Points()
+	lastEnd := math.Inf(-1)
+	var ticks plot.ConstantTicks
+	for _, x := range xs {
+		label := tickLabel(x)
+		pos := (math.Log(x) - lo) / (hi - lo) * avail
+		w := sty.Width(label).Points()
+		if pos-w/2 < lastEnd+4 {
+			label = "" // an unlabelled tick
+		} else {
+			lastEnd = pos + w/2
+		}
+		ticks = append(ticks, plot.Tick{Value: x, Label: label})
+	}
+	return ticks
+}
+
+// tickLabel writes a tick's value: whole numbers as they are, others to
+// three significant digits.
+func tickLabel(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e9 {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
 }
 
 // errBelow is how far an error bar reaches below y: the interval's

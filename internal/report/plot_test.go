@@ -1,6 +1,8 @@
 package report
 
 import (
+	"gonum.org/v1/plot"
+
 	"html"
 	"regexp"
 	"strconv"
@@ -155,5 +157,29 @@ func TestLegendBelowThePlot(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestValueTicks: every value gets a tick; close values leave some
+// unlabelled rather than write over each other; spread values (stream
+// counts, MSS) are all labelled, whole numbers as they are.
+func TestValueTicks(t *testing.T) {
+	sty := plot.New().X.Tick.Label
+	close := valueTicks(sty, []float64{16.9633, 18.06, 18.2, 24.2333, 25.8, 27.5, 38.6333, 41.05})
+	labelled := 0
+	for _, tk := range close {
+		if tk.Label != "" {
+			labelled++
+		}
+	}
+	if len(close) != 8 || labelled == 0 || labelled == 8 {
+		t.Errorf("close values: %d ticks, %d labelled: %+v", len(close), labelled, close)
+	}
+	var got []string
+	for _, tk := range valueTicks(sty, []float64{1, 4, 16, 64, 256}) {
+		got = append(got, tk.Label)
+	}
+	if strings.Join(got, ",") != "1,4,16,64,256" {
+		t.Errorf("stream counts labelled %q", got)
 	}
 }
