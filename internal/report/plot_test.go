@@ -1,13 +1,13 @@
 package report
 
 import (
-	"gonum.org/v1/plot"
-
 	"html"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gonum.org/v1/plot"
 )
 
 // TestSharedYAxis: the per-method throughput-over-time figures of one
