@@ -23,8 +23,9 @@ func newCleanCmd() *cobra.Command {
 namespaces named tunbench-<id>-a/b with every process inside them, the
 processes a run recorded, devices named tb<id>-... of dead runs, and its
 private directory under /run/tunbench, after putting back from its
-journal what it changed on the host's own devices (with ssh.host_changes:
-the underlay's MTU and every offload feature). Runs still alive hold a
+journal what it changed on the host outside its own devices (the
+underlay's MTU and every offload feature with ssh.host_changes, addresses
+OVS moved, sysctls, tc programs, BPF pins, congestion-control routes). Runs still alive hold a
 lock and are left alone; nothing else is touched. tunbench run does the
 same before it starts.
 
