@@ -36,19 +36,14 @@ const screenshotEnv = "TUNBENCH_REPORT_SCREENSHOT"
 // full-page screenshot in the test's temp dir (and to $TUNBENCH_REPORT_SCREENSHOT
 // when set).
 func TestReportInBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.SkipMissing(t, "chromium is not installed (Debian package chromium; scripts/install.sh installs it): %v", err)
-	}
 	dir := t.TempDir()
-	htmlPath := filepath.Join(dir, "report.html")
 	// The fixture database's runs, and a Go-built run with the records of
 	// the parallel, udp_sizes and latency_under_load tests and an MSS
 	// sweep, so that their figures and summary columns are drawn too.
 	runs := fixtureDB(t)
 	run, cells := seedRun()
 	// And a run whose scenario carries the paper's published figures, so
-	// the reference tables are laid out and checked with the rest.
+	// the reference tables are laid out and checked with the rest
 	// (under an id of its own: it is built from a run already on the page).
 	ref := referenceRun()
 	ref.Run.ID += "-ref"
@@ -56,54 +51,7 @@ func TestReportInBrowser(t *testing.T) {
 		ref.Cells[i].RunID = ref.Run.ID
 	}
 	runs = append(runs, RunRecords{Run: run, Cells: cells}, ref)
-	b, err := Build(runs, "report-files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(htmlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteHTML(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteFiles(filepath.Join(dir, "report-files")); err != nil {
-		t.Fatal(err)
-	}
-
-	profile, err := os.MkdirTemp("", "tunbench-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// Chromium's helpers may still write for a moment after it exits.
-		for range 50 {
-			if os.RemoveAll(profile) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-	})
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(browser),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(profile),
-		// Chromium keeps crash-report settings under $HOME/.config and a
-		// singleton socket directory under $TMPDIR whatever the profile:
-		// point both at the profile, so the test leaves nothing behind.
-		chromedp.Env("HOME="+profile, "TMPDIR="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
-		chromedp.WindowSize(1400, 1000),
-	)
-	defer cancelAlloc()
+	b, htmlPath := writeReport(t, dir, runs, true)
 
 	var (
 		mu       sync.Mutex
@@ -140,10 +88,7 @@ func TestReportInBrowser(t *testing.T) {
 			fetched = append(fetched, e.URL)
 		}
 	}
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(listen))
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelTimeout()
+	ctx := chromium(t, listen, 2*time.Minute)
 
 	fileURL := (&url.URL{Scheme: "file", Path: htmlPath}).String()
 	if err := chromedp.Do(ctx, chromedp.Navigate(fileURL)); err != nil {
@@ -450,4 +395,80 @@ func stressCharts() []Chart {
 			X: []float64{0.5, 1, 1.5, 2}, Y: []float64{float64(10 + i), float64(12 + i), float64(9 + i), float64(11 + i)}})
 	}
 	return []Chart{bars, lines}
+}
+
+// writeReport writes the HTML report of runs to dir/report.html, and with
+// files its figure files beside it, and returns the report and the path.
+func writeReport(t *testing.T, dir string, runs []RunRecords, files bool) (*Built, string) {
+	t.Helper()
+	htmlPath := filepath.Join(dir, "report.html")
+	b, err := Build(runs, "report-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(htmlPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteHTML(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if files {
+		if err := b.WriteFiles(filepath.Join(dir, "report-files")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return b, htmlPath
+}
+
+// chromium starts a headless Chromium with a profile of its own, which
+// is removed at the test's end, and returns a context driving it for at
+// most timeout; listen gets its events. It skips (a failure in strict
+// mode) when Chromium is not installed.
+func chromium(t *testing.T, listen func(ev any), timeout time.Duration) context.Context {
+	t.Helper()
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		testenv.SkipMissing(t, "chromium is not installed (Debian package chromium; scripts/install.sh installs it): %v", err)
+	}
+	profile, err := os.MkdirTemp("", "tunbench-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		// Chromium's helpers may still write for a moment after it exits.
+		for range 50 {
+			if os.RemoveAll(profile) == nil {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
+		chromedp.ExecPath(browser),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		// Chromium keeps crash-report settings under $HOME/.config and a
+		// singleton socket directory under $TMPDIR whatever the profile:
+		// point both at the profile, so the test leaves nothing behind.
+		chromedp.Env("HOME="+profile, "TMPDIR="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
+		chromedp.WindowSize(1400, 1000),
+	)
+	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(listen))
+	ctx, cancelTimeout := context.WithTimeout(ctx, timeout)
+	// Cleanups run last added first: the timeout, the browser, then the
+	// profile directory.
+	t.Cleanup(cancelAlloc)
+	t.Cleanup(cancel)
+	t.Cleanup(cancelTimeout)
+	return ctx
 }

@@ -1,11 +1,7 @@
 package report
 
 import (
-	"context"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +9,6 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
-
-	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // TestReferenceInBrowser opens a report whose run carries a reference
@@ -25,50 +19,18 @@ import (
 // and the ratio are in their cells, and the page requests nothing but
 // itself.
 func TestReferenceInBrowser(t *testing.T) {
-	browser, err := exec.LookPath("chromium")
-	if err != nil {
-		testenv.SkipMissing(t, "chromium is not installed (Debian package chromium; scripts/install.sh installs it): %v", err)
-	}
-	dir := t.TempDir()
-	htmlPath := filepath.Join(dir, "report.html")
-	b, err := Build([]RunRecords{referenceRun()}, "report-files")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(htmlPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := b.WriteHTML(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	profile := t.TempDir()
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.UserDataDir(profile),
-		chromedp.Env("HOME="+profile, "TMPDIR="+profile, "XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
-		chromedp.WindowSize(1400, 1000),
-	)
-	defer cancelAlloc()
+	_, htmlPath := writeReport(t, t.TempDir(), []RunRecords{referenceRun()}, false)
 	var (
 		mu       sync.Mutex
 		requests []string
 	)
-	ctx, cancel := chromedp.NewContext(allocCtx, chromedp.WithListener(func(ev any) {
+	ctx := chromium(t, func(ev any) {
 		if e, ok := ev.(*network.EventRequestWillBeSent); ok {
 			mu.Lock()
 			requests = append(requests, e.Request.URL)
 			mu.Unlock()
 		}
-	}))
-	defer cancel()
-	ctx, cancelTimeout := context.WithTimeout(ctx, time.Minute)
-	defer cancelTimeout()
+	}, time.Minute)
 	fileURL := (&url.URL{Scheme: "file", Path: htmlPath}).String()
 	if err := chromedp.Do(ctx, chromedp.Navigate(fileURL)); err != nil {
 		t.Fatalf("open %s in chromium: %v", fileURL, err)
