@@ -140,6 +140,13 @@ type Method interface {
 	Teardown(ctx context.Context, env *Env) error
 }
 
+// Placer is implemented by methods whose endpoints are not the testbed's
+// host network stacks: Network is the testbed.Spec.Network the runner
+// asks the testbed for (pod-network: testbed.NetworkPod, ordinary pods).
+type Placer interface {
+	Network() string
+}
+
 // Counter is implemented by methods whose data path counts what it
 // carries (packets, bytes, drops by reason). The runner reads the counters
 // after the measurement, before Teardown, and stores them in the cell's

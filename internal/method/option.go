@@ -2,6 +2,7 @@ package method
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -12,12 +13,14 @@ import (
 // source of truth: scenario validation, Setup, "tunbench methods
 // --options" and docs/methods.md all read them.
 //
-// An option is enumerated when Values is set, else an integer from Min to
-// Max.
+// An option is enumerated when Values is set, an absolute path when Path
+// is set, else an integer from Min to Max.
 type Option struct {
 	Name    string
 	Help    string
 	Default string
+	// Path makes the option an absolute path on the endpoints' hosts.
+	Path bool
 	// Values lists the accepted values of an enumerated option.
 	Values []string
 	// Fold accepts Values in any letter case (the value is stored as
@@ -33,6 +36,9 @@ func (o Option) Valid() string {
 	if o.Values != nil {
 		return "one of " + strings.Join(o.Values, ", ")
 	}
+	if o.Path {
+		return "an absolute path"
+	}
 	return fmt.Sprintf("an integer from %d to %d", o.Min, o.Max)
 }
 
@@ -40,6 +46,9 @@ func (o Option) Valid() string {
 func (o Option) Type() string {
 	if o.Values != nil {
 		return "enum"
+	}
+	if o.Path {
+		return "path"
 	}
 	return "integer"
 }
@@ -52,6 +61,10 @@ func (o Option) Normalize(v string) (string, error) {
 			if v == want || (o.Fold && strings.EqualFold(v, want)) {
 				return want, nil
 			}
+		}
+	} else if o.Path {
+		if strings.HasPrefix(v, "/") && !strings.ContainsAny(v, "\x00\n") {
+			return path.Clean(v), nil
 		}
 	} else if n, err := strconv.ParseUint(v, 10, 64); err == nil && n >= o.Min && n <= o.Max {
 		return strconv.FormatUint(n, 10), nil

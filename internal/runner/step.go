@@ -47,7 +47,11 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	cell.Implementation = m.Implementation()
 
 	// Build the testbed.
-	if s.tb, err = cfg.Bed.Pair(ctx, testbed.Spec{UnderlayMTU: st.Params.UnderlayMTU, Pin: st.Params.Pin, A: st.Params.SiteA, B: st.Params.SiteB}); err != nil {
+	spec := testbed.Spec{UnderlayMTU: st.Params.UnderlayMTU, Pin: st.Params.Pin, A: st.Params.SiteA, B: st.Params.SiteB}
+	if p, ok := m.(method.Placer); ok {
+		spec.Network = p.Network()
+	}
+	if s.tb, err = cfg.Bed.Pair(ctx, spec); err != nil {
 		s.fail(fmt.Errorf("build testbed: %w", err))
 		return cell
 	}

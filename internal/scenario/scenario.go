@@ -26,9 +26,12 @@ import (
 // MTUs, offload states and stream counts, each measured Repetitions times.
 type Scenario struct {
 	Name    string `yaml:"name" json:"name"`
-	Testbed string `yaml:"testbed" json:"testbed"` // "local", "vm" or "ssh"
+	Testbed string `yaml:"testbed" json:"testbed"` // "local", "vm", "ssh" or "kubernetes"
 	// SSH describes the hosts of testbed "ssh" (see SSH).
 	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
+	// Kubernetes describes the cluster and nodes of testbed "kubernetes"
+	// (see Kubernetes).
+	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
 	// Kernel and Modules select the guest kernel for testbed "vm"; empty
 	// Kernel means the Debian stock kernel package fetched into the cache.
 	Kernel  string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
@@ -367,15 +370,23 @@ func (s Scenario) Validate(c Catalog) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
+	if s.SSH != nil && s.Testbed != "ssh" {
+		bad("ssh", "hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
+	}
+	if s.Kubernetes != nil && s.Testbed != "kubernetes" {
+		bad("kubernetes", "a cluster is only used by testbed kubernetes: set testbed: kubernetes or drop the kubernetes section")
+	}
 	switch s.Testbed {
 	case "local", "vm":
-		if s.SSH != nil {
-			bad("ssh", "hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
-		}
 	case "ssh":
 		errs = append(errs, s.validateSSH(c)...)
+	case "kubernetes":
+		errs = append(errs, s.validateKubernetes()...)
 	default:
-		bad("testbed", "unknown testbed %q: use local, vm or ssh", s.Testbed)
+		bad("testbed", "unknown testbed %q: use local, vm, ssh or kubernetes", s.Testbed)
+	}
+	if slices.Contains(s.Methods, PodNetwork) && s.Testbed != "kubernetes" {
+		bad("methods", "%s measures a Kubernetes cluster's pod network between two nodes: set testbed: kubernetes or drop it", PodNetwork)
 	}
 	if s.Kernel != "" && s.Testbed != "vm" {
 		bad("kernel", "a kernel is only booted by testbed vm: set testbed: vm or drop kernel")
@@ -678,7 +689,7 @@ func (s Scenario) CongestionControls() []string {
 	switch {
 	case len(s.CongestionControl) > 0:
 		return slices.Clone(s.CongestionControl)
-	case s.Testbed == "ssh":
+	case s.Remote():
 		return []string{""}
 	}
 	return []string{DefaultCongestionControl}

@@ -76,23 +76,37 @@ var siteName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 
 // SitePairs returns the ordered pairs (sender, receiver) the scenario
 // measures: its pairs, or every ordered pair of sites.
+// On testbed kubernetes the sites are the nodes.
 func (s Scenario) SitePairs() [][2]string {
-	if s.SSH == nil {
+	var names []string
+	var pairs [][]string
+	switch {
+	case s.Testbed == "kubernetes" && s.Kubernetes != nil:
+		for _, n := range s.Kubernetes.Nodes {
+			names = append(names, n.Name)
+		}
+		pairs = s.Kubernetes.Pairs
+	case s.SSH != nil:
+		for _, st := range s.SSH.Sites {
+			names = append(names, st.Name)
+		}
+		pairs = s.SSH.Pairs
+	default:
 		return nil
 	}
 	var out [][2]string
-	if len(s.SSH.Pairs) > 0 {
-		for _, p := range s.SSH.Pairs {
+	if len(pairs) > 0 {
+		for _, p := range pairs {
 			if len(p) == 2 {
 				out = append(out, [2]string{p[0], p[1]})
 			}
 		}
 		return out
 	}
-	for _, a := range s.SSH.Sites {
-		for _, b := range s.SSH.Sites {
-			if a.Name != b.Name {
-				out = append(out, [2]string{a.Name, b.Name})
+	for _, a := range names {
+		for _, b := range names {
+			if a != b {
+				out = append(out, [2]string{a, b})
 			}
 		}
 	}

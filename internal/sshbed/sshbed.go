@@ -320,6 +320,9 @@ func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, e
 	if spec.A == "" || spec.B == "" {
 		return nil, errors.New("sshbed: a cell on the ssh testbed names its two sites")
 	}
+	if err := testbed.CheckNetwork("ssh", spec); err != nil {
+		return nil, err
+	}
 	a, err := t.site(ctx, spec.A)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,9 @@ type Hello struct {
 	Root string
 	// Exe is the path of tunbench on the host (the agent's own binary).
 	Exe string
+	// Network is "" when the agent serves the host's own network stack,
+	// NetworkPod when it runs in an ordinary pod's network namespace.
+	Network string
 }
 
 type agentResp struct {

@@ -51,6 +51,9 @@ type Endpoint struct {
 	// algorithm reaches every connection in a namespace whose default the
 	// kernel does not let tunbench set.
 	RouteCongestion string
+	// Network is where the endpoint lives on its host: "" its own network
+	// stack, NetworkPod an ordinary pod's network namespace.
+	Network string
 
 	h     Host
 	mu    sync.Mutex

@@ -189,7 +189,7 @@ func (c *AgentConn) Hello(ctx context.Context, h Hello) error {
 // files, ops and netlink calls all go to the agent.
 func (c *AgentConn) Endpoint(side string, h Hello) *Endpoint {
 	ep := &Endpoint{Side: side, Host: c.site, NS: -1, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6,
-		Dir: SiteDir(h.Root, h.ID, h.Site), Exe: h.Exe}
+		Dir: SiteDir(h.Root, h.ID, h.Site), Exe: h.Exe, Network: h.Network}
 	ep.h = remoteHost{c}
 	ep.NL = remoteNetlink{ep}
 	return ep

@@ -3,6 +3,7 @@ package testbed
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Testbed is where the cells of a run happen: it builds, for each cell, the
@@ -26,6 +27,30 @@ type Spec struct {
 	// A and B name the sites (ssh testbed); empty picks the testbed's
 	// first two.
 	A, B string
+	// Network is where the endpoints live on their hosts: "" the host's
+	// own network stack, NetworkPod an ordinary pod's network (testbed
+	// kubernetes, for the method pod-network).
+	Network string
+}
+
+// NetworkPod places a cell's endpoints in ordinary pods of a cluster, on
+// its pod network, rather than in the nodes' own network stacks.
+const NetworkPod = "pod"
+
+// errNoPodNetwork refuses a cell that asks for pods on a testbed without
+// them.
+func errNoPodNetwork(bed string) error {
+	return fmt.Errorf("testbed: the %s testbed has no pod network: the method pod-network runs on testbed kubernetes", bed)
+}
+
+// CheckNetwork returns nil when spec asks for the host's own network, and
+// the error that says which testbed has pods otherwise; testbeds without
+// pods call it from Pair.
+func CheckNetwork(bed string, spec Spec) error {
+	if spec.Network != "" {
+		return errNoPodNetwork(bed)
+	}
+	return nil
 }
 
 // Pair is the two endpoints of one cell: a sends, b receives.
@@ -70,6 +95,9 @@ func (LocalTestbed) Name() string { return "local" }
 func (t LocalTestbed) Pair(_ context.Context, spec Spec) (*Pair, error) {
 	if spec.A != "" || spec.B != "" {
 		return nil, errors.New("testbed: the local testbed has no named sites")
+	}
+	if err := CheckNetwork("local", spec); err != nil {
+		return nil, err
 	}
 	l, err := NewLocal(Config{ID: t.ID, Root: t.Root, MTU: spec.UnderlayMTU, Pin: spec.Pin})
 	if err != nil {

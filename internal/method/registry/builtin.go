@@ -9,6 +9,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
+	"github.com/tunbench/tunbench/internal/method/podnet"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
@@ -37,5 +38,6 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFVXLAN,
 		ebpftun.EBPFGRE,
 		ebpftun.EBPFIPIP,
+		podnet.PodNetwork{},
 	)
 }

@@ -1,0 +1,180 @@
+package scenario
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Kubernetes is the testbed of a cluster's nodes: tunbench starts one
+// privileged pod per node (host network, pinned to the node) and runs its
+// agent there, so methods and load run between the nodes' own network
+// stacks as on ssh hosts; the method pod-network measures the cluster's
+// pod network between ordinary pods on the same nodes.
+//
+//	testbed: kubernetes
+//	kubernetes:
+//	  kubeconfig: ~/.kube/config   # default: $KUBECONFIG, then ~/.kube/config
+//	  context: prod                # default: the kubeconfig's current context
+//	  namespace: tunbench          # where the pods go (default: default)
+//	  image: busybox:1.36          # the pods' image: sh, sleep, chroot
+//	  nodes:
+//	    - name: worker-1           # the node's name in the cluster
+//	      dev: eth0                # default: the device carrying the address
+//	      ipv4: 10.0.0.11          # default: the node's InternalIP
+//	    - name: worker-2
+//	  pairs: [[worker-1, worker-2]]   # empty: every ordered pair
+type Kubernetes struct {
+	Kubeconfig string `yaml:"kubeconfig,omitempty" json:"kubeconfig,omitempty"`
+	Context    string `yaml:"context,omitempty" json:"context,omitempty"`
+	Namespace  string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	// Image is the image of tunbench's pods. It needs only a shell,
+	// sleep and chroot: the agent and every tool run from the node's own
+	// file system (mounted into the agent pod), as on an ssh host.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Dir is where tunbench is copied on the nodes (default
+	// DefaultSSHDir).
+	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
+	Nodes []Node     `yaml:"nodes" json:"nodes"`
+	Pairs [][]string `yaml:"pairs,omitempty" json:"pairs,omitempty"`
+}
+
+// Node is one node of the kubernetes testbed.
+type Node struct {
+	Name string `yaml:"name" json:"name"`
+	// Dev is the underlay device; empty: the device that carries the
+	// address.
+	Dev string `yaml:"dev,omitempty" json:"dev,omitempty"`
+	// IPv4 and IPv6 are the node's underlay addresses (a prefix length
+	// may be given; it is read from the device otherwise). Empty: the
+	// node's InternalIP of that family.
+	IPv4 string `yaml:"ipv4,omitempty" json:"ipv4,omitempty"`
+	IPv6 string `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
+}
+
+// DefaultKubernetesImage is the image of tunbench's pods unless the
+// scenario names one.
+const DefaultKubernetesImage = "docker.io/library/busybox:1.36"
+
+// PodNetwork is the method that measures the cluster's own pod network.
+const PodNetwork = "pod-network"
+
+// nodeName is what tunbench accepts as a node name: a DNS label or
+// subdomain (RFC 1123) of at most 63 bytes, which also names the node's
+// directory and journal on the host.
+var nodeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9.-]{0,61}[a-z0-9])?$`)
+
+// k8sNamespace is a Kubernetes namespace name (RFC 1123 label).
+var k8sNamespace = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Node returns the node called name.
+func (k *Kubernetes) Node(name string) (Node, bool) {
+	for _, n := range k.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// NamespaceOrDefault is the namespace tunbench's pods go to.
+func (k *Kubernetes) NamespaceOrDefault() string {
+	if k.Namespace == "" {
+		return "default"
+	}
+	return k.Namespace
+}
+
+// ImageOrDefault is the image of tunbench's pods.
+func (k *Kubernetes) ImageOrDefault() string {
+	if k.Image == "" {
+		return DefaultKubernetesImage
+	}
+	return k.Image
+}
+
+// Remote reports whether the run's endpoints are other machines, driven
+// through tunbench agents (testbeds ssh and kubernetes): this machine is
+// then only the controller.
+func (s Scenario) Remote() bool { return s.Testbed == "ssh" || s.Testbed == "kubernetes" }
+
+func (s Scenario) validateKubernetes() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	k := s.Kubernetes
+	if k == nil || len(k.Nodes) < 2 {
+		bad("kubernetes.nodes", "testbed kubernetes needs at least two nodes, each named as the cluster names it (kubectl get nodes; see docs/kubernetes.md)")
+		return errs
+	}
+	if s.Pin {
+		bad("pin", "pinning splits one machine's CPUs between the sides; on testbed kubernetes each side is its own node: drop pin")
+	}
+	if len(s.WAN) > 0 {
+		bad("wan", "testbed kubernetes measures the real network between the nodes and emulates none: drop wan")
+	}
+	for _, o := range s.Offloads {
+		if o != "on" {
+			bad("offloads", "%q: testbed kubernetes leaves the nodes' NIC settings as they are: use offloads: [on]", o)
+			break
+		}
+	}
+	if k.Namespace != "" && !k8sNamespace.MatchString(k.Namespace) {
+		bad("kubernetes.namespace", "%q: a namespace name is 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit", k.Namespace)
+	}
+	if k.Image != "" && strings.ContainsAny(k.Image, " \t\n") {
+		bad("kubernetes.image", "%q: give an image reference such as busybox:1.36", k.Image)
+	}
+	if k.Dir != "" && !strings.HasPrefix(k.Dir, "/") {
+		bad("kubernetes.dir", "%q: give an absolute directory on the nodes", k.Dir)
+	}
+	names := map[string]bool{}
+	for i, n := range k.Nodes {
+		f := fmt.Sprintf("kubernetes.nodes[%d]", i)
+		if !nodeName.MatchString(n.Name) {
+			bad(f+".name", "%q: give the node's name as the cluster knows it (kubectl get nodes), at most 63 lowercase letters, digits, '.' or '-'", n.Name)
+		}
+		if names[n.Name] {
+			bad(f+".name", "%q is listed twice: name each node once", n.Name)
+		}
+		names[n.Name] = true
+		if n.Dev != "" && (len(n.Dev) > 15 || strings.ContainsAny(n.Dev, "/ \t\n")) {
+			bad(f+".dev", "%q: name a network device of the node (at most 15 bytes), or leave it out for the one carrying the address", n.Dev)
+		}
+		for _, fam := range []string{"ipv4", "ipv6"} {
+			v := n.IPv4
+			if fam == "ipv6" {
+				v = n.IPv6
+			}
+			if v == "" {
+				continue
+			}
+			a, err := parseAddrOrPrefix(v)
+			if err != nil || (fam == "ipv4") != a.Is4() {
+				bad(f+"."+fam, "%q: give an %s address of the node (a prefix length may follow), or leave it out for its InternalIP", v, fam)
+			}
+		}
+	}
+	for i, p := range k.Pairs {
+		if len(p) != 2 || p[0] == p[1] {
+			bad(fmt.Sprintf("kubernetes.pairs[%d]", i), "%v: a pair is two different nodes, [sender, receiver]", p)
+			continue
+		}
+		for _, n := range p {
+			if !names[n] {
+				bad(fmt.Sprintf("kubernetes.pairs[%d]", i), "unknown node %q: nodes are %s", n, strings.Join(sortedKeys(names), ", "))
+			}
+		}
+	}
+	return errs
+}
+
+// parseAddrOrPrefix reads "10.0.0.1" or "10.0.0.1/24".
+func parseAddrOrPrefix(v string) (netip.Addr, error) {
+	if p, err := netip.ParsePrefix(v); err == nil {
+		return p.Addr(), nil
+	}
+	return netip.ParseAddr(v)
+}

@@ -1,0 +1,81 @@
+package scenario_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+const kubeYAML = `
+testbed: kubernetes
+methods: [native, vxlan]
+kubernetes:
+  namespace: bench
+  nodes:
+    - {name: worker-1}
+    - {name: worker-2, dev: ens5, ipv4: 10.0.0.12/24}
+    - {name: worker-3.example, ipv4: 10.0.0.13}
+`
+
+func TestKubernetesScenario(t *testing.T) {
+	s, err := scenario.Parse([]byte(kubeYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatal(err)
+	}
+	if !s.Remote() {
+		t.Error("testbed kubernetes is remote: this machine only controls")
+	}
+	if got := len(s.SitePairs()); got != 6 {
+		t.Errorf("every ordered pair of 3 nodes: got %d, want 6", got)
+	}
+	s.Kubernetes.Pairs = [][]string{{"worker-2", "worker-1"}}
+	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"worker-2", "worker-1"} {
+		t.Errorf("chosen pairs: %v", got)
+	}
+	if got := s.CongestionControls(); len(got) != 1 || got[0] != "" {
+		t.Errorf("congestion control on a cluster: %q, want each node's own default", got)
+	}
+	if s.Kubernetes.NamespaceOrDefault() != "bench" || s.Kubernetes.ImageOrDefault() != scenario.DefaultKubernetesImage {
+		t.Errorf("namespace %q, image %q", s.Kubernetes.NamespaceOrDefault(), s.Kubernetes.ImageOrDefault())
+	}
+}
+
+// TestKubernetesScenarioRefusals: each bad kubernetes scenario is refused
+// naming the field and the fix, before anything reaches a cluster.
+func TestKubernetesScenarioRefusals(t *testing.T) {
+	two := `nodes: [{name: n1}, {name: n2}]`
+	for _, tc := range []struct {
+		name, doc, want string
+	}{
+		{"one node", "testbed: kubernetes\nkubernetes: {nodes: [{name: n1}]}", "kubernetes.nodes: testbed kubernetes needs at least two nodes"},
+		{"no section", "testbed: kubernetes", "kubernetes.nodes: testbed kubernetes needs at least two nodes"},
+		{"bad node name", "testbed: kubernetes\nkubernetes: {nodes: [{name: N_1}, {name: n2}]}", `kubernetes.nodes[0].name: "N_1": give the node's name as the cluster knows it`},
+		{"duplicate node", "testbed: kubernetes\nkubernetes: {nodes: [{name: n1}, {name: n1}]}", `kubernetes.nodes[1].name: "n1" is listed twice`},
+		{"bad address", "testbed: kubernetes\nkubernetes: {nodes: [{name: n1, ipv4: 2001:db8::1}, {name: n2}]}", `kubernetes.nodes[0].ipv4: "2001:db8::1": give an ipv4 address of the node`},
+		{"bad namespace", "testbed: kubernetes\nkubernetes: {namespace: Bench, " + two + "}", `kubernetes.namespace: "Bench": a namespace name is`},
+		{"unknown pair node", "testbed: kubernetes\nkubernetes: {pairs: [[n1, n3]], " + two + "}", `kubernetes.pairs[0]: unknown node "n3": nodes are n1, n2`},
+		{"offloads", "testbed: kubernetes\noffloads: [off]\nkubernetes: {" + two + "}", `offloads: "off": testbed kubernetes leaves the nodes' NIC settings as they are`},
+		{"pin", "testbed: kubernetes\npin: true\nkubernetes: {" + two + "}", "pin: pinning splits one machine's CPUs"},
+		{"section on local", "testbed: local\nkubernetes: {" + two + "}", "kubernetes: a cluster is only used by testbed kubernetes"},
+		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network"},
+		{"unknown field", "testbed: kubernetes\nkubernetes: {nodez: []}", "nodez"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := tc.doc + "\n"
+			if !strings.Contains(doc, "methods:") {
+				doc += "methods: [native]\n"
+			}
+			s, err := scenario.Parse([]byte(doc))
+			if err == nil {
+				err = s.Validate(catalog{})
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %v\nwant it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
