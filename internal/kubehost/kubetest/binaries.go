@@ -110,13 +110,13 @@ func complete(dir string) bool {
 	return true
 }
 
-// goTool is the go command: the one on PATH, else the one of the Go
-// installation that built this program.
+// goTool is the go command: the one on PATH, else the project's Go
+// (/usr/local/go).
 func goTool() string {
 	if p, err := exec.LookPath("go"); err == nil {
 		return p
 	}
-	return filepath.Join(runtime.GOROOT(), "bin", "go")
+	return "/usr/local/go/bin/go"
 }
 
 // repoRoot finds the tunbench module's root: from this source file when

@@ -5,12 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,7 +24,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/remotecommand"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCluster(t *testing.T) {
@@ -57,6 +66,23 @@ func TestCluster(t *testing.T) {
 			t.Errorf("node %s: containerRuntimeVersion %q, want containerd://...", n.Name, info.ContainerRuntimeVersion)
 		}
 		t.Logf("node %s: kubelet %s, runtime %s, addresses %v", n.Name, info.KubeletVersion, info.ContainerRuntimeVersion, n.Status.Addresses)
+	}
+
+	// A user without RBAC grants is refused.
+	ucfg, err := clientcmd.BuildConfigFromFlags("", c.UserKubeconfig("alice", "tunbench-testers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ucfg.Proxy = http.ProxyURL(c.ProxyURL())
+	alice := kubernetes.NewForConfigOrDie(ucfg)
+	if _, err := alice.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("alice lists pods: err %v, want Forbidden", err)
+	}
+	review, err := alice.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Errorf("alice's self subject review: %v", err)
+	} else if u := review.Status.UserInfo; u.Username != "alice" || !slices.Contains(u.Groups, "tunbench-testers") {
+		t.Errorf("alice is %q in %v", u.Username, u.Groups)
 	}
 
 	privileged := true
@@ -207,4 +233,69 @@ func execIn(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, ns, 
 		}
 	}
 	return stdout.String(), stderr.String(), err
+}
+
+// TestCleanLeftovers: what a killed test's cluster left (a namespace with
+// a process in it, cgroup trees, its directory with a lock nobody holds)
+// is removed by the next Start's CleanLeftovers; a live instance (lock
+// held) is left alone.
+func TestCleanLeftovers(t *testing.T) {
+	Need(t)
+	dead, live := Prefix+"d0d0d0", Prefix+"e1e1e1"
+	for _, p := range []string{dead, live} {
+		if err := os.MkdirAll(filepath.Join(os.TempDir(), p), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := ip("netns", "add", p+"-ctl"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_ = destroy("e1e1e1", nil)
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), live))
+		_ = destroy("d0d0d0", nil)
+		_ = os.RemoveAll(filepath.Join(os.TempDir(), dead))
+	})
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), dead, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), live, "lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	cg := filepath.Join("/sys/fs/cgroup/pids", dead+"-node1", "kubepods")
+	if err := os.MkdirAll(cg, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sleeper := exec.Command("ip", "netns", "exec", dead+"-ctl", "sleep", "300")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = sleeper.Wait() }()
+	inCgroup := exec.Command("sleep", "300")
+	if err := inCgroup.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = inCgroup.Wait() }()
+	if err := os.WriteFile(filepath.Join(cg, "cgroup.procs"), []byte(strconv.Itoa(inCgroup.Process.Pid)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CleanLeftovers(); err != nil {
+		t.Fatal(err)
+	}
+	if left := Leftovers("d0d0d0"); len(left) > 0 {
+		t.Errorf("left after CleanLeftovers: %v", left)
+	}
+	if alive(sleeper.Process.Pid) || alive(inCgroup.Process.Pid) {
+		t.Errorf("processes of the dead instance still alive")
+	}
+	if left := Leftovers("e1e1e1"); len(left) != 2 {
+		t.Errorf("the live instance lost something: %v left, want its namespace and directory", left)
+	}
 }
