@@ -22,6 +22,12 @@
 // never reaches the machine and goes when the node's processes go. Each
 // kubelet's cgroup root is a tree of its own in every cgroup hierarchy.
 //
+// The apiserver is reachable only from inside the control namespace: in
+// process through Cluster.Dial, or through ProxyURL, a CONNECT proxy on
+// the machine's loopback that RestConfig uses (client-go's WebSocket
+// executor ignores rest.Config.Dial but honours rest.Config.Proxy); a
+// subprocess runs inside Control (ip netns exec) with Kubeconfig.
+//
 // Everything an instance creates carries its prefix "tunbench-k<id>-"
 // (namespaces, cgroup trees, the directory /tmp/tunbench-k<id>), so
 // several clusters can run at once, and Start removes what a killed test
