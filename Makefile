@@ -33,6 +33,7 @@ lint:
 test:
 	./scripts/install.sh test
 	./scripts/fresh-check.sh
+	./scripts/k8s-binaries.sh >/dev/null
 	$(MAKE) lint
 	bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -timeout 60m ./... 2>&1 | $(GO) run ./scripts/skips'
 	FUZZTIME=30s ./scripts/fuzz.sh

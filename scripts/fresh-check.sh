@@ -6,6 +6,9 @@
 #   - with only that cache and the network off (GOPROXY=off), every
 #     package and test of the module resolves and the go.mod tools
 #     (go tool staticcheck) build;
+#   - the wrapper module that builds the test cluster's Kubernetes
+#     binaries (tools/k8s) downloads the same way and its commands resolve
+#     offline from it;
 #   - every tool pinned by install.sh is served by its registry at the
 #     version written there (wireguard-go by its Go pseudo-version,
 #     boringtun-cli by its crates.io version);
@@ -28,6 +31,12 @@ go mod download "${mods[@]}"
 echo "fresh-check: packages, tests and go.mod tools resolve offline from it"
 GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -deps -test ./... >/dev/null
 GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go tool staticcheck -version >/dev/null
+
+echo "fresh-check: the Kubernetes binaries' wrapper module (tools/k8s) downloads and resolves offline"
+(cd tools/k8s && go mod download &&
+  GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -tags tools -deps \
+    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet \
+    k8s.io/kubernetes/cmd/kube-controller-manager >/dev/null)
 
 echo "fresh-check: tools pinned by scripts/install.sh are served at their versions"
 wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)

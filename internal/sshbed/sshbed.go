@@ -65,6 +65,15 @@ type Config struct {
 	Dial func(site string) func(ctx context.Context, network, addr string) (net.Conn, error)
 	// Log receives notes (reconnects, cleanups); nil discards.
 	Log func(format string, args ...any)
+	// Connect, when set, reaches a site in place of an SSH login: it
+	// returns a Host over another transport (testbed kubernetes: a pod's
+	// exec stream) and the site as it is now (a pod made anew has a new
+	// address). It is called for every connection, reconnections and
+	// cleanups included.
+	Connect func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error)
+	// Networks says, per site, where its agent serves (Hello.Network):
+	// "" the host's own network stack, testbed.NetworkPod a pod's.
+	Networks map[string]string
 }
 
 // Testbed is the ssh testbed of one run.
@@ -184,11 +193,7 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 // (Config.checkHost): the tools, congestion control algorithms and the
 // methods' kernel options.
 func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host, error) {
-	c := t.sshConfig(st)
-	if err := c.Validate(); err != nil {
-		return nil, fmt.Errorf("site %s: %w", st.Name, err)
-	}
-	sh, err := sshhost.Dial(ctx, c)
+	sh, st, err := t.login(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", st.Name, err)
 	}
@@ -202,6 +207,19 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 	return h, nil
 }
 
+// login reaches st: over SSH, or through Config.Connect.
+func (t *Testbed) login(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
+	if t.cfg.Connect != nil {
+		return t.cfg.Connect(ctx, st)
+	}
+	c := t.sshConfig(st)
+	if err := c.Validate(); err != nil {
+		return nil, st, err
+	}
+	sh, err := sshhost.Dial(ctx, c)
+	return sh, st, err
+}
+
 // start installs tunbench on h (unless given), starts its agent and, with
 // check, verifies the underlay device, addresses and MTU.
 func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
@@ -211,7 +229,7 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h.exe = exe
-	h.hello = testbed.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe}
+	h.hello = testbed.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe, Network: t.cfg.Networks[st.Name]}
 	if p, err := st.Prefix("ipv4"); err == nil {
 		h.hello.Addr4 = p
 	}
@@ -387,7 +405,7 @@ func (t *Testbed) recover(ctx context.Context, h *host) (*host, error) {
 func (t *Testbed) cleanSite(ctx context.Context, st scenario.Site, exe string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	sh, err := sshhost.Dial(ctx, t.sshConfig(st))
+	sh, _, err := t.login(ctx, st)
 	if err != nil {
 		return err
 	}
@@ -473,7 +491,7 @@ func OnEachSite(ctx context.Context, cfg Config, args func(site string) []string
 	var out []string
 	var errs []error
 	for _, st := range cfg.SSH.Sites {
-		sh, err := sshhost.Dial(ctx, t.sshConfig(st))
+		sh, _, err := t.login(ctx, st)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("site %s: %w", st.Name, err))
 			continue
