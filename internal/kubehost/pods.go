@@ -63,7 +63,9 @@ type Pod struct {
 	UID                                types.UID
 }
 
-func (p *Pod) String() string { return fmt.Sprintf("pod %s/%s on node %s", p.Namespace, p.Name, p.Node) }
+func (p *Pod) String() string {
+	return fmt.Sprintf("pod %s/%s on node %s", p.Namespace, p.Name, p.Node)
+}
 
 var (
 	runIDPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
