@@ -153,6 +153,9 @@ func (t *execTransport) follow(w watch.Interface, nodeTick <-chan time.Time) boo
 			if !isPod {
 				return false
 			}
+			if p.Name != t.pod.Name {
+				continue
+			}
 			if ev.Type == watch.Deleted {
 				t.lostf("the pod was deleted")
 				return true
