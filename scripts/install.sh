@@ -22,7 +22,7 @@ run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
-  openssh-server)
+  openssh-server containerd runc etcd-server containernetworking-plugins)
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
 # fresh-check's question to crates.io, installed in test mode only when the
@@ -84,6 +84,10 @@ if [ "$mode" = test ]; then
   # sshd instances inside their own namespaces (internal/sshhost/sshtest);
   # a system sshd the package may start is left alone: it may be how this
   # machine is reached.
+  # containerd, runc, etcd-server and containernetworking-plugins are for
+  # the kubernetes test cluster (internal/kubehost/kubetest), which runs its
+  # own etcd and containerds inside its namespaces; services the packages
+  # start are left alone (the cluster's ports are in its own namespaces).
 
   # wireguard-go: the current release, pinned; Debian's 2022 build is about
   # five times slower.
