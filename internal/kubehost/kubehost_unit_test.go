@@ -160,7 +160,6 @@ spec:
     - mountPath: /run/tunbench
       name: run
     - mountPath: /host
-      mountPropagation: HostToContainer
       name: host
   dnsPolicy: Default
   enableServiceLinks: false

@@ -148,9 +148,11 @@ func podObject(spec PodSpec, namespace string) *corev1.Pod {
 				Add: []corev1.Capability{"NET_ADMIN", "NET_RAW", "SYS_ADMIN", "BPF", "PERFMON"},
 			},
 		}
-		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{
-			Name: "host", MountPath: HostRoot, MountPropagation: ptr.To(corev1.MountPropagationHostToContainer),
-		})
+		// No mount propagation: HostToContainer needs "/" to be a shared
+		// or slave mount on the node, which nodes need not have (the
+		// kubelet refuses the container otherwise). Mounts the node makes
+		// after the pod starts are thus not seen under HostRoot.
+		ctr.VolumeMounts = append(ctr.VolumeMounts, corev1.VolumeMount{Name: "host", MountPath: HostRoot})
 		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "host", VolumeSource: corev1.VolumeSource{
 			HostPath: &corev1.HostPathVolumeSource{Path: "/", Type: ptr.To(corev1.HostPathDirectory)},
 		}})

@@ -135,7 +135,9 @@ func (h *Host) killGroup(pgid int) {
 	defer s.Close()
 	done := make(chan struct{})
 	go func() {
-		if s.Start(fmt.Sprintf("kill -KILL -- -%d", pgid), nil, nil, nil) == nil {
+		// Not "kill -KILL -- -PGID": dash's and busybox's kill builtins
+		// refuse "--", and every shell reads "-PGID" after the signal.
+		if s.Start(fmt.Sprintf("kill -KILL -%d", pgid), nil, nil, nil) == nil {
 			_ = s.Wait()
 		}
 		close(done)
