@@ -6,6 +6,12 @@
 // stdout carry the agent's RPC, copies files, installs tunbench itself, and
 // reports the programs a host lacks with the line that installs them.
 //
+// The connection is a Transport: Dial makes the SSH one; NewHost runs the
+// same Host over any other channel to a POSIX shell on the host (the
+// Kubernetes testbed's pod exec streams, internal/kubehost), with
+// everything above unchanged. Keepalives and the host key check are the
+// SSH transport's own.
+//
 // There is no option to skip host key verification: an unknown or changed
 // key is an error (ErrUnknownHostKey, ErrHostKeyChanged) that says how to
 // check and accept it.

@@ -31,12 +31,14 @@ var (
 // earlier deadline.
 var DialTimeout = 15 * time.Second
 
-// Host is one SSH connection to a host. Its methods are safe for
-// concurrent use; each command runs in its own SSH session (OpenSSH allows
-// MaxSessions, 10 by default, at once per connection).
+// Host is one connection to a host: an SSH connection (Dial) or another
+// Transport (NewHost). Its methods are safe for concurrent use; each
+// command runs in its own session (OpenSSH allows MaxSessions, 10 by
+// default, at once per connection).
 type Host struct {
-	cfg    Config
-	client *ssh.Client
+	cfg Config
+	tr  Transport
+	ssh bool // tr is an SSH connection: messages may name OpenSSH
 
 	done     chan struct{}
 	failOnce sync.Once
@@ -102,13 +104,8 @@ func Dial(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, fmt.Errorf("sshhost: host %s: ssh handshake with %s as %s: %w", cfg.Name, cfg.hostPort(), cfg.User, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
-	h := &Host{cfg: cfg, client: ssh.NewClient(sc, chans, reqs), done: make(chan struct{})}
-	go func() {
-		err := h.client.Wait()
-		h.fail(fmt.Errorf("sshhost: host %s (%s): %w: %v", cfg.Name, cfg.hostPort(), ErrConnectionLost, errOrEOF(err)))
-	}()
-	go h.keepalive()
-	return h, nil
+	tr := newSSHTransport(ssh.NewClient(sc, chans, reqs))
+	return newHost(cfg, tr, fmt.Sprintf("%s (%s)", cfg.Name, cfg.hostPort()), true), nil
 }
 
 func errOrEOF(err error) error {
@@ -142,11 +139,7 @@ func (h *Host) Err() error {
 // their session (OpenSSH then closes their stdin and stdout).
 func (h *Host) Close() error {
 	h.fail(ErrClosed)
-	err := h.client.Close()
-	if errors.Is(err, net.ErrClosed) {
-		err = nil
-	}
-	return err
+	return h.tr.Close()
 }
 
 // fail records why the connection ended, once, and closes done.
@@ -154,41 +147,6 @@ func (h *Host) fail(err error) {
 	h.failOnce.Do(func() {
 		h.err = err
 		close(h.done)
-		h.client.Close()
+		h.tr.Close()
 	})
-}
-
-// keepalive sends a keepalive@openssh.com request every interval and
-// fails the connection after KeepaliveMissed intervals without a reply.
-// OpenSSH answers it with a failure reply, which counts: any reply proves
-// the peer alive.
-func (h *Host) keepalive() {
-	t := time.NewTicker(KeepaliveInterval)
-	defer t.Stop()
-	replies := make(chan struct{}, 1)
-	inFlight, missed := false, 0
-	for {
-		select {
-		case <-h.done:
-			return
-		case <-replies:
-			inFlight, missed = false, 0
-		case <-t.C:
-			if inFlight {
-				missed++
-				if missed >= KeepaliveMissed {
-					h.fail(fmt.Errorf("sshhost: host %s (%s): %w: no reply to %d keepalives in %s",
-						h.cfg.Name, h.cfg.hostPort(), ErrConnectionLost, missed, time.Duration(missed)*KeepaliveInterval))
-					return
-				}
-				continue
-			}
-			inFlight = true
-			go func() {
-				if _, _, err := h.client.SendRequest("keepalive@openssh.com", true, nil); err == nil {
-					replies <- struct{}{}
-				}
-			}()
-		}
-	}
 }

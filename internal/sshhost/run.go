@@ -11,8 +11,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/crypto/ssh"
 )
 
 // ExitError is the error of a remote command that ran and failed: it
@@ -56,7 +54,8 @@ var killWait = 2 * time.Second
 // Every command runs as "echo $$; exec CMD" (or "echo $$; SCRIPT"): the
 // first line of stdout is the pid of the shell sshd started, which leads
 // the command's process group (sshd calls setsid for each session), and
-// is taken off before the caller sees stdout. Cancelling kills that group
+// is taken off before the caller sees stdout (other transports must start
+// the shell as a process group leader too). Cancelling kills that group
 // from a second session with kill(1): OpenSSH refuses the protocol's
 // "signal" request for root logins ("session signalling requires privilege
 // separation"), and without a pty it sends no SIGHUP when a session closes.
@@ -81,7 +80,7 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	if err := h.Err(); err != nil {
 		return nil, nil, err
 	}
-	s, err := h.client.NewSession()
+	s, err := h.tr.NewSession()
 	if err != nil {
 		return nil, nil, h.sessionErr(argv, err)
 	}
@@ -89,8 +88,7 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	var out bytes.Buffer
 	hw := &headerWriter{w: &out, pid: make(chan int, 1)}
 	errb := &tailBuffer{limit: stderrLimit}
-	s.Stdout, s.Stderr, s.Stdin = hw, errb, stdin
-	if err := s.Start(cmd); err != nil {
+	if err := s.Start(cmd, stdin, hw, errb); err != nil {
 		return nil, nil, h.sessionErr(argv, err)
 	}
 	waited := make(chan error, 1)
@@ -112,7 +110,7 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 // kill kills a session's command: it waits (briefly) to learn its process
 // group, kills the group from a second session, waits (briefly) for the
 // exit, and closes the session.
-func (h *Host) kill(s *ssh.Session, pid <-chan int, waited <-chan error) {
+func (h *Host) kill(s TransportSession, pid <-chan int, waited <-chan error) {
 	select {
 	case p := <-pid:
 		h.killGroup(p)
@@ -130,13 +128,20 @@ func (h *Host) kill(s *ssh.Session, pid <-chan int, waited <-chan error) {
 
 // killGroup sends SIGKILL to process group pgid on the host.
 func (h *Host) killGroup(pgid int) {
-	s, err := h.client.NewSession()
+	s, err := h.tr.NewSession()
 	if err != nil {
 		return
 	}
 	defer s.Close()
 	done := make(chan struct{})
-	go func() { _ = s.Run(fmt.Sprintf("kill -KILL -- -%d", pgid)); close(done) }()
+	go func() {
+		// Not "kill -KILL -- -PGID": dash's and busybox's kill builtins
+		// refuse "--", and every shell reads "-PGID" after the signal.
+		if s.Start(fmt.Sprintf("kill -KILL -%d", pgid), nil, nil, nil) == nil {
+			_ = s.Wait()
+		}
+		close(done)
+	}()
 	select {
 	case <-done:
 	case <-time.After(killWait):
@@ -195,24 +200,26 @@ func (h *Host) sessionErr(argv []string, err error) error {
 	if lost := h.Err(); lost != nil {
 		return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
 	}
+	if !h.ssh {
+		return fmt.Errorf("sshhost: host %s: %s: open session: %w", h.cfg.Name, displayArgv(argv), err)
+	}
 	return fmt.Errorf("sshhost: host %s: %s: open session: %w (OpenSSH allows MaxSessions, 10 by default, at once per connection)", h.cfg.Name, displayArgv(argv), err)
 }
 
-// exitErr turns the error of ssh.Session.Wait into this package's.
+// exitErr turns the error of TransportSession.Wait into this package's.
 func (h *Host) exitErr(argv []string, err error, stderr []byte) error {
 	if err == nil {
 		return nil
 	}
-	var ee *ssh.ExitError
-	if errors.As(err, &ee) {
-		e := &ExitError{Host: h.cfg.Name, Argv: argv, Status: ee.ExitStatus(), Stderr: bytes.Clone(stderr)}
-		if sig := ee.Signal(); sig != "" {
-			e.Status, e.Signal = -1, sig
+	var se *StatusError
+	if errors.As(err, &se) {
+		e := &ExitError{Host: h.cfg.Name, Argv: argv, Status: se.Status, Stderr: bytes.Clone(stderr)}
+		if se.Signal != "" {
+			e.Status, e.Signal = -1, se.Signal
 		}
 		return e
 	}
-	var missing *ssh.ExitMissingError
-	if errors.As(err, &missing) {
+	if errors.Is(err, ErrNoExitStatus) {
 		// The channel closed without an exit status: the connection (or
 		// the remote sshd) went away.
 		select {
@@ -220,7 +227,13 @@ func (h *Host) exitErr(argv []string, err error, stderr []byte) error {
 			return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
 		case <-time.After(KeepaliveInterval * time.Duration(KeepaliveMissed+1)):
 		}
+		if !h.ssh {
+			return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
+		}
 		return fmt.Errorf("sshhost: host %s: %s: session ended without an exit status (was sshd's session process killed?)", h.cfg.Name, displayArgv(argv))
+	}
+	if lost := h.Err(); lost != nil {
+		return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
 	}
 	return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 }
@@ -245,7 +258,7 @@ type Session struct {
 
 	h      *Host
 	argv   []string
-	s      *ssh.Session
+	s      TransportSession
 	stderr *tailBuffer
 	waited chan struct{}
 	err    error // set before waited is closed
@@ -264,7 +277,7 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 	if err := h.Err(); err != nil {
 		return nil, err
 	}
-	s, err := h.client.NewSession()
+	s, err := h.tr.NewSession()
 	if err != nil {
 		return nil, h.sessionErr(argv, err)
 	}
@@ -277,8 +290,7 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 		s.Close()
 		return nil, fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 	}
-	s.Stderr = ss.stderr
-	if err := s.Start(wrapExec(cmd)); err != nil {
+	if err := s.Start(wrapExec(cmd), nil, nil, ss.stderr); err != nil {
 		s.Close()
 		return nil, h.sessionErr(argv, err)
 	}
