@@ -33,26 +33,37 @@ With --testbed ssh -f SCENARIO it does that on every host of the
 scenario, over SSH; add --run ID to remove that run's state on each host
 whatever its lock says (after a lost connection). --run ID --site NAME
 alone cleans this host as site NAME of run ID: what the controller runs on
-a host it lost and reached again.`,
+a host it lost and reached again.
+
+With --testbed kubernetes -f SCENARIO it cleans the scenario's cluster:
+for every run with pods there (labelled tunbench.run=<id>) whose agents
+are gone, or for --run ID whatever they are, it runs the same clean on
+each node and ordinary pod through the run's pods, then deletes them.`,
 		Example: `  tunbench clean
   tunbench clean --testbed ssh -f mesh.yaml
-  tunbench clean --testbed ssh -f mesh.yaml --run 3fa2c1`,
+  tunbench clean --testbed ssh -f mesh.yaml --run 3fa2c1
+  tunbench clean --testbed kubernetes -f cluster.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
 			switch {
-			case bed == "ssh":
+			case bed == "ssh" || bed == "kubernetes":
 				if file == "" {
-					return errors.New("--testbed ssh: give the scenario naming the hosts with -f")
+					return fmt.Errorf("--testbed %s: give the scenario naming the hosts with -f", bed)
 				}
-				s, reg, err := sshScenario(file)
+				s, reg, err := remoteScenario(file, bed)
 				if err != nil {
 					return err
 				}
 				if run != "" && !testbed.ValidID(run) {
 					return fmt.Errorf("--run %q: a run id is six hex digits, as tunbench run prints it", run)
 				}
-				lines, err := sshbed.Clean(cmd.Context(), sshConfig(s, reg, run, nil), run)
+				var lines []string
+				if bed == "kubernetes" {
+					lines, err = cleanKube(cmd.Context(), s, reg, run)
+				} else {
+					lines, err = sshbed.Clean(cmd.Context(), sshConfig(s, reg, run, nil), run)
+				}
 				for _, l := range lines {
 					fmt.Fprintln(out, l)
 				}
@@ -61,7 +72,7 @@ a host it lost and reached again.`,
 				}
 				return nil
 			case bed != "" && bed != "local":
-				return fmt.Errorf("--testbed %q: use local (the default) or ssh", bed)
+				return fmt.Errorf("--testbed %q: use local (the default), ssh or kubernetes", bed)
 			case site != "" || run != "":
 				if site == "" || run == "" {
 					return errors.New("--run and --site go together: clean this host as site NAME of run ID")
@@ -82,9 +93,9 @@ a host it lost and reached again.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&bed, "testbed", "", "local (default) or ssh: clean every host of the scenario given with -f")
-	fl.StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh)")
-	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts)")
+	fl.StringVar(&bed, "testbed", "", "local (default), ssh or kubernetes: clean every host (node) of the scenario given with -f")
+	fl.StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh or kubernetes)")
+	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts, kubernetes nodes and pods)")
 	fl.StringVar(&site, "site", "", "clean this host as this site of --run")
 	return cmd
 }
@@ -92,6 +103,12 @@ a host it lost and reached again.`,
 // sshScenario reads and validates the ssh scenario in file, for the
 // commands that reach its hosts without running it (clean, ebpf stats).
 func sshScenario(file string) (scenario.Scenario, *method.Registry, error) {
+	return remoteScenario(file, "ssh")
+}
+
+// remoteScenario reads and validates the scenario in file, whose testbed
+// must be bed (ssh or kubernetes).
+func remoteScenario(file, bed string) (scenario.Scenario, *method.Registry, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return scenario.Scenario{}, nil, fmt.Errorf("read scenario: %w", err)
@@ -101,8 +118,8 @@ func sshScenario(file string) (scenario.Scenario, *method.Registry, error) {
 		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: %w", file, err)
 	}
 	reg := registry.Builtin()
-	if s.Testbed != "ssh" {
-		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not ssh", file, s.Testbed)
+	if s.Testbed != bed {
+		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not %s", file, s.Testbed, bed)
 	}
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario:\n%w", indent(err))

@@ -63,7 +63,7 @@ var loadTools = []method.Requirement{
 // here: not root, a method whose kernel feature or program is missing, a
 // missing load tool. Each error names the fix.
 //
-// On testbed ssh this machine is only the controller: it drives the hosts
+// On testbed ssh (and kubernetes) this machine is only the controller: it drives the hosts
 // over SSH with tunbench's own client and stores the results; it creates
 // no namespace or device and runs none of the load tools or the methods'
 // programs. So nothing of the run is asked of it here, least of all its
@@ -71,7 +71,7 @@ var loadTools = []method.Requirement{
 // control and every method's requirements by its own kernel (sshbed.Open,
 // the first step, before anything is created on any host).
 func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error {
-	if s.Testbed == "ssh" {
+	if s.Remote() {
 		return nil
 	}
 	var errs []error
@@ -116,7 +116,7 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 // guest kernel is not this one); on ssh nothing (each host is checked by
 // its own kernel when the testbed opens).
 func unavailableMethods(s scenario.Scenario, reg *method.Registry, p method.Probe) []scenario.SkippedMethod {
-	if s.Testbed == "ssh" {
+	if s.Remote() {
 		return nil
 	}
 	var out []scenario.SkippedMethod

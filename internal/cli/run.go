@@ -296,7 +296,7 @@ func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.
 	opt := runner.SessionOptions{
 		DB: f.db, Export: f.export,
 		SSH: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
-			return openSSH(ctx, s, reg, id, stderr)
+			return openRemote(ctx, s, reg, id, stderr)
 		},
 	}
 	if !f.quiet {

@@ -32,7 +32,8 @@ type SessionOptions struct {
 	// Notes receives what the session did on the side (leftovers of
 	// killed runs removed, the kernel lab booting); nil discards.
 	Notes io.Writer
-	// SSH opens the hosts of a scenario on testbed ssh under run id. The
+	// SSH opens the hosts of a scenario on testbed ssh (or the nodes on
+	// testbed kubernetes) under run id. The
 	// testbed is closed at the end of the run when it is an io.Closer; a
 	// host left uncleaned then fails the run.
 	SSH func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error)
@@ -161,9 +162,9 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 		cfg.Testbed = "vm"
 		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
 	}
-	if cfg.Scenario.Testbed == "ssh" {
+	if cfg.Scenario.Remote() {
 		if s.opt.SSH == nil {
-			return nil, errors.New("testbed ssh: no way to open the hosts was given")
+			return nil, fmt.Errorf("testbed %s: no way to open the hosts was given", cfg.Scenario.Testbed)
 		}
 		if cfg.ID == "" {
 			// The hosts' objects carry the run's id from the start.

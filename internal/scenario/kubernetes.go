@@ -33,6 +33,9 @@ type Kubernetes struct {
 	// sleep and chroot: the agent and every tool run from the node's own
 	// file system (mounted into the agent pod), as on an ssh host.
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Binary is the path of tunbench already installed on every node;
+	// empty copies this tunbench to Dir on each node.
+	Binary string `yaml:"binary,omitempty" json:"binary,omitempty"`
 	// Dir is where tunbench is copied on the nodes (default
 	// DefaultSSHDir).
 	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
@@ -126,6 +129,9 @@ func (s Scenario) validateKubernetes() []error {
 	}
 	if k.Image != "" && strings.ContainsAny(k.Image, " \t\n") {
 		bad("kubernetes.image", "%q: give an image reference such as busybox:1.36", k.Image)
+	}
+	if k.Binary != "" && !strings.HasPrefix(k.Binary, "/") {
+		bad("kubernetes.binary", "%q: give the absolute path of tunbench on the nodes, or leave it out to copy this one", k.Binary)
 	}
 	if k.Dir != "" && !strings.HasPrefix(k.Dir, "/") {
 		bad("kubernetes.dir", "%q: give an absolute directory on the nodes", k.Dir)

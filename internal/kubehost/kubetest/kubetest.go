@@ -96,6 +96,9 @@ const (
 	Ctr        = "/usr/bin/ctr"
 	Runc       = "/usr/sbin/runc"
 	CNIBinDir  = "/usr/lib/cni"
+	// CNIConfDir is where each node has its CNI configuration (an
+	// overlay of the node's own over the host's /etc).
+	CNIConfDir = "/etc/cni/net.d"
 )
 
 // Cluster is a running two-node cluster.
@@ -551,8 +554,10 @@ func (p *proc) tail() string {
 // node's network namespace, mounts a sysfs of that namespace, binds the
 // cgroup tree back, covers /run and /var/log with private tmpfs and
 // /var/lib with an overlay whose upper layer is the node's (the kubelet's
-// device plugin socket and the CNI caches have fixed paths there), and
-// execs the program.
+// device plugin socket and the CNI caches have fixed paths there), /etc
+// likewise (the node's CNI configuration is in /etc/cni/net.d, where a
+// real node has it and tunbench's pod-network looks), and execs the
+// program.
 const nodeScript = `set -e
 dir=$1 ns=$2
 shift 2
@@ -566,6 +571,7 @@ mount --rbind "$dir/cgroup" /sys/fs/cgroup
 mount -t tmpfs -o mode=755 kubetest-run /run
 mount -t tmpfs -o mode=755 kubetest-log /var/log
 mount -t overlay -o lowerdir=/var/lib,upperdir="$dir/varlib/upper",workdir="$dir/varlib/work" kubetest-varlib /var/lib
+mount -t overlay -o lowerdir=/etc,upperdir="$dir/etc/upper/etc",workdir="$dir/etc/work" kubetest-etc /etc
 exec "$@"' sh "$dir" "$@"
 `
 
@@ -573,7 +579,7 @@ exec "$@"' sh "$dir" "$@"
 // creates its cgroup root, starts containerd in the node's namespaces and
 // imports the images.
 func (c *Cluster) startRuntime(ctx context.Context, n *node) error {
-	for _, d := range []string{"cgroup", "varlib/upper", "varlib/work", "cni", "cni-ipam", "containerd/root", "containerd/state", "opt", "kubelet", "pod-logs", "volume-plugins", "tmp"} {
+	for _, d := range []string{"cgroup", "varlib/upper", "varlib/work", "etc/upper/etc/cni/net.d", "etc/work", "cni-ipam", "containerd/root", "containerd/state", "opt", "kubelet", "pod-logs", "volume-plugins", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(n.dir, d), 0o700); err != nil {
 			return err
 		}
@@ -596,7 +602,7 @@ func (c *Cluster) startRuntime(ctx context.Context, n *node) error {
   }]
 }
 `, c.prefix+"-"+n.Name, n.PodCIDR.String(), filepath.Join(n.dir, "cni-ipam"))
-	if err := os.WriteFile(filepath.Join(n.dir, "cni", "10-kubetest.conflist"), []byte(conflist), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(n.dir, "etc/upper", CNIConfDir, "10-kubetest.conflist"), []byte(conflist), 0o644); err != nil {
 		return err
 	}
 	config := fmt.Sprintf(`version = 2
@@ -628,7 +634,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     bin_dir = %q
     conf_dir = %q
 `, filepath.Join(n.dir, "containerd/root"), filepath.Join(n.dir, "containerd/state"), n.socket,
-		filepath.Join(n.dir, "opt"), PauseImage, Runc, CNIBinDir, filepath.Join(n.dir, "cni"))
+		filepath.Join(n.dir, "opt"), PauseImage, Runc, CNIBinDir, CNIConfDir)
 	confPath := filepath.Join(n.dir, "containerd.toml")
 	if err := os.WriteFile(confPath, []byte(config), 0o644); err != nil {
 		return err

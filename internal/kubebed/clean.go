@@ -1,0 +1,121 @@
+package kubebed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/kubehost"
+	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/sshbed"
+	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/testbed"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Clean cleans what runs left in the scenario's cluster by hand: for run
+// id (every run whose agents are gone when id is empty), "tunbench clean
+// --run ID --site NAME" on every node and ordinary pod the run still has
+// a pod on, then the run's pods are deleted. A run whose agent still
+// holds its lock on a node is alive and left alone unless named with id.
+// It returns what it did, one line each.
+func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
+	k := cfg.Kube
+	cl, err := kubehost.Open(kubehost.Config{Kubeconfig: expandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	runs := []string{id}
+	if id == "" {
+		if runs, err = cl.Runs(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var out []string
+	var errs []error
+	for _, run := range runs {
+		lines, err := cleanRun(ctx, cl, cfg, run, id == "")
+		out = append(out, lines...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("run %s: %w", run, err))
+		}
+	}
+	if len(out) == 0 && len(errs) == 0 {
+		out = append(out, "nothing to clean")
+	}
+	return out, errors.Join(errs...)
+}
+
+// cleanRun cleans one run; unlessLive leaves a live run alone.
+func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string, unlessLive bool) ([]string, error) {
+	list, err := cl.Clientset().CoreV1().Pods(cl.Namespace()).List(ctx, metav1.ListOptions{LabelSelector: kubehost.LabelRun + "=" + run})
+	if err != nil {
+		return nil, fmt.Errorf("list its pods: %w", err)
+	}
+	agents := map[string]*kubehost.Pod{}
+	workloads := map[string]*kubehost.Pod{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
+			continue
+		}
+		kp := &kubehost.Pod{Name: p.Name, Namespace: p.Namespace, Node: p.Spec.NodeName, RunID: run, Role: p.Labels[kubehost.LabelRole], UID: p.UID}
+		switch kp.Role {
+		case kubehost.RoleAgent:
+			agents[kp.Node] = kp
+		case kubehost.RoleWorkload:
+			workloads[kp.Node] = kp
+		}
+	}
+	if unlessLive {
+		for node, p := range agents {
+			if live(ctx, cl.Host(p, node, nodePrefix...), run) {
+				return []string{fmt.Sprintf("run %s: its agent on node %s is alive; left alone (name it with --run to clean it anyway)", run, node)}, nil
+			}
+		}
+	}
+	t := &Testbed{cfg: cfg, cl: cl, sites: map[string]*site{}}
+	ssh := &scenario.SSH{Dir: cfg.Kube.Dir, Binary: cfg.Kube.Binary}
+	for node, p := range agents {
+		t.sites[node] = &site{name: node, node: node, agent: p}
+		ssh.Sites = append(ssh.Sites, scenario.Site{Name: node})
+		if w := workloads[node]; w != nil {
+			t.sites[PodSite(node)] = &site{name: PodSite(node), node: node, agent: p, workload: w}
+			ssh.Sites = append(ssh.Sites, scenario.Site{Name: PodSite(node)})
+		}
+	}
+	var out []string
+	var errs []error
+	if len(ssh.Sites) > 0 {
+		lines, err := sshbed.OnEachSite(ctx, sshbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
+			Connect: func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
+				s := t.sites[st.Name]
+				if s.workload == nil {
+					return t.nodeHost(s), st, nil
+				}
+				h, err := t.podHost(ctx, s)
+				return h, st, err
+			}}, func(site string) []string { return []string{"clean", "--run", run, "--site", site} })
+		out = append(out, lines...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	deleted, err := cl.DeleteRun(ctx, run)
+	for _, d := range deleted {
+		out = append(out, "deleted pod "+cl.Namespace()+"/"+d)
+	}
+	return out, errors.Join(append(errs, err)...)
+}
+
+// live reports whether run's agent holds its lock on h's node.
+func live(ctx context.Context, h *sshhost.Host, run string) bool {
+	defer h.Close()
+	lock := path.Join(testbed.LockDir, run+".lock")
+	out, _, err := h.Run(ctx, "sh", "-c", `[ -e "$1" ] || { echo dead; exit 0; }; command -v flock >/dev/null || { echo live; exit 0; }; if flock -n "$1" true; then echo dead; else echo live; fi`, "sh", lock)
+	return err != nil || strings.TrimSpace(string(out)) != "dead"
+}
