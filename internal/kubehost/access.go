@@ -26,7 +26,8 @@ func (p permission) resourceName() string {
 // creating, watching and deleting its pods and exec into them in the
 // namespace. Exec over WebSocket is a GET of pods/exec, over SPDY a POST
 // (create); the API server asks for get or create by the transport, so
-// both are needed.
+// both are needed. A Host reads an empty slice of its pod's log to learn
+// that the node's kubelet still answers (get pods/log).
 var permissions = []permission{
 	{verb: "get", resource: "nodes"},
 	{verb: "create", resource: "pods", namespaced: true},
@@ -36,6 +37,7 @@ var permissions = []permission{
 	{verb: "delete", resource: "pods", namespaced: true},
 	{verb: "create", resource: "pods", subresource: "exec", namespaced: true},
 	{verb: "get", resource: "pods", subresource: "exec", namespaced: true},
+	{verb: "get", resource: "pods", subresource: "log", namespaced: true},
 }
 
 // CheckAccess asks the API server (SelfSubjectAccessReview) whether the

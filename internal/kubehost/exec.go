@@ -19,11 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	utilexec "k8s.io/client-go/util/exec"
+	"k8s.io/utils/ptr"
 )
 
-// NodeCheckInterval is how often a Host reads its node's Ready condition:
-// a node whose kubelet stopped posting status (Ready Unknown) counts as
-// lost.
+// NodeCheckInterval is how often a Host reads its node's Ready condition
+// (a node whose kubelet stopped posting status, Ready Unknown, counts as
+// lost) and asks the kubelet for an empty slice of the pod's log (a
+// kubelet that does not answer counts as lost once an exec probe fails
+// too).
 var NodeCheckInterval = 5 * time.Second
 
 // ProbeTimeout bounds the exec of "true" that a Host sends when a stream
@@ -44,7 +47,7 @@ var ProbeTimeout = 5 * time.Second
 // the pod is deleted or ends (eviction), when its node's Ready turns
 // Unknown (the kubelet stopped posting status), or when a stream breaks
 // without an exit status and a new exec cannot be opened (the kubelet
-// does not answer). Close the Host to stop watching.
+// does not answer: NodeCheckInterval). Close the Host to stop watching.
 func (c *Cluster) Host(pod *Pod, name string, prefix ...string) *sshhost.Host {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &execTransport{c: c, pod: pod, prefix: append([]string(nil), prefix...), ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -142,7 +145,7 @@ func (t *execTransport) follow(w watch.Interface, nodeTick <-chan time.Time) boo
 		case <-t.ctx.Done():
 			return true
 		case <-nodeTick:
-			if t.checkNode() {
+			if t.checkNode() || t.checkKubelet() {
 				return true
 			}
 		case ev, ok := <-w.ResultChan():
@@ -208,6 +211,23 @@ func (t *execTransport) checkNode() bool {
 	return false
 }
 
+// checkKubelet asks the node's kubelet, through the API server, for none
+// of the pod's log lines: a cheap request that fails when the kubelet
+// does not answer (an open exec stream need not break then). A failure is
+// confirmed by an exec probe before the transport counts as lost.
+func (t *execTransport) checkKubelet() bool {
+	ctx, cancel := context.WithTimeout(t.ctx, ProbeTimeout)
+	defer cancel()
+	_, err := t.c.cs.CoreV1().Pods(t.pod.Namespace).GetLogs(t.pod.Name, &corev1.PodLogOptions{
+		Container: ContainerName, TailLines: ptr.To[int64](0),
+	}).DoRaw(ctx)
+	if err == nil || t.ctx.Err() != nil || apierrors.IsForbidden(err) || apierrors.IsNotFound(err) {
+		return false
+	}
+	t.probe(fmt.Errorf("the kubelet's log endpoint fails: %w", err))
+	return t.ctx.Err() != nil
+}
+
 // executor opens the exec stream of argv: WebSocket, falling back to SPDY
 // when the upgrade fails, as kubectl does.
 func (t *execTransport) executor(argv []string) (remotecommand.Executor, error) {
@@ -259,7 +279,7 @@ func (t *execTransport) probe(cause error) {
 	if errors.As(err, &ce) {
 		return
 	}
-	t.lostf("a stream broke (%v) and a new exec fails: %v (does the node's kubelet answer?)", cause, err)
+	t.lostf("%v, and a new exec fails: %v (does the node's kubelet answer?)", cause, err)
 }
 
 // execSession is one exec stream.
@@ -312,7 +332,23 @@ func (s *execSession) Start(cmd string, stdin io.Reader, stdout, stderr io.Write
 		err := ex.StreamWithContext(s.ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 		var ce utilexec.ExitError
 		switch {
+		case err == nil && s.ctx.Err() != nil:
+			// A stream cut by its context (Close, or the transport
+			// lost) may end without an error: no exit status came.
+			cause := s.ctx.Err()
+			if s.t.ctx.Err() != nil {
+				<-s.t.done
+				cause = s.t.err
+			}
+			err = fmt.Errorf("%w: %v", sshhost.ErrNoExitStatus, cause)
 		case err == nil:
+			// A stream whose kubelet died ends as a zero exit does (no
+			// status on the error channel reads as success): make sure
+			// the kubelet still answers.
+			if s.t.checkKubelet() {
+				<-s.t.done
+				err = fmt.Errorf("%w: %v", sshhost.ErrNoExitStatus, s.t.err)
+			}
 		case errors.As(err, &ce):
 			err = &sshhost.StatusError{Status: ce.ExitStatus()}
 		default:
@@ -320,7 +356,7 @@ func (s *execSession) Start(cmd string, stdin io.Reader, stdout, stderr io.Write
 			closed := s.closed
 			s.mu.Unlock()
 			if !closed && s.t.ctx.Err() == nil {
-				s.t.probe(err)
+				s.t.probe(fmt.Errorf("a stream broke (%w)", err))
 			}
 			err = fmt.Errorf("%w: %s: %v", sshhost.ErrNoExitStatus, s.t.pod, err)
 		}

@@ -396,3 +396,56 @@ func checkNoMarker(t *testing.T) {
 		}
 	}
 }
+
+// A node whose kubelet stops answering loses its Hosts: the open stream
+// breaks, and a new exec cannot be opened.
+func TestRealClusterKubeletLost(t *testing.T) {
+	old := kubehost.NodeCheckInterval
+	kubehost.NodeCheckInterval = time.Second
+	defer func() { kubehost.NodeCheckInterval = old }()
+	kc := kubetest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { checkNoMarker(t) })
+	c, err := kubehost.Open(kubehost.Config{Kubeconfig: kc.Kubeconfig, Dial: kc.Dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.CreatePod(ctx, kubehost.PodSpec{Node: "node2", RunID: "kt2", Role: kubehost.RoleAgent, Image: kc.Image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitRunning(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	h := c.Host(p, "node2", "chroot", kubehost.HostRoot)
+	defer h.Close()
+	sess, err := h.Start(ctx, "sleep", marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		// The node's runtime still runs the command: kill it here.
+		_ = syscall.Kill(-sess.Pid, syscall.SIGKILL)
+	}()
+	start := time.Now()
+	if err := kc.StopKubelet("node2"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-h.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("Done not closed 15s after the kubelet stopped")
+	}
+	t.Logf("lost kubelet seen after %v: %v", time.Since(start).Round(time.Millisecond), h.Err())
+	if !errors.Is(h.Err(), sshhost.ErrConnectionLost) || !strings.Contains(h.Err().Error(), p.Name) || !strings.Contains(h.Err().Error(), "node2") {
+		t.Errorf("Err = %v, want ErrConnectionLost naming the pod and node", h.Err())
+	}
+	if err := sess.Wait(); !errors.Is(err, sshhost.ErrConnectionLost) {
+		t.Errorf("Wait of the command on the lost node = %v, want ErrConnectionLost", err)
+	}
+	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, sshhost.ErrConnectionLost) {
+		t.Errorf("Run on the lost node = %v, want ErrConnectionLost", err)
+	}
+}
