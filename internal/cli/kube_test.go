@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,11 +23,11 @@ import (
 var kubeMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "pod-network"}
 
 // kubeScenario writes a scenario for cl's two nodes.
-func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []string, extra string) string {
+func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []string, reps int, duration string) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: kubernetes\nmethods: [%s]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n%s",
-		strings.Join(methods, ", "), extra)
+	fmt.Fprintf(&b, "testbed: kubernetes\nmethods: [%s]\nfamilies: [ipv4]\ncongestion_control: [cubic]\nrepetitions: %d\nduration: %s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
+		strings.Join(methods, ", "), reps, duration)
 	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  image: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  nodes:\n", cl.Kubeconfig, cl.Image, bin, cl.Nodes[0].Name, cl.Nodes[1].Name)
 	for _, n := range cl.Nodes {
 		fmt.Fprintf(&b, "    - {name: %s}\n", n.Name)
@@ -46,7 +48,7 @@ func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []stri
 func TestKubernetesRun(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
-	scen := kubeScenario(t, cl, bin, kubeMethods, "families: [ipv4]\n")
+	scen := kubeScenario(t, cl, bin, kubeMethods, 1, "2s")
 	dir := t.TempDir()
 	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
 	start := time.Now()
@@ -112,4 +114,135 @@ func noKubeLeftovers(t *testing.T, cl *kubetest.Cluster, db string) {
 		}
 	}
 	_ = storedRuns(t, db)
+}
+
+// waitIperf3 waits until an iperf3 runs in network namespace ns: a cell
+// is measuring there.
+func waitIperf3(t *testing.T, ns string, within time.Duration, exited <-chan struct{}, out *syncBuffer) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if runningIn(ns, "iperf3") {
+			return
+		}
+		select {
+		case <-exited:
+			t.Fatalf("the run ended before any cell measured:\n%s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatalf("no iperf3 in %s within %s; run output:\n%s", ns, within, out.String())
+}
+
+// syncBuffer is a bytes.Buffer safe for a command's output and the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// agentPod returns the name of the run's agent pod on node.
+func agentPod(t *testing.T, cl *kubetest.Cluster, node string) string {
+	t.Helper()
+	pods, err := cl.Client().CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{
+		LabelSelector: kubehost.LabelRole + "=" + kubehost.RoleAgent, FieldSelector: "spec.nodeName=" + node})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("agent pod on %s: %v (%d pods)", node, err, len(pods.Items))
+	}
+	return pods.Items[0].Name
+}
+
+// TestKubernetesPodDeletedMidCell: the receiving node's agent pod is
+// deleted while a cell measures. That cell fails naming the node, the
+// next cells get a new pod (the node cleaned first) and are ok, and
+// nothing of the run is left in the cluster or on the nodes.
+func TestKubernetesPodDeletedMidCell(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
+	dir := t.TempDir()
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
+	out := &syncBuffer{}
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", export)
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	receiver := cl.Nodes[1]
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }() // a failed cell makes the exit status non-zero
+	waitIperf3(t, receiver.Netns, time.Minute, exited, out)
+	grace := int64(0)
+	pod := agentPod(t, cl, receiver.Name)
+	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("deleted %s mid-cell", pod)
+	<-exited
+	cells := exportOf(t, export).Cells
+	var failed, ok int
+	for _, c := range cells {
+		switch c.Status {
+		case result.StatusOK:
+			ok++
+		default:
+			failed++
+			if !strings.Contains(c.Error, receiver.Name) {
+				t.Errorf("failed cell %d: error names no node %s: %s", c.Repetition, receiver.Name, c.Error)
+			}
+		}
+	}
+	if failed != 1 || ok != 2 || len(cells) != 3 {
+		t.Errorf("cells: %d ok, %d failed of %d; want the one cell that lost its pod failed and the other two ok", ok, failed, len(cells))
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", out.String())
+	}
+	noKubeLeftovers(t, cl, db)
+}
+
+// TestKubernetesClean: the controller is killed (SIGKILL) mid-run, which
+// leaves the run's pods in the cluster; "tunbench clean --testbed
+// kubernetes -f SCENARIO" finds the run by its label, sees its agents
+// gone, cleans the nodes through its pods and deletes them.
+func TestKubernetesClean(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	out := &syncBuffer{}
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	waitIperf3(t, cl.Nodes[1].Netns, time.Minute, exited, out)
+	_ = run.Process.Kill()
+	<-exited
+	pods, err := cl.Client().CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("the killed run left no pods to clean (%v): the test proves nothing", err)
+	}
+	cleaned, err := exec.Command("ip", "netns", "exec", cl.Control, bin, "clean", "--testbed", "kubernetes", "-f", scen).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tunbench clean --testbed kubernetes: %v\n%s", err, cleaned)
+	}
+	if !strings.Contains(string(cleaned), "deleted pod default/") {
+		t.Errorf("clean says nothing of the pods it deleted:\n%s", cleaned)
+	}
+	noKubeLeftovers(t, cl, db)
 }

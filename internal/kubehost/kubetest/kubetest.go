@@ -300,6 +300,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.waitReadyz(ctx); err != nil {
 		return err
 	}
+	if err := c.startControllerManager(); err != nil {
+		return err
+	}
 	for _, n := range c.nodes {
 		if err := c.startKubelet(n); err != nil {
 			return err
@@ -482,6 +485,15 @@ func (c *Cluster) startControlPlane() error {
 		"--profiling=false", "-v", "1"); err != nil {
 		return err
 	}
+	return nil
+}
+
+// startControllerManager starts kube-controller-manager, once the
+// apiserver answers (it gives up on an apiserver that does not, which
+// a loaded machine made happen).
+func (c *Cluster) startControllerManager() error {
+	pki := filepath.Join(c.Dir, "pki")
+	p := func(name string) string { return filepath.Join(pki, name) }
 	_, err := c.run("kube-controller-manager", "ip", "netns", "exec", c.Control, filepath.Join(c.bins, "kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig,
 		"--authentication-kubeconfig", c.Kubeconfig, "--authorization-kubeconfig", c.Kubeconfig,
