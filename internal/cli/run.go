@@ -110,7 +110,7 @@ request/response latency, 3 repetitions: about two and a half minutes.`,
 	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell, 1 to 1000 (default 3)")
 	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
 	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
-	fl.StringVar(&f.testbed, "testbed", "", "local (default), vm (the kernel lab) or ssh (the hosts of the scenario's ssh section, -f)")
+	fl.StringVar(&f.testbed, "testbed", "", "local (default), vm (the kernel lab), ssh (the hosts of the scenario's ssh section, -f) or kubernetes (the nodes of its kubernetes section, -f)")
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
 	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
