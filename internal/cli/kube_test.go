@@ -78,6 +78,14 @@ func TestKubernetesRun(t *testing.T) {
 			t.Errorf("%s: no implementation recorded", m)
 		}
 	}
+	for _, c := range doc.Cells {
+		if pod, node := c.Meta.Extra["kubernetes.pod.a"], c.Meta.Extra["kubernetes.node.b"]; !strings.HasPrefix(pod, "default/tunbench-") || !strings.Contains(node, "kubelet "+kubetest.Version) {
+			t.Errorf("%s: pods and nodes not recorded: pod.a %q node.b %q", c.Method, pod, node)
+		}
+	}
+	if pod := got["pod-network"].Meta.Extra["kubernetes.pod.b"]; !strings.Contains(pod, "-workload-") {
+		t.Errorf("pod-network measured from %q, not an ordinary pod", pod)
+	}
 	pn := got["pod-network"]
 	if !strings.Contains(pn.Implementation, "CNI ") || !strings.Contains(pn.Meta.Extra["cni.a"], "bridge") {
 		t.Errorf("pod-network records no CNI: implementation %q, extra %v", pn.Implementation, pn.Meta.Extra)

@@ -418,7 +418,35 @@ func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, e
 	default:
 		return nil, fmt.Errorf("kubebed: unknown network %q", spec.Network)
 	}
-	return t.inner.Pair(ctx, spec)
+	pair, err := t.inner.Pair(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	pair.Notes = t.notes(spec.A, spec.B)
+	return pair, nil
+}
+
+// notes describe the pods and nodes of sites a and b for the cell's
+// record: kubernetes.pod.a "default/tunbench-...-agent-node1",
+// kubernetes.node.a "node1 (kubelet v1.34.4, containerd://1.6.20, ...)".
+func (t *Testbed) notes(a, b string) map[string]string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := map[string]string{}
+	for side, name := range map[string]string{"a": a, "b": b} {
+		s := t.sites[name]
+		if s == nil {
+			continue
+		}
+		pod := s.agent
+		if s.workload != nil {
+			pod = s.workload
+		}
+		out["kubernetes.pod."+side] = pod.Namespace + "/" + pod.Name
+		i := s.info
+		out["kubernetes.node."+side] = fmt.Sprintf("%s (kubelet %s, %s, %s)", s.node, i.KubeletVersion, i.ContainerRuntime, i.OSImage)
+	}
+	return out
 }
 
 // Close ends every agent (each cleans its node or pod), then deletes the

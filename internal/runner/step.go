@@ -138,6 +138,9 @@ func (s *stepRun) prepareTestbed() error {
 	if ccNote != "" {
 		setExtra(meta, "congestion_control_set", ccNote)
 	}
+	for k, v := range tb.Notes {
+		setExtra(meta, k, v)
+	}
 	if !p.Offloads {
 		for _, ep := range tb.Endpoints() {
 			if err := setOffloads(ep, ep.Dev, false); err != nil {

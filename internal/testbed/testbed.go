@@ -58,7 +58,11 @@ type Pair struct {
 	A, B *Endpoint
 	// Dir identifies the pair's private state (Env.Dir): the local run
 	// directory, or a directory of the pair on side a's host.
-	Dir   string
+	Dir string
+	// Notes describe where the pair lives beyond its hosts (testbed
+	// kubernetes: the pods and nodes); the runner records them with the
+	// cell (Meta.Extra).
+	Notes map[string]string
 	close func() error
 }
 
