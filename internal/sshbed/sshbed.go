@@ -323,6 +323,9 @@ func (t *Testbed) checkUnderlay(h *host) error {
 	}
 	for _, m := range t.cfg.MTUs {
 		if m != mtu {
+			if t.cfg.Connect != nil {
+				return fmt.Errorf("%s has MTU %d, and mtus asks for %d: this testbed leaves the MTU of nodes and pods as it is: set mtus: [%d] (pods and nodes measured in one run need the same MTU)", h.site.Dev, mtu, m, mtu)
+			}
 			return mtuRefusal(h.site.Dev, mtu, m)
 		}
 	}
