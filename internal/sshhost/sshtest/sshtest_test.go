@@ -3,6 +3,7 @@ package sshtest_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -118,28 +119,17 @@ func TestCleanFindsSites(t *testing.T) {
 		cmd.Wait()
 		t.Fatalf("child built namespaces %v, sshd %v, dir %q", namespaces, sshds, dir)
 	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	go io.Copy(io.Discard, out)
-	cmd.Wait()
-	for _, pid := range sshds {
-		if syscall.Kill(pid, 0) != nil {
-			t.Fatalf("sshd %d died with the test: nothing left for clean to find", pid)
-		}
-	}
+	// Which namespace each sshd lives in is read while the child still
+	// holds its runs' locks: once it is gone, a "tunbench run" of another
+	// test package may clean the namespaces first (that is clean finding
+	// them, too).
 	inNamespace := map[int]bool{}
 	for _, ns := range namespaces {
-		id, side, ok := testbed.ParseNamespace(ns)
-		if !ok {
+		if _, _, ok := testbed.ParseNamespace(ns); !ok {
 			t.Errorf("namespace %s does not match clean's pattern %s<id>-a|b", ns, testbed.NamespacePrefix)
 		}
-		h, err := netns.GetFromName(ns)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var st unix.Stat_t
-		if err := unix.Fstat(int(h), &st); err != nil {
+		if err := unix.Stat("/run/netns/"+ns, &st); err != nil {
 			t.Fatal(err)
 		}
 		for _, pid := range sshds {
@@ -147,11 +137,31 @@ func TestCleanFindsSites(t *testing.T) {
 				inNamespace[pid] = true
 			}
 		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, out)
+	cmd.Wait()
+	for _, pid := range sshds {
+		if syscall.Kill(pid, 0) != nil && allExist(namespaces) {
+			t.Fatalf("sshd %d died with the test: nothing left for clean to find", pid)
+		}
+	}
+	for _, ns := range namespaces {
+		id, side, _ := testbed.ParseNamespace(ns)
+		h, err := netns.GetFromName(ns)
+		if errors.Is(err, os.ErrNotExist) {
+			continue // cleaned meanwhile by another package's run
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := testbed.KillInNamespace(h); err != nil {
 			t.Error(err)
 		}
 		h.Close()
-		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil {
+		if out, err := exec.Command("ip", "netns", "del", ns).CombinedOutput(); err != nil && !strings.Contains(string(out), "No such file") {
 			t.Errorf("ip netns del %s: %v: %s", ns, err, out)
 		}
 		if side == "a" {
@@ -257,4 +267,14 @@ func machineKernelView(t *testing.T, rel string) string {
 		return strconv.Itoa(len(data))
 	}
 	return fmt.Sprintf("/boot %v, /proc/config.gz %s, /boot/config-%s %s", names, size("/proc/config.gz"), rel, size("/boot/config-"+rel))
+}
+
+// allExist reports whether every named network namespace still exists.
+func allExist(namespaces []string) bool {
+	for _, ns := range namespaces {
+		if _, err := os.Stat("/run/netns/" + ns); err != nil {
+			return false
+		}
+	}
+	return true
 }
