@@ -426,8 +426,18 @@ func TestRealClusterKubeletLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		// The node's runtime still runs the command: kill it here.
+		// The node's runtime still runs the command: kill it here, and
+		// wait until it is gone (the kill is asynchronous; checkNoMarker
+		// looks right after).
 		_ = syscall.Kill(-sess.Pid, syscall.SIGKILL)
+		deadline := time.Now().Add(5 * time.Second)
+		for time.Now().Before(deadline) {
+			stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(sess.Pid), "stat"))
+			if err != nil || strings.Contains(string(stat), ") Z ") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}()
 	start := time.Now()
 	if err := kc.StopKubelet("node2"); err != nil {
