@@ -258,8 +258,9 @@ func TestKubernetesClean(t *testing.T) {
 // TestKubernetesToolsImage: kubernetes.tools: image on the real cluster,
 // the tools image (kubetest.WithToolsImage: busybox, iperf3,
 // wireguard-go, ip, ping and their libraries) as the pods' image, and no
-// binary given: native, vxlan and wireguard-go are ok with throughput.
-// The tools came from the image: every cell's hosts record the image's
+// binary given: native, vxlan, wireguard-go and pod-network (its pods
+// entered with the image's nsenter) are ok with throughput. The tools
+// came from the image: every cell's hosts record the image's
 // OS (its /etc/os-release), not the node's, and tunbench was copied into
 // the agent containers, not onto the nodes (the run's own kubernetes.dir
 // is absent from the nodes' file system, which is this machine's).
@@ -268,7 +269,7 @@ func TestKubernetesToolsImage(t *testing.T) {
 	begin := time.Now()
 	cl := kubetest.Start(t, kubetest.WithToolsImage())
 	t.Logf("cluster with the tools image up in %s", time.Since(begin).Round(time.Millisecond))
-	methods := []string{"native", "vxlan", "wireguard-go"}
+	methods := []string{"native", "vxlan", "wireguard-go", "pod-network"}
 	dir := t.TempDir()
 	nodeDir := "/var/tmp/tunbench-toolsimage-" + filepath.Base(dir)
 	var b strings.Builder

@@ -154,6 +154,10 @@ func toolsImage(path, ref string) error {
 	// An os-release of its own: a run records it as its hosts' OS, which
 	// tells the image's tools from the node's.
 	files = append(files, imageFile{name: "etc/os-release", mode: 0o644, data: []byte("NAME=\"tunbench kubetest tools\"\nPRETTY_NAME=\"" + ToolsImageOS + "\"\n")})
+	// /var/run is /run, as on any FHS system: the userspace WireGuard
+	// daemons bind a directory of their own on /run to keep their
+	// sockets, which they make in /var/run/wireguard.
+	files = append(files, imageFile{name: "run", mode: 0o755, dir: true}, imageFile{name: "var/run", mode: 0o777, symlink: "../run"})
 	have := map[string]bool{}
 	for _, f := range files {
 		have[f.name] = true

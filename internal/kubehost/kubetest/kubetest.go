@@ -183,8 +183,9 @@ type options struct {
 // WithToolsImage builds a third image, Cluster.ToolsImage, and imports it
 // on both nodes: busybox and this machine's iperf3, wireguard-go, ip and
 // ping (ToolPrograms) with every shared library they load, for runs with
-// kubernetes.tools: image. It costs about 0.35 s to build and XXX to
-// import, so only the clusters that ask for it have it.
+// kubernetes.tools: image. The image is about 19 MB; it took 0.35 s to
+// build on an idle machine (1.3 s loaded) and 2 s to import into each
+// node (both at once), so only the clusters that ask for it have it.
 func WithToolsImage() Option { return func(o *options) { o.tools = true } }
 
 // Timeout bounds how long Start waits for the cluster to be ready
@@ -713,7 +714,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		if err != nil {
 			return fmt.Errorf("import %s into %s: %w: %s", img, n.Name, err, out)
 		}
-		c.t.Logf("kubetest: %s imported into %s in %v", img, n.Name, time.Since(begin).Round(time.Millisecond))
+		if img == "tools.tar" {
+			c.t.Logf("kubetest: tools image imported into %s in %v", n.Name, time.Since(begin).Round(time.Millisecond))
+		}
 	}
 	return nil
 }
