@@ -254,3 +254,74 @@ func TestKubernetesClean(t *testing.T) {
 	}
 	noKubeLeftovers(t, cl, db)
 }
+
+// TestKubernetesToolsImage: kubernetes.tools: image on the real cluster,
+// the tools image (kubetest.WithToolsImage: busybox, iperf3,
+// wireguard-go, ip, ping and their libraries) as the pods' image, and no
+// binary given: native, vxlan, wireguard-go and pod-network (its pods
+// entered with the image's nsenter) are ok with throughput. The tools
+// came from the image: every cell's hosts record the image's
+// OS (its /etc/os-release), not the node's, and tunbench was copied into
+// the agent containers, not onto the nodes (the run's own kubernetes.dir
+// is absent from the nodes' file system, which is this machine's).
+func TestKubernetesToolsImage(t *testing.T) {
+	bin := tunbenchBinary(t)
+	begin := time.Now()
+	cl := kubetest.Start(t, kubetest.WithToolsImage())
+	t.Logf("cluster with the tools image up in %s", time.Since(begin).Round(time.Millisecond))
+	methods := []string{"native", "vxlan", "wireguard-go", "pod-network"}
+	dir := t.TempDir()
+	nodeDir := "/var/tmp/tunbench-toolsimage-" + filepath.Base(dir)
+	var b strings.Builder
+	fmt.Fprintf(&b, "testbed: kubernetes\nmethods: [%s]\nfamilies: [ipv4]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n", strings.Join(methods, ", "))
+	fmt.Fprintf(&b, "kubernetes:\n  kubeconfig: %s\n  tools: image\n  image: %s\n  dir: %s\n  pairs: [[%s, %s]]\n  nodes:\n", cl.Kubeconfig, cl.ToolsImage, nodeDir, cl.Nodes[0].Name, cl.Nodes[1].Name)
+	for _, n := range cl.Nodes {
+		fmt.Fprintf(&b, "    - {name: %s}\n", n.Name)
+	}
+	scen := filepath.Join(dir, "kube.yaml")
+	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
+	start := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tunbench run with tools: image: %v\n%s", err, out)
+	}
+	t.Logf("run of %d methods took %s", len(methods), time.Since(start).Round(time.Millisecond))
+	doc := exportOf(t, export)
+	got := map[string]result.Cell{}
+	for _, c := range doc.Cells {
+		got[c.Method] = c
+	}
+	for _, m := range methods {
+		c, ok := got[m]
+		switch {
+		case !ok:
+			t.Errorf("%s: no cell", m)
+		case c.Status != result.StatusOK:
+			t.Errorf("%s: %s: %s", m, c.Status, c.Error)
+		case c.Throughput == nil || c.Throughput.BitsPerSecond <= 0:
+			t.Errorf("%s: no throughput measured", m)
+		}
+		if len(c.Meta.Hosts) != 2 {
+			t.Errorf("%s: %d hosts recorded, want 2", m, len(c.Meta.Hosts))
+		}
+		for _, h := range c.Meta.Hosts {
+			if h.OSRelease != kubetest.ToolsImageOS {
+				t.Errorf("%s: site %s recorded OS %q, not the tools image's %q: the agent ran on the node's file system", m, h.Site, h.OSRelease, kubetest.ToolsImageOS)
+			}
+			if h.Tools["iperf3"] == "" {
+				t.Errorf("%s: site %s recorded no iperf3 version: %v", m, h.Site, h.Tools)
+			}
+		}
+	}
+	if _, err := os.Stat(nodeDir); !os.IsNotExist(err) {
+		t.Errorf("tunbench was copied onto the nodes' file system (%s: %v), not into the agent containers", nodeDir, err)
+		_ = os.RemoveAll(nodeDir)
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", out)
+	}
+	noKubeLeftovers(t, cl, db)
+}

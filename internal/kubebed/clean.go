@@ -71,14 +71,14 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 			workloads[kp.Node] = kp
 		}
 	}
+	t := &Testbed{cfg: cfg, cl: cl, sites: map[string]*site{}}
 	if unlessLive {
 		for node, p := range agents {
-			if live(ctx, cl.Host(p, node, nodePrefix...), run) {
+			if live(ctx, cl.Host(p, node, t.prefix()...), run) {
 				return []string{fmt.Sprintf("run %s: its agent on node %s is alive; left alone (name it with --run to clean it anyway)", run, node)}, nil
 			}
 		}
 	}
-	t := &Testbed{cfg: cfg, cl: cl, sites: map[string]*site{}}
 	ssh := &scenario.SSH{Dir: cfg.Kube.Dir, Binary: cfg.Kube.Binary}
 	for node, p := range agents {
 		t.sites[node] = &site{name: node, node: node, agent: p}

@@ -3,8 +3,9 @@
 // each node tunbench creates one privileged pod (host network and pids,
 // the node's root file system mounted, pinned with nodeName, labelled
 // with the run id) and starts "tunbench agent" in it through the exec
-// subresource, on the node's own file system (chroot), with the same
-// stdin/stdout protocol as over SSH. From there on the ssh testbed's code
+// subresource, on the node's own file system (chroot) or, with
+// kubernetes.tools: image, in the agent container with the image's tools,
+// with the same stdin/stdout protocol as over SSH. From there on the ssh testbed's code
 // runs unchanged (sshbed over an exec transport): host checks, the agent,
 // pairs, lost hosts cleaned and reconnected, the end of the run.
 //
@@ -159,6 +160,9 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if err := cl.WaitRunning(ctx, pods...); err != nil {
 		return nil, err
 	}
+	for _, n := range k.Nodes {
+		t.prepare(ctx, t.sites[n.Name].agent)
+	}
 	// The sites as the ssh testbed sees them: device and addresses
 	// found on each node (and in each ordinary pod).
 	ssh := &scenario.SSH{Dir: k.Dir, Binary: k.Binary}
@@ -216,9 +220,40 @@ func (t *Testbed) createPod(ctx context.Context, node, role string) (*kubehost.P
 // nodePrefix runs commands on the node's own file system and stack.
 var nodePrefix = []string{"chroot", kubehost.HostRoot}
 
+// prefix is what every command on a node runs behind: nodePrefix with
+// the node's tools (kubernetes.tools: node), nothing with the image's
+// (tools: image: the agent container itself, which still has the node's
+// network and pids).
+func (t *Testbed) prefix() []string {
+	if t.cfg.Kube.ToolsOrDefault() == scenario.ToolsImage {
+		return nil
+	}
+	return nodePrefix
+}
+
+// prepare readies a new agent pod. With the image's tools it binds the
+// node's kernel modules and /boot over the container's own (its mount
+// namespace only), so that the methods' kernel options are checked by
+// the node's modules and kernel config, and the image's modprobe finds
+// them; an image without mount is noted and checked by its own files.
+func (t *Testbed) prepare(ctx context.Context, agent *kubehost.Pod) {
+	if t.cfg.Kube.ToolsOrDefault() != scenario.ToolsImage {
+		return
+	}
+	h := t.cl.Host(agent, agent.Node)
+	defer h.Close()
+	if _, _, err := h.Run(ctx, "sh", "-c", bindScript, "sh", kubehost.HostRoot); err != nil {
+		t.logf("node %s: the node's /lib/modules and /boot are not mounted in %s (%v): the methods' kernel options are checked by the image's own files, and one the node lacks fails at set-up", agent.Node, agent, err)
+	}
+}
+
+// bindScript binds $1/lib/modules (or $1/usr/lib/modules) and $1/boot,
+// when the node has them, over the container's.
+const bindScript = `r=$1; for d in /lib/modules /boot; do s=$r$d; [ -d "$s" ] || s=$r/usr$d; [ -d "$s" ] || continue; mkdir -p "$d" && mount --bind "$s" "$d" || exit 1; done`
+
 // nodeHost is a Host on st's node (its agent pod).
 func (t *Testbed) nodeHost(st *site) *sshhost.Host {
-	return t.cl.Host(st.agent, st.node, nodePrefix...)
+	return t.cl.Host(st.agent, st.node, t.prefix()...)
 }
 
 // locate finds the site's underlay: the node's device carrying its
@@ -286,7 +321,8 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 }
 
 // podHost is a Host in st's ordinary pod's network namespace, entered
-// from the node's agent pod (host pids) with nsenter.
+// from the node's agent pod (host pids) with nsenter: the node's, or the
+// image's with tools: image.
 func (t *Testbed) podHost(ctx context.Context, st *site) (*sshhost.Host, error) {
 	h := t.nodeHost(st)
 	defer h.Close()
@@ -298,7 +334,7 @@ func (t *Testbed) podHost(ctx context.Context, st *site) (*sshhost.Host, error) 
 	if err != nil || pid <= 1 {
 		return nil, fmt.Errorf("node %s: no process of %s found on the node (by its uid %s in /proc/*/cgroup)", st.node, st.workload, st.workload.UID)
 	}
-	return t.cl.Host(st.agent, st.name, append(slices.Clone(nodePrefix), "nsenter", "-t", strconv.Itoa(pid), "-n")...), nil
+	return t.cl.Host(st.agent, st.name, append(slices.Clone(t.prefix()), "nsenter", "-t", strconv.Itoa(pid), "-n")...), nil
 }
 
 // pidScript prints the pid of a process of the pod whose uid is $1, found
@@ -356,6 +392,9 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 		}
 		if err := t.cl.WaitRunning(ctx, np); err != nil {
 			return err
+		}
+		if role == kubehost.RoleAgent {
+			t.prepare(ctx, np)
 		}
 		t.logf("node %s: %s was gone; made anew", s.node, *p)
 		// Every site of the node shares its pods.

@@ -19,6 +19,7 @@ import (
 //	  context: prod                # default: the kubeconfig's current context
 //	  namespace: tunbench          # where the pods go (default: default)
 //	  image: busybox:1.36          # the pods' image: sh, sleep, chroot
+//	  tools: node                  # node (default) or image: where tools come from
 //	  nodes:
 //	    - name: worker-1           # the node's name in the cluster
 //	      dev: eth0                # default: the device carrying the address
@@ -29,15 +30,22 @@ type Kubernetes struct {
 	Kubeconfig string `yaml:"kubeconfig,omitempty" json:"kubeconfig,omitempty"`
 	Context    string `yaml:"context,omitempty" json:"context,omitempty"`
 	Namespace  string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
-	// Image is the image of tunbench's pods. It needs only a shell,
-	// sleep and chroot: the agent and every tool run from the node's own
-	// file system (mounted into the agent pod), as on an ssh host.
+	// Image is the image of tunbench's pods. With Tools "node" it needs
+	// only a shell, sleep and chroot: the agent and every tool run from
+	// the node's own file system (mounted into the agent pod), as on an
+	// ssh host. With Tools "image" it holds every tool the run calls.
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
-	// Binary is the path of tunbench already installed on every node;
-	// empty copies this tunbench to Dir on each node.
+	// Tools says where the agent and the tools run from: ToolsNode (the
+	// default) the node's own file system, ToolsImage the agent pod's
+	// container, whose image (Image, which must then be given) holds
+	// them; the pod keeps the node's network and pids either way.
+	Tools string `yaml:"tools,omitempty" json:"tools,omitempty"`
+	// Binary is the path of tunbench already installed on every node
+	// (with Tools "image": in the image); empty copies this tunbench to
+	// Dir on each node (into the agent container).
 	Binary string `yaml:"binary,omitempty" json:"binary,omitempty"`
-	// Dir is where tunbench is copied on the nodes (default
-	// DefaultSSHDir).
+	// Dir is where tunbench is copied on the nodes, or in the agent
+	// container with Tools "image" (default DefaultSSHDir).
 	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
 	Nodes []Node     `yaml:"nodes" json:"nodes"`
 	Pairs [][]string `yaml:"pairs,omitempty" json:"pairs,omitempty"`
@@ -59,6 +67,23 @@ type Node struct {
 // DefaultKubernetesImage is the image of tunbench's pods unless the
 // scenario names one.
 const DefaultKubernetesImage = "docker.io/library/busybox:1.36"
+
+// Where the kubernetes testbed's tools come from (Kubernetes.Tools).
+const (
+	// ToolsNode runs the agent and every tool from the node's own file
+	// system (chroot into the node's root mounted in the agent pod).
+	ToolsNode = "node"
+	// ToolsImage runs them in the agent pod's container, from its image.
+	ToolsImage = "image"
+)
+
+// ToolsOrDefault is where the tools come from: ToolsNode or ToolsImage.
+func (k *Kubernetes) ToolsOrDefault() string {
+	if k.Tools == "" {
+		return ToolsNode
+	}
+	return k.Tools
+}
 
 // PodNetwork is the method that measures the cluster's own pod network.
 const PodNetwork = "pod-network"
@@ -130,11 +155,24 @@ func (s Scenario) validateKubernetes() []error {
 	if k.Image != "" && strings.ContainsAny(k.Image, " \t\n") {
 		bad("kubernetes.image", "%q: give an image reference such as busybox:1.36", k.Image)
 	}
+	switch k.Tools {
+	case "", ToolsNode:
+	case ToolsImage:
+		if k.Image == "" {
+			bad("kubernetes.tools", "image runs every tool from kubernetes.image, and the default image (%s) has no iperf3 nor the methods' tools: name an image that holds them in kubernetes.image, or use tools: node (docs/kubernetes.md)", DefaultKubernetesImage)
+		}
+	default:
+		bad("kubernetes.tools", "%q: give node (the nodes' own tools, through their root file system) or image (the tools of kubernetes.image)", k.Tools)
+	}
+	where := "on the nodes"
+	if k.Tools == ToolsImage {
+		where = "in the image"
+	}
 	if k.Binary != "" && !strings.HasPrefix(k.Binary, "/") {
-		bad("kubernetes.binary", "%q: give the absolute path of tunbench on the nodes, or leave it out to copy this one", k.Binary)
+		bad("kubernetes.binary", "%q: give the absolute path of tunbench %s, or leave it out to copy this one", k.Binary, where)
 	}
 	if k.Dir != "" && !strings.HasPrefix(k.Dir, "/") {
-		bad("kubernetes.dir", "%q: give an absolute directory on the nodes", k.Dir)
+		bad("kubernetes.dir", "%q: give an absolute directory %s", k.Dir, where)
 	}
 	names := map[string]bool{}
 	for i, n := range k.Nodes {

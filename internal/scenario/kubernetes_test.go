@@ -63,6 +63,9 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 		{"section on local", "testbed: local\nkubernetes: {" + two + "}", "kubernetes: a cluster is only used by testbed kubernetes"},
 		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network"},
 		{"unknown field", "testbed: kubernetes\nkubernetes: {nodez: []}", "nodez"},
+		{"unknown tools", "testbed: kubernetes\nkubernetes: {tools: host, " + two + "}", `kubernetes.tools: "host": give node (the nodes' own tools, through their root file system) or image`},
+		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + scenario.DefaultKubernetesImage + ") has no iperf3"},
+		{"binary relative in image", "testbed: kubernetes\nkubernetes: {tools: image, image: tools:1, binary: bin/tunbench, " + two + "}", `kubernetes.binary: "bin/tunbench": give the absolute path of tunbench in the image`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := tc.doc + "\n"
@@ -77,5 +80,27 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 				t.Errorf("error = %v\nwant it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestKubernetesTools: tools defaults to node; tools: image with an
+// image is accepted.
+func TestKubernetesTools(t *testing.T) {
+	s, err := scenario.Parse([]byte(kubeYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsNode {
+		t.Errorf("default tools %q, want %q", got, scenario.ToolsNode)
+	}
+	s, err = scenario.Parse([]byte(kubeYAML + "  tools: image\n  image: registry.example/tunbench-tools:1\n  dir: /opt/tunbench\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsImage {
+		t.Errorf("tools %q, want %q", got, scenario.ToolsImage)
 	}
 }

@@ -87,6 +87,9 @@ var (
 const (
 	BusyboxImage = "tunbench.local/busybox:kubetest"
 	PauseImage   = "tunbench.local/pause:kubetest"
+	// ToolsImage holds busybox and ToolPrograms with their libraries
+	// (WithToolsImage).
+	ToolsImage = "tunbench.local/tools:kubetest"
 )
 
 // Programs from the machine the cluster runs.
@@ -117,6 +120,10 @@ type Cluster struct {
 	Image string
 	// PauseImage is the sandbox image present on both nodes.
 	PauseImage string
+	// ToolsImage, with WithToolsImage, is an image present on both nodes
+	// with busybox and this machine's ToolPrograms and their libraries
+	// (for kubernetes.tools: image); empty otherwise.
+	ToolsImage string
 	// Dir is the instance's private directory.
 	Dir string
 
@@ -168,7 +175,18 @@ type proc struct {
 // Option changes how Start builds the cluster.
 type Option func(*options)
 
-type options struct{ timeout time.Duration }
+type options struct {
+	timeout time.Duration
+	tools   bool
+}
+
+// WithToolsImage builds a third image, Cluster.ToolsImage, and imports it
+// on both nodes: busybox and this machine's iperf3, wireguard-go, ip and
+// ping (ToolPrograms) with every shared library they load, for runs with
+// kubernetes.tools: image. The image is about 19 MB; it took 0.35 s to
+// build on an idle machine (1.3 s loaded) and 2 s to import into each
+// node (both at once), so only the clusters that ask for it have it.
+func WithToolsImage() Option { return func(o *options) { o.tools = true } }
 
 // Timeout bounds how long Start waits for the cluster to be ready
 // (default 3 minutes, not counting a build of the binaries).
@@ -223,6 +241,13 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 		t.Logf("kubetest: leftovers of earlier clusters: %v", err)
 	}
 	c := &Cluster{t: t, bins: bins, Image: BusyboxImage, PauseImage: PauseImage}
+	if o.tools {
+		for _, p := range ToolPrograms {
+			testenv.NeedProgram(t, p, "scripts/install.sh test installs it")
+		}
+		testenv.NeedProgram(t, "ldd", "Debian package libc-bin")
+		c.ToolsImage = ToolsImage
+	}
 	t.Cleanup(c.cleanup)
 	ctx, cancel = context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
@@ -679,10 +704,18 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		return fmt.Errorf("mount namespace of containerd of %s: %w", n.Name, err)
 	}
 	n.mntns = mnt
-	for _, img := range []string{"busybox.tar", "pause.tar"} {
+	imgs := []string{"busybox.tar", "pause.tar"}
+	if c.ToolsImage != "" {
+		imgs = append(imgs, "tools.tar")
+	}
+	for _, img := range imgs {
+		begin := time.Now()
 		out, err := exec.CommandContext(ctx, Ctr, "-a", n.socket, "-n", "k8s.io", "images", "import", filepath.Join(c.Dir, "images", img)).CombinedOutput()
 		if err != nil {
 			return fmt.Errorf("import %s into %s: %w: %s", img, n.Name, err, out)
+		}
+		if img == "tools.tar" {
+			c.t.Logf("kubetest: tools image imported into %s in %v", n.Name, time.Since(begin).Round(time.Millisecond))
 		}
 	}
 	return nil
@@ -696,6 +729,13 @@ func (c *Cluster) images(ctx context.Context) error {
 	}
 	if err := busyboxImage(filepath.Join(dir, "busybox.tar"), BusyboxImage); err != nil {
 		return fmt.Errorf("busybox image: %w", err)
+	}
+	if c.ToolsImage != "" {
+		begin := time.Now()
+		if err := toolsImage(filepath.Join(dir, "tools.tar"), c.ToolsImage); err != nil {
+			return err
+		}
+		c.t.Logf("kubetest: tools image built in %v", time.Since(begin).Round(time.Millisecond))
 	}
 	pause, err := pauseBinary(ctx)
 	if err != nil {

@@ -1,0 +1,27 @@
+package kubebed
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+// TestPrefix: with the node's tools every command runs chrooted into the
+// node's root, as it always has; with the image's, in the container as
+// it is.
+func TestPrefix(t *testing.T) {
+	for _, tc := range []struct {
+		tools string
+		want  []string
+	}{
+		{"", []string{"chroot", "/host"}},
+		{scenario.ToolsNode, []string{"chroot", "/host"}},
+		{scenario.ToolsImage, nil},
+	} {
+		tb := &Testbed{cfg: Config{Kube: &scenario.Kubernetes{Tools: tc.tools}}}
+		if got := tb.prefix(); !slices.Equal(got, tc.want) {
+			t.Errorf("tools %q: prefix %q, want %q", tc.tools, got, tc.want)
+		}
+	}
+}
