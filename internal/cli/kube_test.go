@@ -465,3 +465,71 @@ func TestKubernetesNoAccess(t *testing.T) {
 		t.Logf("run output:\n%s", out)
 	}
 }
+
+// TestKubernetesCleanGonePod: node2's agent pod is deleted by force
+// mid-cell and the controller killed before it could clean node2, which
+// leaves the run's devices there and no pod of the run on node2 (as after
+// a forced deletion while its kubelet was away). "tunbench clean
+// --testbed kubernetes -f SCENARIO --run ID" makes a pod of the run on
+// node2 for the cleaning, cleans it, and deletes every pod.
+func TestKubernetesCleanGonePod(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	out := &syncBuffer{}
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	node2 := cl.Nodes[1]
+	waitIperf3(t, node2.Netns, time.Minute, exited, out)
+	pod := agentPod(t, cl, node2.Name)
+	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := pods.Labels[kubehost.LabelRun]
+	grace := int64(0)
+	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	_ = run.Process.Kill()
+	<-exited
+	// The agent on node2 dies with its pod's container.
+	deadline := time.Now().Add(30 * time.Second)
+	for runningIn(node2.Netns, "tunbench") && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if devs := runDevices(node2.Netns); len(devs) == 0 {
+		t.Fatalf("node2 holds no device of the run: the test proves nothing; run output:\n%s", out.String())
+	} else {
+		t.Logf("left on node2: %v", devs)
+	}
+	start := time.Now()
+	cleaned, err := exec.Command("ip", "netns", "exec", cl.Control, bin, "clean", "--testbed", "kubernetes", "-f", scen, "--run", runID).CombinedOutput()
+	t.Logf("clean took %s:\n%s", time.Since(start).Round(time.Millisecond), cleaned)
+	if err != nil {
+		t.Errorf("tunbench clean --testbed kubernetes --run %s: %v", runID, err)
+	}
+	if !strings.Contains(string(cleaned), "node2: ") || !strings.Contains(string(cleaned), "deleted pod default/") {
+		t.Errorf("clean says nothing of node2 or of the pods it deleted")
+	}
+	noKubeLeftovers(t, cl, db)
+}
+
+// runDevices lists the run devices in network namespace ns.
+func runDevices(ns string) []string {
+	var devs []string
+	out, _ := exec.Command("ip", "-n", ns, "-o", "link").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && runDevice.MatchString(f[1]) {
+			devs = append(devs, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	return devs
+}

@@ -181,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 		SSH: ssh, Families: cfg.Families, MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
-		Log: cfg.Log, Connect: t.connect, Networks: networks,
+		Log: cfg.Log, Connect: t.connect, Networks: networks, Testbed: "kubernetes",
 	})
 	if err != nil {
 		return nil, err
