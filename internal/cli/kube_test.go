@@ -466,12 +466,12 @@ func TestKubernetesNoAccess(t *testing.T) {
 	}
 }
 
-// TestKubernetesCleanGonePod: node2's agent pod is deleted by force
-// mid-cell and the controller killed before it could clean node2, which
-// leaves the run's devices there and no pod of the run on node2 (as after
-// a forced deletion while its kubelet was away). "tunbench clean
-// --testbed kubernetes -f SCENARIO --run ID" makes a pod of the run on
-// node2 for the cleaning, cleans it, and deletes every pod.
+// TestKubernetesCleanGonePod: mid-cell, node2's agent and the controller
+// are killed (SIGKILL: neither cleans) and node2's agent pod is deleted
+// by force, which leaves the run's devices on node2 and no pod of the run
+// there (as after a forced deletion while node2's kubelet was away).
+// "tunbench clean --testbed kubernetes -f SCENARIO --run ID" makes a pod
+// of the run on node2 for the cleaning, cleans it, and deletes every pod.
 func TestKubernetesCleanGonePod(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
@@ -494,16 +494,17 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	runID := pods.Labels[kubehost.LabelRun]
-	grace := int64(0)
-	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
-		t.Fatal(err)
+	pids, _ := exec.Command("ip", "netns", "pids", node2.Netns).Output()
+	for _, pid := range strings.Fields(string(pids)) {
+		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "tunbench" {
+			_ = exec.Command("kill", "-KILL", pid).Run()
+		}
 	}
 	_ = run.Process.Kill()
 	<-exited
-	// The agent on node2 dies with its pod's container.
-	deadline := time.Now().Add(30 * time.Second)
-	for runningIn(node2.Netns, "tunbench") && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
+	grace := int64(0)
+	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
 	}
 	if devs := runDevices(node2.Netns); len(devs) == 0 {
 		t.Fatalf("node2 holds no device of the run: the test proves nothing; run output:\n%s", out.String())
