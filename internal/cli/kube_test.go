@@ -337,6 +337,11 @@ func TestKubernetesNodeLost(t *testing.T) {
 			t.Errorf("cell %d took %s to fail on the lost node, want under %s", c.Repetition, d.Round(time.Millisecond), limit)
 		}
 	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "did not confirm") || strings.Contains(l, "not cleaned") {
+			t.Logf("run says: %s", l)
+		}
+	}
 	if !strings.Contains(out.String(), "did not confirm") {
 		t.Errorf("the run does not say that %s did not confirm its pods' deletion", lost.Name)
 	}
