@@ -15,7 +15,9 @@ import (
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/result"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 )
 
 // kubeMethods are what issue 25 asks of a run between two nodes through
@@ -324,4 +326,295 @@ func TestKubernetesToolsImage(t *testing.T) {
 		t.Logf("run output:\n%s", out)
 	}
 	noKubeLeftovers(t, cl, db)
+}
+
+// kubeRunPods lists the pods of every tunbench run in the cluster.
+func kubeRunPods(t *testing.T, cl *kubetest.Cluster) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pods, err := cl.Client().CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName})
+	if err != nil {
+		t.Fatalf("list pods: %v", err)
+	}
+	var names []string
+	for _, p := range pods.Items {
+		names = append(names, p.Namespace+"/"+p.Name+" on "+p.Spec.NodeName)
+	}
+	return names
+}
+
+// TestKubernetesNodeLost: node2's kubelet stops while the first cell
+// measures (a node that disappears). Every cell of the run needs node2,
+// so each fails naming it: the first once the Host sees the kubelet gone,
+// the later ones at once (seconds), and the run goes on to its end and
+// exits non-zero within a bound. Its pods on node2, which no kubelet
+// confirms deleting, are deleted by force after the run says so; no pod
+// of the run is left in the API, and node1 is clean. (node2's own
+// leftovers wait for its kubelet; kubetest's teardown checks the machine.)
+func TestKubernetesNodeLost(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
+	dir := t.TempDir()
+	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
+	out := &syncBuffer{}
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", export)
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lost := cl.Nodes[1]
+	exited := make(chan struct{})
+	var runErr error
+	go func() { runErr = run.Wait(); close(exited) }()
+	waitIperf3(t, lost.Netns, time.Minute, exited, out)
+	if err := cl.StopKubelet(lost.Name); err != nil {
+		t.Fatal(err)
+	}
+	stopped := time.Now()
+	t.Logf("stopped the kubelet of %s mid-cell", lost.Name)
+	const bound = 2 * time.Minute
+	select {
+	case <-exited:
+	case <-time.After(bound + 30*time.Second):
+		_ = run.Process.Kill()
+		<-exited
+		t.Fatalf("the run did not end within %s of losing %s; output:\n%s", bound+30*time.Second, lost.Name, out.String())
+	}
+	took := time.Since(stopped)
+	t.Logf("the run ended %s after the kubelet stopped", took.Round(time.Millisecond))
+	if took > bound {
+		t.Errorf("the run took %s after losing %s, want under %s", took.Round(time.Second), lost.Name, bound)
+	}
+	if runErr == nil {
+		t.Errorf("the run exited 0 with every cell failed")
+	}
+	cells := exportOf(t, export).Cells
+	if len(cells) != 3 {
+		t.Errorf("%d cells recorded, want 3", len(cells))
+	}
+	for _, c := range cells {
+		d := c.Finished.Sub(c.Started)
+		t.Logf("cell %d: %s in %s: %s", c.Repetition, c.Status, d.Round(time.Millisecond), c.Error)
+		if c.Status == result.StatusOK {
+			t.Errorf("cell %d is ok though %s was lost", c.Repetition, lost.Name)
+			continue
+		}
+		if !strings.Contains(c.Error, lost.Name) {
+			t.Errorf("cell %d: error names no node %s: %s", c.Repetition, lost.Name, c.Error)
+		}
+		// The first cell ends once the loss is seen (a node check every
+		// kubehost.NodeCheckInterval); later ones must fail fast.
+		if c.Started.Before(stopped) {
+			if seen := c.Finished.Sub(stopped); seen > 45*time.Second {
+				t.Errorf("cell %d ended %s after the kubelet stopped, want the loss seen within 45 s", c.Repetition, seen.Round(time.Millisecond))
+			}
+			continue
+		}
+		if limit := 15 * time.Second; d > limit {
+			t.Errorf("cell %d took %s to fail on the lost node, want under %s", c.Repetition, d.Round(time.Millisecond), limit)
+		}
+	}
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.Contains(l, "did not confirm") || strings.Contains(l, "not cleaned") {
+			t.Logf("run says: %s", l)
+		}
+	}
+	if !strings.Contains(out.String(), "did not confirm") {
+		t.Errorf("the run does not say that %s did not confirm its pods' deletion", lost.Name)
+	}
+	for _, p := range kubeRunPods(t, cl) {
+		t.Errorf("pod %s left in the API", p)
+	}
+	outN, _ := exec.Command("ip", "-n", cl.Nodes[0].Netns, "-o", "link").Output()
+	for _, l := range strings.Split(string(outN), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && runDevice.MatchString(f[1]) {
+			t.Errorf("node %s: device %s left", cl.Nodes[0].Name, f[1])
+		}
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", out.String())
+	}
+}
+
+// TestKubernetesInterrupted: SIGINT to the controller (Ctrl-C) while a
+// vxlan cell measures. The run ends, says it was interrupted, and leaves
+// neither a pod in the cluster nor a device on a node, with no "tunbench
+// clean" run.
+func TestKubernetesInterrupted(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	out := &syncBuffer{}
+	// ip netns exec execs tunbench: run.Process is the controller.
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var runErr error
+	go func() { runErr = run.Wait(); close(exited) }()
+	waitIperf3(t, cl.Nodes[1].Netns, time.Minute, exited, out)
+	if err := run.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	sent := time.Now()
+	select {
+	case <-exited:
+	case <-time.After(90 * time.Second):
+		_ = run.Process.Kill()
+		<-exited
+		t.Fatalf("the run did not end within 90 s of SIGINT; output:\n%s", out.String())
+	}
+	t.Logf("the run ended %s after SIGINT", time.Since(sent).Round(time.Millisecond))
+	if runErr == nil {
+		t.Errorf("an interrupted run exited 0")
+	}
+	if !strings.Contains(out.String(), "interrupted") {
+		t.Errorf("the run does not report the interruption")
+	}
+	if runs := storedRuns(t, db); len(runs) != 1 {
+		t.Errorf("%d runs stored, want the interrupted one", len(runs))
+	}
+	noKubeLeftovers(t, cl, db)
+	if t.Failed() {
+		t.Logf("run output:\n%s", out.String())
+	}
+}
+
+// TestKubernetesNoAccess: a user without any rights (bob) runs. The run
+// is refused before anything is created, with an error listing what the
+// user lacks, and no pod ever exists (a watch from before the run sees
+// none added).
+func TestKubernetesNoAccess(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"native"}, 1, "2s")
+	data, err := os.ReadFile(scen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob := cl.UserKubeconfig("bob")
+	data = bytes.Replace(data, []byte("kubeconfig: "+cl.Kubeconfig), []byte("kubeconfig: "+bob), 1)
+	if err := os.WriteFile(scen, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// From the watch cache's state ("0"): with etcd 3.4 (no progress
+	// notifications) a watch from the newest version would wait for the
+	// cache to reach it, which an idle cache never does.
+	w, err := cl.Client().CoreV1().Pods("").Watch(ctx, metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName, ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	dir := t.TempDir()
+	start := time.Now()
+	out, err := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", filepath.Join(dir, "r.db")).CombinedOutput()
+	t.Logf("refused in %s", time.Since(start).Round(time.Millisecond))
+	if err == nil {
+		t.Fatalf("a user without rights ran:\n%s", out)
+	}
+	for _, want := range []string{"lacks permissions", "create pods", "create pods/exec", "get pods/exec", "get nodes", "delete pods", "get pods/log", "kind: Role", "kind: ClusterRole"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the refusal does not name %q", want)
+		}
+	}
+	for _, p := range kubeRunPods(t, cl) {
+		t.Errorf("pod %s exists after the refusal", p)
+	}
+	// Every event the watch saw: none may be a pod of the run.
+	for {
+		select {
+		case ev, ok := <-w.ResultChan():
+			if !ok {
+				t.Fatal("the watch of the cluster's pods ended")
+			}
+			if ev.Type == watch.Error {
+				t.Fatalf("the watch of the cluster's pods failed: %v", ev.Object)
+			}
+			p, _ := ev.Object.(*corev1.Pod)
+			t.Errorf("the refused run touched a pod: %s %s", ev.Type, p.GetName())
+			continue
+		case <-time.After(2 * time.Second):
+		}
+		break
+	}
+	if t.Failed() {
+		t.Logf("run output:\n%s", out)
+	}
+}
+
+// TestKubernetesCleanGonePod: mid-cell, node2's agent and the controller
+// are killed (SIGKILL: neither cleans) and node2's agent pod is deleted
+// by force, which leaves the run's devices on node2 and no pod of the run
+// there (as after a forced deletion while node2's kubelet was away).
+// "tunbench clean --testbed kubernetes -f SCENARIO --run ID" makes a pod
+// of the run on node2 for the cleaning, cleans it, and deletes every pod.
+func TestKubernetesCleanGonePod(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cl := kubetest.Start(t)
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	out := &syncBuffer{}
+	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
+	run.Stdout, run.Stderr = out, out
+	if err := run.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = run.Wait(); close(exited) }()
+	node2 := cl.Nodes[1]
+	waitIperf3(t, node2.Netns, time.Minute, exited, out)
+	pod := agentPod(t, cl, node2.Name)
+	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := pods.Labels[kubehost.LabelRun]
+	pids, _ := exec.Command("ip", "netns", "pids", node2.Netns).Output()
+	for _, pid := range strings.Fields(string(pids)) {
+		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "tunbench" {
+			_ = exec.Command("kill", "-KILL", pid).Run()
+		}
+	}
+	_ = run.Process.Kill()
+	<-exited
+	grace := int64(0)
+	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
+		t.Fatal(err)
+	}
+	if devs := runDevices(node2.Netns); len(devs) == 0 {
+		t.Fatalf("node2 holds no device of the run: the test proves nothing; run output:\n%s", out.String())
+	} else {
+		t.Logf("left on node2: %v", devs)
+	}
+	start := time.Now()
+	cleaned, err := exec.Command("ip", "netns", "exec", cl.Control, bin, "clean", "--testbed", "kubernetes", "-f", scen, "--run", runID).CombinedOutput()
+	t.Logf("clean took %s:\n%s", time.Since(start).Round(time.Millisecond), cleaned)
+	if err != nil {
+		t.Errorf("tunbench clean --testbed kubernetes --run %s: %v", runID, err)
+	}
+	if !strings.Contains(string(cleaned), "node2: ") || !strings.Contains(string(cleaned), "deleted pod default/") {
+		t.Errorf("clean says nothing of node2 or of the pods it deleted")
+	}
+	noKubeLeftovers(t, cl, db)
+}
+
+// runDevices lists the run devices in network namespace ns.
+func runDevices(ns string) []string {
+	var devs []string
+	out, _ := exec.Command("ip", "-n", ns, "-o", "link").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 1 && runDevice.MatchString(f[1]) {
+			devs = append(devs, strings.TrimSuffix(f[1], ":"))
+		}
+	}
+	return devs
 }

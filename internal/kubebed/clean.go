@@ -19,9 +19,11 @@ import (
 // Clean cleans what runs left in the scenario's cluster by hand: for run
 // id (every run whose agents are gone when id is empty), "tunbench clean
 // --run ID --site NAME" on every node and ordinary pod the run still has
-// a pod on, then the run's pods are deleted. A run whose agent still
-// holds its lock on a node is alive and left alone unless named with id.
-// It returns what it did, one line each.
+// a pod on (with id given, on every node of the scenario: a node whose
+// pod is gone, deleted by force while its kubelet was away, gets a pod of
+// the run for the cleaning), then the run's pods are deleted. A run
+// whose agent still holds its lock on a node is alive and left alone
+// unless named with id. It returns what it did, one line each.
 func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
 	k := cfg.Kube
 	cl, err := kubehost.Open(kubehost.Config{Kubeconfig: expandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
@@ -79,6 +81,24 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 			}
 		}
 	}
+	var out []string
+	var errs []error
+	if !unlessLive {
+		// A run named by hand is cleaned on every node of the scenario:
+		// one whose pod is gone (deleted by force while its kubelet was
+		// away) gets a pod of the run for the cleaning.
+		for _, n := range cfg.Kube.Nodes {
+			if agents[n.Name] != nil {
+				continue
+			}
+			p, err := cleaningPod(ctx, cl, cfg, run, n.Name)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+				continue
+			}
+			agents[n.Name] = p
+		}
+	}
 	ssh := &scenario.SSH{Dir: cfg.Kube.Dir, Binary: cfg.Kube.Binary}
 	for node, p := range agents {
 		t.sites[node] = &site{name: node, node: node, agent: p}
@@ -88,8 +108,6 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 			ssh.Sites = append(ssh.Sites, scenario.Site{Name: PodSite(node)})
 		}
 	}
-	var out []string
-	var errs []error
 	if len(ssh.Sites) > 0 {
 		lines, err := sshbed.OnEachSite(ctx, sshbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 			Connect: func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
@@ -118,4 +136,26 @@ func live(ctx context.Context, h *sshhost.Host, run string) bool {
 	lock := path.Join(testbed.LockDir, run+".lock")
 	out, _, err := h.Run(ctx, "sh", "-c", `[ -e "$1" ] || { echo dead; exit 0; }; command -v flock >/dev/null || { echo live; exit 0; }; if flock -n "$1" true; then echo dead; else echo live; fi`, "sh", lock)
 	return err != nil || strings.TrimSpace(string(out)) != "dead"
+}
+
+// cleaningPod makes an agent pod of run on node, for cleaning what the
+// run left there, and waits until it runs.
+func cleaningPod(ctx context.Context, cl *kubehost.Cluster, cfg Config, run, node string) (*kubehost.Pod, error) {
+	ni, err := cl.Node(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	if !ni.Ready {
+		return nil, fmt.Errorf("not Ready (%s: %s): clean it once it is back", ni.ReadyReason, ni.ReadyMessage)
+	}
+	p, err := cl.CreatePod(ctx, kubehost.PodSpec{Node: node, RunID: run, Role: kubehost.RoleAgent, Image: cfg.Kube.ImageOrDefault()})
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, PodStartTimeout)
+	defer cancel()
+	if err := cl.WaitRunning(wctx, p); err != nil {
+		return nil, err
+	}
+	return p, nil
 }

@@ -185,7 +185,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 		SSH: ssh, Families: cfg.Families, MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
-		Log: cfg.Log, Connect: t.connect, Networks: networks,
+		Log: cfg.Log, Connect: t.connect, Networks: networks, Testbed: "kubernetes",
 	})
 	if err != nil {
 		return nil, err
@@ -386,11 +386,21 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 				return err
 			}
 		}
+		// A node that cannot run it fails the cell at once, one slow to
+		// within a bound.
+		if ni, err := t.cl.Node(ctx, s.node); err != nil {
+			return err
+		} else if !ni.Ready {
+			return fmt.Errorf("%s is gone and the node is not Ready (%s: %s): no new pod there", *p, ni.ReadyReason, ni.ReadyMessage)
+		}
 		np, err := t.createPod(ctx, s.node, role)
 		if err != nil {
 			return err
 		}
-		if err := t.cl.WaitRunning(ctx, np); err != nil {
+		wctx, cancel := context.WithTimeout(ctx, PodStartTimeout)
+		err = t.cl.WaitRunning(wctx, np)
+		cancel()
+		if err != nil {
 			return err
 		}
 		if role == kubehost.RoleAgent {
@@ -419,6 +429,10 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 	}
 	return renewed, nil
 }
+
+// PodStartTimeout bounds the wait for a pod made anew mid-run (issue 25
+// asks for pod and agent start under 10 s once the images are present).
+var PodStartTimeout = 60 * time.Second
 
 // waitGone waits until pod p no longer exists.
 func waitGone(ctx context.Context, cl *kubehost.Cluster, p *kubehost.Pod) error {
@@ -502,7 +516,12 @@ func (t *Testbed) Close() error {
 func (t *Testbed) deletePods() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	_, err := t.cl.DeleteRun(ctx, t.cfg.ID)
+	names, err := t.cl.DeleteRun(ctx, t.cfg.ID)
+	for _, n := range names {
+		if strings.Contains(n, " (forced: ") {
+			t.logf("deleted pod %s/%s", t.cl.Namespace(), n)
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("delete the run's pods: %w (tunbench clean --testbed kubernetes -f SCENARIO --run %s deletes them)", err, t.cfg.ID)
 	}

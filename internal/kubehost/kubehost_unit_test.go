@@ -367,9 +367,11 @@ func TestWaitRunning(t *testing.T) {
 		t.Errorf("WaitRunning(evicted) = %v", err)
 	}
 
-	// DeleteRun removes both and says so; Runs is then empty.
+	// DeleteRun removes both and says so, node2's (not Ready) by force;
+	// Runs is then empty.
 	names, err := c.DeleteRun(ctx, "r1")
-	if err != nil || !cmp.Equal(names, []string{"tunbench-r1-agent-node1", "tunbench-r1-agent-node2"}) {
+	if err != nil || !cmp.Equal(names, []string{"tunbench-r1-agent-node1",
+		"tunbench-r1-agent-node2 (forced: node node2 did not confirm: it is not Ready (KubeletReady); its containers go when its kubelet is back)"}) {
 		t.Errorf("DeleteRun = %v, %v", names, err)
 	}
 	if err := c.WaitRunning(ctx, a); err == nil || !strings.Contains(err.Error(), "was deleted before it ran") {
@@ -478,5 +480,51 @@ current-context: lab-admin
 	t.Setenv("KUBECONFIG", filepath.Join(dir, "absent"))
 	if _, err := Open(Config{}); err == nil || !strings.Contains(err.Error(), "absent") {
 		t.Errorf("Open($KUBECONFIG absent) = %v", err)
+	}
+}
+
+// DeleteRun forces what no kubelet confirms: a pod on a Ready node whose
+// graceful deletion does not end within ForceAfter is deleted with grace
+// period 0, and its name says so.
+func TestDeleteRunForcesUnconfirmed(t *testing.T) {
+	cs := fake.NewClientset(node("node1", corev1.ConditionTrue), node("node2", corev1.ConditionTrue))
+	var graceful, forced []string
+	cs.PrependReactor("delete", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		d := a.(k8stesting.DeleteAction)
+		if g := d.GetDeleteOptions().GracePeriodSeconds; g != nil && *g == 0 {
+			forced = append(forced, d.GetName())
+			return false, nil, nil // the tracker deletes it
+		}
+		graceful = append(graceful, d.GetName())
+		if strings.HasSuffix(d.GetName(), "node2") {
+			return true, nil, nil // node2's kubelet never confirms
+		}
+		return false, nil, nil
+	})
+	c := newCluster(cs, "")
+	ctx := testCtx(t, 20*time.Second)
+	for _, n := range []string{"node1", "node2"} {
+		if _, err := c.CreatePod(ctx, PodSpec{Node: n, RunID: "r2", Role: RoleAgent, Image: "img"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer func(d time.Duration) { ForceAfter = d }(ForceAfter)
+	ForceAfter = 300 * time.Millisecond
+	start := time.Now()
+	names, err := c.DeleteRun(ctx, "r2")
+	took := time.Since(start)
+	want := []string{"tunbench-r2-agent-node1",
+		"tunbench-r2-agent-node2 (forced: node node2 did not confirm: the pod was still there 300ms after its deletion; its containers go when its kubelet is back)"}
+	if err != nil || !cmp.Equal(names, want) {
+		t.Errorf("DeleteRun = %q, %v\nwant %q", names, err, want)
+	}
+	if !cmp.Equal(graceful, []string{"tunbench-r2-agent-node1", "tunbench-r2-agent-node2"}) || !cmp.Equal(forced, []string{"tunbench-r2-agent-node2"}) {
+		t.Errorf("deleted gracefully %v, by force %v; want both gracefully first, node2's by force after", graceful, forced)
+	}
+	if took > 5*time.Second {
+		t.Errorf("DeleteRun took %s", took)
+	}
+	if runs, err := c.Runs(ctx); err != nil || len(runs) != 0 {
+		t.Errorf("Runs after DeleteRun = %v, %v", runs, err)
 	}
 }

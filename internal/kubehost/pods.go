@@ -384,29 +384,132 @@ func runSelector(runID string) string {
 	return labels.Set{LabelApp: AppName, LabelRun: runID}.AsSelector().String()
 }
 
+// ForceAfter bounds how long DeleteRun waits for the nodes' kubelets to
+// confirm a deletion (a graceful deletion ends once the kubelet has
+// stopped the pod's containers); pods still there then are deleted by
+// force.
+var ForceAfter = 20 * time.Second
+
+// forcedNote follows the name of a pod DeleteRun deleted by force.
+const forcedNote = " (forced: node %s did not confirm: %s; its containers go when its kubelet is back)"
+
 // DeleteRun deletes every pod of run runID (of every run when runID is
-// ""), waits until they are gone, and returns their names, sorted.
+// ""), waits until they are gone, and returns their names, sorted. A
+// pod's node must confirm its deletion: one whose node is not Ready or
+// whose kubelet does not answer is deleted by force (grace period 0) at
+// once, and one not gone within ForceAfter then. The API server then
+// forgets the pod and the node's kubelet, once back, stops its
+// containers. The name of a pod deleted by force is followed by a note
+// saying so and why: "NAME (forced: node X did not confirm: ...)".
 func (c *Cluster) DeleteRun(ctx context.Context, runID string) ([]string, error) {
 	pods := c.cs.CoreV1().Pods(c.namespace)
 	list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: runSelector(runID)})
 	if err != nil {
 		return nil, fmt.Errorf("kubehost: delete run %s: list pods: %w", runID, err)
 	}
-	var names []string
-	for _, p := range list.Items {
-		err := pods.Delete(ctx, p.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}})
+	// The nodes that cannot confirm a deletion now.
+	silent := map[string]string{}
+	checked := map[string]bool{}
+	for i := range list.Items {
+		p := &list.Items[i]
+		if n := p.Spec.NodeName; n != "" && !checked[n] {
+			checked[n] = true
+			if why := c.nodeSilent(ctx, p); why != "" {
+				silent[n] = why
+			}
+		}
+	}
+	notes := map[string]string{}
+	del := func(p *corev1.Pod, force bool) error {
+		opts := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &p.UID}}
+		if force {
+			opts.GracePeriodSeconds = ptr.To[int64](0)
+		}
+		err := pods.Delete(ctx, p.Name, opts)
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return names, fmt.Errorf("kubehost: delete pod %s/%s: %w", c.namespace, p.Name, err)
+			return fmt.Errorf("kubehost: delete pod %s/%s on node %s: %w", c.namespace, p.Name, p.Spec.NodeName, err)
 		}
-		names = append(names, p.Name)
+		return nil
 	}
-	sort.Strings(names)
-	for _, p := range list.Items {
+	names := func() []string {
+		var out []string
+		for _, p := range list.Items {
+			out = append(out, p.Name+notes[p.Name])
+		}
+		sort.Strings(out)
+		return out
+	}
+	for i := range list.Items {
+		p := &list.Items[i]
+		why, force := silent[p.Spec.NodeName]
+		if err := del(p, force); err != nil {
+			return names(), err
+		}
+		if force {
+			notes[p.Name] = fmt.Sprintf(forcedNote, p.Spec.NodeName, why)
+		}
+	}
+	// The kubelets confirm, or the pods go by force.
+	wctx, cancel := context.WithTimeout(ctx, ForceAfter)
+	var left []*corev1.Pod
+	for i := range list.Items {
+		p := &list.Items[i]
+		if err := c.waitGone(wctx, p.Name, p.UID); err != nil {
+			if ctx.Err() != nil {
+				cancel()
+				return names(), err
+			}
+			left = append(left, p)
+		}
+	}
+	cancel()
+	for _, p := range left {
+		if err := del(p, true); err != nil {
+			return names(), err
+		}
+		notes[p.Name] = fmt.Sprintf(forcedNote, p.Spec.NodeName, fmt.Sprintf("the pod was still there %s after its deletion", ForceAfter))
 		if err := c.waitGone(ctx, p.Name, p.UID); err != nil {
-			return names, err
+			return names(), err
 		}
 	}
-	return names, nil
+	return names(), nil
+}
+
+// nodeSilent says why p's node cannot confirm p's deletion now (its node
+// is gone or not Ready, or its kubelet does not answer a request for
+// none of p's log lines), or "" when it can.
+func (c *Cluster) nodeSilent(ctx context.Context, p *corev1.Pod) string {
+	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	defer cancel()
+	n, err := c.cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "the node is gone from the cluster"
+	case err != nil:
+		return "" // cannot tell: wait for it
+	}
+	if ni := nodeInfo(n); !ni.Ready {
+		why := "it is not Ready (" + ni.ReadyReason
+		if ni.ReadyMessage != "" {
+			why += ": " + ni.ReadyMessage
+		}
+		return why + ")"
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		return ""
+	}
+	_, err = c.cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+		Container: ContainerName, TailLines: ptr.To[int64](0),
+	}).DoRaw(ctx)
+	if err == nil {
+		return ""
+	}
+	// A status below 500 is an answer (the kubelet's, or a refusal).
+	var st apierrors.APIStatus
+	if errors.As(err, &st) && st.Status().Code > 0 && st.Status().Code < 500 {
+		return ""
+	}
+	return fmt.Sprintf("its kubelet does not answer (%v)", err)
 }
 
 // waitGone waits until pod name with uid no longer exists.

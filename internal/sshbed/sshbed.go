@@ -74,6 +74,9 @@ type Config struct {
 	// Networks says, per site, where its agent serves (Hello.Network):
 	// "" the host's own network stack, testbed.NetworkPod a pod's.
 	Networks map[string]string
+	// Testbed names the testbed in the clean command Close suggests for
+	// a site it could not clean ("": ssh).
+	Testbed string
 }
 
 // Testbed is the ssh testbed of one run.
@@ -466,7 +469,11 @@ func (t *Testbed) Close() error {
 			time.Sleep(2 * time.Second)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("site %s: connection lost and not cleaned (%v): when it is back, run tunbench clean --testbed ssh -f SCENARIO --run %s", h.site.Name, err, t.cfg.ID))
+			bed := t.cfg.Testbed
+			if bed == "" {
+				bed = "ssh"
+			}
+			errs = append(errs, fmt.Errorf("site %s: connection lost and not cleaned (%v): when it is back, run tunbench clean --testbed %s -f SCENARIO --run %s", h.site.Name, err, bed, t.cfg.ID))
 		}
 	}
 	return errors.Join(errs...)
