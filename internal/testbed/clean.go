@@ -260,7 +260,19 @@ func Clean(root string) ([]Leftover, error) {
 		if err := netns.DeleteNamed(n.Name()); err != nil {
 			// Another clean (a run starting at the same moment) may have
 			// removed it first: gone is what we wanted.
-			if _, statErr := os.Stat(filepath.Join(netnsDir, n.Name())); errors.Is(statErr, os.ErrNotExist) {
+			fi, statErr := os.Stat(filepath.Join(netnsDir, n.Name()))
+			if errors.Is(statErr, os.ErrNotExist) {
+				continue
+			}
+			// EINVAL: the name is not (or no longer) a mounted namespace:
+			// one being created this instant by a run that has not
+			// taken its lock yet, or the empty file a crash left between
+			// creating and mounting it. A fresh one is left to its run;
+			// a stale one is only a file.
+			if errors.Is(err, unix.EINVAL) && statErr == nil {
+				if time.Since(fi.ModTime()) > 10*time.Second && os.Remove(filepath.Join(netnsDir, n.Name())) == nil {
+					removed = append(removed, Leftover{"namespace", n.Name()})
+				}
 				continue
 			}
 			errs = append(errs, fmt.Errorf("testbed: delete namespace %s: %w", n.Name(), err))
