@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"golang.org/x/sys/unix"
 )
 
@@ -39,6 +40,11 @@ func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 		if err := method.Check(p, m.Requirements()); err != nil {
 			s.Ready = false
 			s.Reason = strings.TrimPrefix(err.Error(), method.ErrNotSupported.Error()+": ")
+		}
+		if pl, ok := m.(method.Placer); ok && pl.Network() == testbed.NetworkPod {
+			// Not on this machine's testbeds: between a cluster's pods.
+			s.Ready = false
+			s.Reason = "runs between the pods of a Kubernetes cluster: testbed kubernetes (docs/kubernetes.md)"
 		}
 		out = append(out, s)
 	}
