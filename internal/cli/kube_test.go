@@ -144,6 +144,39 @@ func waitIperf3(t *testing.T, ns string, within time.Duration, exited <-chan str
 	t.Fatalf("no iperf3 in %s within %s; run output:\n%s", ns, within, out.String())
 }
 
+// kubeRun is a "tunbench run" started in the background in the cluster's
+// control namespace; ip netns exec execs tunbench, so Process is the
+// controller.
+type kubeRun struct {
+	*exec.Cmd
+	out        *syncBuffer
+	db, export string
+	exited     chan struct{}
+	err        error // how the run ended, set before exited is closed
+}
+
+// startKubeRun starts "tunbench run -f scen" with a database and export
+// of its own.
+func startKubeRun(t *testing.T, cl *kubetest.Cluster, bin, scen string) *kubeRun {
+	t.Helper()
+	dir := t.TempDir()
+	r := &kubeRun{out: &syncBuffer{}, db: filepath.Join(dir, "r.db"), export: filepath.Join(dir, "e.json"), exited: make(chan struct{})}
+	r.Cmd = exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", r.db, "--export", r.export)
+	r.Stdout, r.Stderr = r.out, r.out
+	if err := r.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.err = r.Wait(); close(r.exited) }()
+	return r
+}
+
+// waitMeasuring waits until a cell of the run measures in network
+// namespace ns.
+func (r *kubeRun) waitMeasuring(t *testing.T, ns string) {
+	t.Helper()
+	waitIperf3(t, ns, time.Minute, r.exited, r.out)
+}
+
 // syncBuffer is a bytes.Buffer safe for a command's output and the test.
 type syncBuffer struct {
 	mu sync.Mutex
@@ -181,26 +214,17 @@ func TestKubernetesPodDeletedMidCell(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
-	dir := t.TempDir()
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out := &syncBuffer{}
-	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", export)
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	run := startKubeRun(t, cl, bin, scen)
 	receiver := cl.Nodes[1]
-	exited := make(chan struct{})
-	go func() { _ = run.Wait(); close(exited) }() // a failed cell makes the exit status non-zero
-	waitIperf3(t, receiver.Netns, time.Minute, exited, out)
+	run.waitMeasuring(t, receiver.Netns)
 	grace := int64(0)
 	pod := agentPod(t, cl, receiver.Name)
 	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("deleted %s mid-cell", pod)
-	<-exited
-	cells := exportOf(t, export).Cells
+	<-run.exited
+	cells := exportOf(t, run.export).Cells
 	var failed, ok int
 	for _, c := range cells {
 		switch c.Status {
@@ -217,9 +241,9 @@ func TestKubernetesPodDeletedMidCell(t *testing.T) {
 		t.Errorf("cells: %d ok, %d failed of %d; want the one cell that lost its pod failed and the other two ok", ok, failed, len(cells))
 	}
 	if t.Failed() {
-		t.Logf("run output:\n%s", out.String())
+		t.Logf("run output:\n%s", run.out.String())
 	}
-	noKubeLeftovers(t, cl, db)
+	noKubeLeftovers(t, cl, run.db)
 }
 
 // TestKubernetesClean: the controller is killed (SIGKILL) mid-run, which
@@ -230,19 +254,10 @@ func TestKubernetesClean(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "r.db")
-	out := &syncBuffer{}
-	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = run.Wait(); close(exited) }()
-	waitIperf3(t, cl.Nodes[1].Netns, time.Minute, exited, out)
+	run := startKubeRun(t, cl, bin, scen)
+	run.waitMeasuring(t, cl.Nodes[1].Netns)
 	_ = run.Process.Kill()
-	<-exited
+	<-run.exited
 	pods, err := cl.Client().CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("the killed run left no pods to clean (%v): the test proves nothing", err)
@@ -254,7 +269,7 @@ func TestKubernetesClean(t *testing.T) {
 	if !strings.Contains(string(cleaned), "deleted pod default/") {
 		t.Errorf("clean says nothing of the pods it deleted:\n%s", cleaned)
 	}
-	noKubeLeftovers(t, cl, db)
+	noKubeLeftovers(t, cl, run.db)
 }
 
 // TestKubernetesToolsImage: kubernetes.tools: image on the real cluster,
@@ -356,19 +371,9 @@ func TestKubernetesNodeLost(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
-	dir := t.TempDir()
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out := &syncBuffer{}
-	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", export)
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
+	run := startKubeRun(t, cl, bin, scen)
 	lost := cl.Nodes[1]
-	exited := make(chan struct{})
-	var runErr error
-	go func() { runErr = run.Wait(); close(exited) }()
-	waitIperf3(t, lost.Netns, time.Minute, exited, out)
+	run.waitMeasuring(t, lost.Netns)
 	if err := cl.StopKubelet(lost.Name); err != nil {
 		t.Fatal(err)
 	}
@@ -376,21 +381,21 @@ func TestKubernetesNodeLost(t *testing.T) {
 	t.Logf("stopped the kubelet of %s mid-cell", lost.Name)
 	const bound = 2 * time.Minute
 	select {
-	case <-exited:
+	case <-run.exited:
 	case <-time.After(bound + 30*time.Second):
 		_ = run.Process.Kill()
-		<-exited
-		t.Fatalf("the run did not end within %s of losing %s; output:\n%s", bound+30*time.Second, lost.Name, out.String())
+		<-run.exited
+		t.Fatalf("the run did not end within %s of losing %s; output:\n%s", bound+30*time.Second, lost.Name, run.out.String())
 	}
 	took := time.Since(stopped)
 	t.Logf("the run ended %s after the kubelet stopped", took.Round(time.Millisecond))
 	if took > bound {
 		t.Errorf("the run took %s after losing %s, want under %s", took.Round(time.Second), lost.Name, bound)
 	}
-	if runErr == nil {
+	if run.err == nil {
 		t.Errorf("the run exited 0 with every cell failed")
 	}
-	cells := exportOf(t, export).Cells
+	cells := exportOf(t, run.export).Cells
 	if len(cells) != 3 {
 		t.Errorf("%d cells recorded, want 3", len(cells))
 	}
@@ -416,12 +421,12 @@ func TestKubernetesNodeLost(t *testing.T) {
 			t.Errorf("cell %d took %s to fail on the lost node, want under %s", c.Repetition, d.Round(time.Millisecond), limit)
 		}
 	}
-	for _, l := range strings.Split(out.String(), "\n") {
+	for _, l := range strings.Split(run.out.String(), "\n") {
 		if strings.Contains(l, "did not confirm") || strings.Contains(l, "not cleaned") {
 			t.Logf("run says: %s", l)
 		}
 	}
-	if !strings.Contains(out.String(), "did not confirm") {
+	if !strings.Contains(run.out.String(), "did not confirm") {
 		t.Errorf("the run does not say that %s did not confirm its pods' deletion", lost.Name)
 	}
 	for _, p := range kubeRunPods(t, cl) {
@@ -434,7 +439,7 @@ func TestKubernetesNodeLost(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("run output:\n%s", out.String())
+		t.Logf("run output:\n%s", run.out.String())
 	}
 }
 
@@ -446,43 +451,32 @@ func TestKubernetesInterrupted(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "r.db")
-	out := &syncBuffer{}
-	// ip netns exec execs tunbench: run.Process is the controller.
-	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	var runErr error
-	go func() { runErr = run.Wait(); close(exited) }()
-	waitIperf3(t, cl.Nodes[1].Netns, time.Minute, exited, out)
+	run := startKubeRun(t, cl, bin, scen)
+	run.waitMeasuring(t, cl.Nodes[1].Netns)
 	if err := run.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	sent := time.Now()
 	select {
-	case <-exited:
+	case <-run.exited:
 	case <-time.After(90 * time.Second):
 		_ = run.Process.Kill()
-		<-exited
-		t.Fatalf("the run did not end within 90 s of SIGINT; output:\n%s", out.String())
+		<-run.exited
+		t.Fatalf("the run did not end within 90 s of SIGINT; output:\n%s", run.out.String())
 	}
 	t.Logf("the run ended %s after SIGINT", time.Since(sent).Round(time.Millisecond))
-	if runErr == nil {
+	if run.err == nil {
 		t.Errorf("an interrupted run exited 0")
 	}
-	if !strings.Contains(out.String(), "interrupted") {
+	if !strings.Contains(run.out.String(), "interrupted") {
 		t.Errorf("the run does not report the interruption")
 	}
-	if runs := storedRuns(t, db); len(runs) != 1 {
+	if runs := storedRuns(t, run.db); len(runs) != 1 {
 		t.Errorf("%d runs stored, want the interrupted one", len(runs))
 	}
-	noKubeLeftovers(t, cl, db)
+	noKubeLeftovers(t, cl, run.db)
 	if t.Failed() {
-		t.Logf("run output:\n%s", out.String())
+		t.Logf("run output:\n%s", run.out.String())
 	}
 }
 
@@ -560,18 +554,9 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
-	dir := t.TempDir()
-	db := filepath.Join(dir, "r.db")
-	out := &syncBuffer{}
-	run := exec.Command("ip", "netns", "exec", cl.Control, bin, "run", "-f", scen, "--db", db, "--export", filepath.Join(dir, "e.json"))
-	run.Stdout, run.Stderr = out, out
-	if err := run.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = run.Wait(); close(exited) }()
+	run := startKubeRun(t, cl, bin, scen)
 	node2 := cl.Nodes[1]
-	waitIperf3(t, node2.Netns, time.Minute, exited, out)
+	run.waitMeasuring(t, node2.Netns)
 	pod := agentPod(t, cl, node2.Name)
 	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
 	if err != nil {
@@ -585,13 +570,13 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 		}
 	}
 	_ = run.Process.Kill()
-	<-exited
+	<-run.exited
 	grace := int64(0)
 	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)
 	}
 	if devs := runDevices(node2.Netns); len(devs) == 0 {
-		t.Fatalf("node2 holds no device of the run: the test proves nothing; run output:\n%s", out.String())
+		t.Fatalf("node2 holds no device of the run: the test proves nothing; run output:\n%s", run.out.String())
 	} else {
 		t.Logf("left on node2: %v", devs)
 	}
@@ -604,7 +589,7 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 	if !strings.Contains(string(cleaned), "node2: ") || !strings.Contains(string(cleaned), "deleted pod default/") {
 		t.Errorf("clean says nothing of node2 or of the pods it deleted")
 	}
-	noKubeLeftovers(t, cl, db)
+	noKubeLeftovers(t, cl, run.db)
 }
 
 // runDevices lists the run devices in network namespace ns.

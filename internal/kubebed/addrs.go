@@ -2,7 +2,6 @@ package kubebed
 
 import (
 	"net/netip"
-	"os"
 	"strings"
 )
 
@@ -29,13 +28,4 @@ func ParseAddrs(out string) []Addr {
 		addrs = append(addrs, Addr{Dev: dev, Prefix: p})
 	}
 	return addrs
-}
-
-func expandHome(p string) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return home + "/" + rest
-		}
-	}
-	return p
 }

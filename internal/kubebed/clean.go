@@ -25,8 +25,7 @@ import (
 // whose agent still holds its lock on a node is alive and left alone
 // unless named with id. It returns what it did, one line each.
 func Clean(ctx context.Context, cfg Config, id string) ([]string, error) {
-	k := cfg.Kube
-	cl, err := kubehost.Open(kubehost.Config{Kubeconfig: expandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
+	cl, err := openCluster(cfg)
 	if err != nil {
 		return nil, err
 	}

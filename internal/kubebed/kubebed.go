@@ -39,6 +39,7 @@ import (
 	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -105,7 +106,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if k == nil || len(k.Nodes) < 2 {
 		return nil, errors.New("kubebed: the kubernetes testbed needs at least two nodes")
 	}
-	cl, err := kubehost.Open(kubehost.Config{Kubeconfig: expandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
+	cl, err := openCluster(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +193,13 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	t.inner = inner
 	return t, nil
+}
+
+// openCluster reads the kubeconfig the scenario names and builds a client
+// for its namespace.
+func openCluster(cfg Config) (*kubehost.Cluster, error) {
+	k := cfg.Kube
+	return kubehost.Open(kubehost.Config{Kubeconfig: sshhost.ExpandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
 }
 
 // siteNames returns the sites in scenario order, each node's own before
@@ -302,7 +310,7 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 			}
 			return out, fmt.Errorf("node %s has no %s InternalIP: give kubernetes.nodes[].%s for it, or drop %s from families", st.node, fam, fam, fam)
 		}
-		a, err := parseAddr(v)
+		a, err := scenario.ParseAddrOrPrefix(v)
 		if err != nil {
 			return out, fmt.Errorf("node %s: address %q: %w", st.node, v, err)
 		}
@@ -375,14 +383,12 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 	defer t.mu.Unlock()
 	fix := func(p **kubehost.Pod, role string) error {
 		got, err := t.cl.Clientset().CoreV1().Pods((*p).Namespace).Get(ctx, (*p).Name, metav1.GetOptions{})
-		if err == nil && got.DeletionTimestamp == nil && got.Status.Phase == "Running" && got.UID == (*p).UID {
+		if err == nil && got.DeletionTimestamp == nil && got.Status.Phase == corev1.PodRunning && got.UID == (*p).UID {
 			return nil
 		}
 		if err == nil {
-			// Ended or on its way out: wait until it is gone.
-			grace := int64(0)
-			_ = t.cl.Clientset().CoreV1().Pods((*p).Namespace).Delete(ctx, (*p).Name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
-			if err := waitGone(ctx, t.cl, *p); err != nil {
+			// Ended or on its way out: gone before it is made anew.
+			if err := t.cl.DeletePod(ctx, *p); err != nil {
 				return err
 			}
 		}
@@ -433,26 +439,6 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 // PodStartTimeout bounds the wait for a pod made anew mid-run (issue 25
 // asks for pod and agent start under 10 s once the images are present).
 var PodStartTimeout = 60 * time.Second
-
-// waitGone waits until pod p no longer exists.
-func waitGone(ctx context.Context, cl *kubehost.Cluster, p *kubehost.Pod) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	for {
-		got, err := cl.Clientset().CoreV1().Pods(p.Namespace).Get(ctx, p.Name, metav1.GetOptions{})
-		if err != nil || got.UID != p.UID {
-			if ctx.Err() != nil {
-				return fmt.Errorf("%s: still there after 60 s", p)
-			}
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%s: still there after 60 s", p)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
 
 // Name is "kubernetes".
 func (t *Testbed) Name() string { return "kubernetes" }
@@ -526,11 +512,4 @@ func (t *Testbed) deletePods() error {
 		return fmt.Errorf("delete the run's pods: %w (tunbench clean --testbed kubernetes -f SCENARIO --run %s deletes them)", err, t.cfg.ID)
 	}
 	return nil
-}
-
-func parseAddr(v string) (netip.Addr, error) {
-	if p, err := netip.ParsePrefix(v); err == nil {
-		return p.Addr(), nil
-	}
-	return netip.ParseAddr(v)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -148,7 +150,7 @@ func TestRealCluster(t *testing.T) {
 			_, _, err := h.Run(runCtx, "sh", "-c", `sleep `+marker+` & echo $$ $! > "$1"; wait`, "sh", pidFile)
 			errc <- err
 		}()
-		pids := waitPids(t, pidFile)
+		pids := sshtest.WaitPids(t, pidFile, 10*time.Second)
 		start := time.Now()
 		cancel()
 		select {
@@ -160,7 +162,7 @@ func TestRealCluster(t *testing.T) {
 			t.Fatal("cancelled Run did not return within 5s")
 		}
 		for _, pid := range pids {
-			waitDead(t, pid)
+			sshtest.WaitDead(t, pid, 5*time.Second)
 		}
 		t.Logf("cancelled command and its child gone %v after cancel", time.Since(start).Round(time.Millisecond))
 	})
@@ -222,7 +224,7 @@ func TestRealCluster(t *testing.T) {
 			if _, err := sess.Stdin.Write([]byte(msg)); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := readFull(sess, buf); err != nil || string(buf) != msg {
+			if _, err := io.ReadFull(sess.Stdout, buf); err != nil || string(buf) != msg {
 				t.Fatalf("echo %d: got %q, %v", i, buf, err)
 			}
 		}
@@ -247,7 +249,7 @@ func TestRealCluster(t *testing.T) {
 			t.Fatalf("Session.Pid = %d", sess.Pid)
 		}
 		sess.Close()
-		waitDead(t, sess.Pid)
+		sshtest.WaitDead(t, sess.Pid, 5*time.Second)
 		var ee *sshhost.ExitError
 		if err := sess.Wait(); !errors.As(err, &ee) {
 			t.Errorf("Wait after Close = %v, want an exit status", err)
@@ -325,61 +327,6 @@ func fileSize(p string) int64 {
 		return 0
 	}
 	return st.Size()
-}
-
-func readFull(s *sshhost.Session, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := s.Stdout.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// waitPids waits for the remote command to write its pids to path (the
-// nodes share this machine's filesystem and pid space).
-func waitPids(t *testing.T, path string) []int {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		data, _ := os.ReadFile(path)
-		if strings.HasSuffix(string(data), "\n") {
-			var pids []int
-			for _, f := range strings.Fields(string(data)) {
-				pid, err := strconv.Atoi(f)
-				if err != nil {
-					t.Fatalf("%s: %q", path, data)
-				}
-				pids = append(pids, pid)
-			}
-			return pids
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("remote command did not write %s within 10s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return
-		}
-		if data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(data), ") Z ") {
-			return // a zombie: dead, its parent not yet told
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("process %d still alive 5s after the kill", pid)
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // checkNoMarker fails when a process of this test ("sleep 4242.25") is

@@ -512,6 +512,22 @@ func (c *Cluster) nodeSilent(ctx context.Context, p *corev1.Pod) string {
 	return fmt.Sprintf("its kubelet does not answer (%v)", err)
 }
 
+// DeletePod deletes p at once (grace period 0: it has ended, or is on its
+// way out) and waits, at most a minute, until it is gone.
+func (c *Cluster) DeletePod(ctx context.Context, p *Pod) error {
+	grace := int64(0)
+	err := c.cs.CoreV1().Pods(p.Namespace).Delete(ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: metav1.NewUIDPreconditions(string(p.UID))})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil // gone, or already another pod of that name
+	}
+	if err != nil {
+		return fmt.Errorf("kubehost: delete %s: %w", p, err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return c.waitGone(ctx, p.Name, p.UID)
+}
+
 // waitGone waits until pod name with uid no longer exists.
 func (c *Cluster) waitGone(ctx context.Context, name string, uid types.UID) error {
 	pods := c.cs.CoreV1().Pods(c.namespace)

@@ -195,7 +195,7 @@ func (s Scenario) validateKubernetes() []error {
 			if v == "" {
 				continue
 			}
-			a, err := parseAddrOrPrefix(v)
+			a, err := ParseAddrOrPrefix(v)
 			if err != nil || (fam == "ipv4") != a.Is4() {
 				bad(f+"."+fam, "%q: give an %s address of the node (a prefix length may follow), or leave it out for its InternalIP", v, fam)
 			}
@@ -215,8 +215,9 @@ func (s Scenario) validateKubernetes() []error {
 	return errs
 }
 
-// parseAddrOrPrefix reads "10.0.0.1" or "10.0.0.1/24".
-func parseAddrOrPrefix(v string) (netip.Addr, error) {
+// ParseAddrOrPrefix reads an address given with or without its prefix
+// length: "10.0.0.1" or "10.0.0.1/24".
+func ParseAddrOrPrefix(v string) (netip.Addr, error) {
 	if p, err := netip.ParsePrefix(v); err == nil {
 		return p.Addr(), nil
 	}

@@ -171,7 +171,7 @@ func (t *Testbed) logf(format string, args ...any) {
 // sshConfig is how to log in to st.
 func (t *Testbed) sshConfig(st scenario.Site) sshhost.Config {
 	c := sshhost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
-		IdentityFile: expandHome(st.Identity), KnownHosts: expandHome(t.cfg.SSH.KnownHosts)}
+		IdentityFile: sshhost.ExpandHome(st.Identity), KnownHosts: sshhost.ExpandHome(t.cfg.SSH.KnownHosts)}
 	if t.cfg.Dial != nil {
 		c.Dial = t.cfg.Dial(st.Name)
 	}
@@ -546,13 +546,4 @@ func buildDir(buildID string) string {
 		return "build"
 	}
 	return sum
-}
-
-func expandHome(p string) string {
-	if rest, ok := strings.CutPrefix(p, "~/"); ok {
-		if home, err := os.UserHomeDir(); err == nil {
-			return home + "/" + rest
-		}
-	}
-	return p
 }

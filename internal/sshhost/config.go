@@ -122,3 +122,15 @@ func (c Config) knownHostsPath() (string, error) {
 }
 
 var errNoIdentity = errors.New("no identity")
+
+// ExpandHome returns p with a leading "~/" replaced by the home directory
+// (as a shell would for the paths scenarios name: identity, known_hosts,
+// kubeconfig).
+func ExpandHome(p string) string {
+	if rest, ok := strings.CutPrefix(p, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			return home + "/" + rest
+		}
+	}
+	return p
+}

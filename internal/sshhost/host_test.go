@@ -6,13 +6,13 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -439,7 +439,7 @@ func TestRunCancelKills(t *testing.T) {
 		_, _, err := h.Run(runCtx, "sh", "-c", `sleep 1000 & echo $$ $! > "$1"; wait`, "sh", pidFile)
 		errc <- err
 	}()
-	pids := waitPids(t, pidFile)
+	pids := sshtest.WaitPids(t, pidFile, 5*time.Second)
 	cancel()
 	select {
 	case err := <-errc:
@@ -450,7 +450,7 @@ func TestRunCancelKills(t *testing.T) {
 		t.Fatal("cancelled Run did not return within 5s")
 	}
 	for _, pid := range pids {
-		waitDead(t, pid)
+		sshtest.WaitDead(t, pid, 3*time.Second)
 	}
 	// The connection survives a cancelled command.
 	if _, _, err := h.Run(ctx, "true"); err != nil {
@@ -475,7 +475,7 @@ func TestStart(t *testing.T) {
 		if _, err := sess.Stdin.Write([]byte(msg)); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := readFull(sess, buf); err != nil || string(buf) != msg {
+		if _, err := io.ReadFull(sess.Stdout, buf); err != nil || string(buf) != msg {
 			t.Fatalf("echo %d: got %q, %v", i, buf, err)
 		}
 	}
@@ -498,10 +498,10 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pids := waitPids(t, pidFile)
+	pids := sshtest.WaitPids(t, pidFile, 5*time.Second)
 	sess.Close()
 	for _, pid := range pids {
-		waitDead(t, pid)
+		sshtest.WaitDead(t, pid, 3*time.Second)
 	}
 	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
 		t.Errorf("Wait after Close = %v, want killed by signal KILL", err)
@@ -517,65 +517,9 @@ func TestStart(t *testing.T) {
 		t.Fatalf("Session.Pid = %d", sess.Pid)
 	}
 	cancel()
-	waitDead(t, sess.Pid)
+	sshtest.WaitDead(t, sess.Pid, 3*time.Second)
 	if err := sess.Wait(); !errors.As(err, &ee) || ee.Signal != "KILL" {
 		t.Errorf("Wait after cancel = %v, want killed by signal KILL", err)
-	}
-}
-
-func readFull(s *sshhost.Session, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := s.Stdout.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-// waitPids waits for the remote command to write its pids to path.
-func waitPids(t *testing.T, path string) []int {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		data, _ := os.ReadFile(path)
-		if strings.HasSuffix(string(data), "\n") {
-			var pids []int
-			for _, f := range strings.Fields(string(data)) {
-				pid, err := strconv.Atoi(f)
-				if err != nil {
-					t.Fatalf("%s: %q", path, data)
-				}
-				pids = append(pids, pid)
-			}
-			return pids
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("remote command did not write %s within 5s", path)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-// waitDead fails t unless pid is gone (or a zombie) within 3 seconds.
-func waitDead(t *testing.T, pid int) {
-	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return
-		}
-		if i := bytes.LastIndexByte(data, ')'); i > 0 && i+2 < len(data) && (data[i+2] == 'Z' || data[i+2] == 'X') {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Errorf("remote process %d still alive 3s after the command was cancelled: %s", pid, data)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }
 
