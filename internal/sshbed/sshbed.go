@@ -114,13 +114,6 @@ func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
 		return nil, errors.New("sshbed: the ssh testbed needs at least two sites")
 	}
-	if cfg.Binary == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("sshbed: find this tunbench: %w", err)
-		}
-		cfg.Binary = exe
-	}
 	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
 	n := len(cfg.SSH.Sites)
 	errs := make([]error, n)
@@ -527,7 +520,8 @@ func OnEachSite(ctx context.Context, cfg Config, args func(site string) []string
 
 // install returns the path of tunbench on the host: the scenario's binary,
 // or this build copied to a directory of its own (a binary found there is
-// this one).
+// this one). It is the one place that decides which tunbench a host runs,
+// for run, clean, ebpf stats and the kubernetes testbed alike.
 func (c Config) install(ctx context.Context, sh *sshhost.Host) (string, error) {
 	if c.SSH.Binary != "" {
 		return c.SSH.Binary, nil
@@ -536,7 +530,24 @@ func (c Config) install(ctx context.Context, sh *sshhost.Host) (string, error) {
 	if dir == "" {
 		dir = scenario.DefaultSSHDir
 	}
-	return sh.InstallSelf(ctx, path.Join(dir, buildDir(c.BuildID)), c.Version, c.Binary)
+	local, err := c.localBinary()
+	if err != nil {
+		return "", err
+	}
+	return sh.InstallSelf(ctx, path.Join(dir, buildDir(c.BuildID)), c.Version, local)
+}
+
+// localBinary is the tunbench copied to hosts: Config.Binary, else this
+// program.
+func (c Config) localBinary() (string, error) {
+	if c.Binary != "" {
+		return c.Binary, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("sshbed: find this tunbench: %w", err)
+	}
+	return exe, nil
 }
 
 // buildDir names the directory of one build on the hosts.
