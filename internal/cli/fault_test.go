@@ -54,9 +54,31 @@ func (r *faultRun) waitIperf3() string {
 }
 
 // cells waits for the run to end and returns its exported cells by method.
+// A run with a failed cell must exit with ExitCellsFailed, naming it, and
+// one whose cells are all ok with 0.
 func (r *faultRun) cells() map[string]result.Cell {
 	r.t.Helper()
-	_ = r.cmd.Wait()
+	waitErr := r.cmd.Wait()
+	cells := r.cellsOf()
+	failed := false
+	for _, c := range cells {
+		failed = failed || c.Status == result.StatusFailed
+	}
+	code := r.cmd.ProcessState.ExitCode()
+	switch {
+	case failed && code != ExitCellsFailed:
+		r.t.Errorf("a run with a failed cell exited %d (%v), want %d\n%s", code, waitErr, ExitCellsFailed, r.stderr.String())
+	case failed && !strings.Contains(r.stderr.String(), "cells failed"):
+		r.t.Errorf("a run with a failed cell does not say so on stderr:\n%s", r.stderr.String())
+	case !failed && code != 0:
+		r.t.Errorf("a run whose cells are all ok exited %d (%v)\n%s", code, waitErr, r.stderr.String())
+	}
+	return cells
+}
+
+// cellsOf reads the run's export: its cells by method.
+func (r *faultRun) cellsOf() map[string]result.Cell {
+	r.t.Helper()
 	data, err := os.ReadFile(r.export)
 	if err != nil {
 		r.t.Fatalf("no export: %v\n%s", err, r.stderr.String())

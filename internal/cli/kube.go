@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -20,8 +21,9 @@ var kubeDial func(ctx context.Context, network, addr string) (net.Conn, error)
 // kubeConfig is the kubernetes testbed configuration of scenario s for
 // run id.
 func kubeConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writer) kubebed.Config {
+	under, by := s.UnderlayFamilies(runner.Catalog(reg))
 	return kubebed.Config{
-		Kube: s.Kubernetes, Families: s.Families, MTUs: s.MTUs,
+		Kube: s.Kubernetes, Families: s.Families, Underlay: under, UnderlayBy: by, MTUs: s.MTUs,
 		ID: id, BuildID: BuildID(), Version: Version(),
 		Tools:              sshTools(s, reg),
 		Methods:            sshMethods(s, reg),

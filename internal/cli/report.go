@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/store"
 )
 
@@ -100,6 +101,13 @@ const (
 	// ExitLost: a cell ok in run A is missing or failed in run B.
 	ExitLost = 4
 )
+
+// ExitCellsFailed is the exit status of "tunbench run" when the run went
+// through the whole matrix but a cell (a repetition) failed: every other
+// cell was still measured and stored. 0 means every cell is ok (methods
+// --skip-unavailable named are not failures); 1 an error that stopped
+// the run (bad input, a refused requirement, an interruption).
+const ExitCellsFailed = runner.ExitCellsFailed
 
 func newCompareCmd() *cobra.Command {
 	var (

@@ -13,6 +13,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
@@ -82,7 +83,13 @@ reason, in the table and the report.
 Default: methods native, vxlan and srv6, IPv4, MTU 1500, offloads on, one
 TCP stream with cubic (set inside tunbench's own namespaces; the host's
 setting is never touched) for 10 s after 1 s of warm-up, 3 s of
-request/response latency, 3 repetitions: about two and a half minutes.`,
+request/response latency, 3 repetitions: about two and a half minutes.
+
+Exit status: 0 when every cell (every repetition) is ok; 5 when the
+whole matrix ran but a cell failed (the others were still measured and
+stored, and stderr names the failures); 1 when the run stopped or never
+started (bad input, a refused requirement, an interruption). Methods
+that --skip-unavailable skips are not failures.`,
 		Example: `  tunbench run
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
   tunbench run --cc cubic,bbr
@@ -278,7 +285,7 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	} else {
 		res, err = sess.Run(cmd.Context(), s, reg)
 	}
-	return errors.Join(err, printResult(cmd, f, sess, res))
+	return runExit(errors.Join(err, printResult(cmd, f, sess, res)), res)
 }
 
 // checkHere refuses, before anything is created, a run this machine
@@ -334,6 +341,34 @@ func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runn
 			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), sess.DBPath, res.Export)
 	}
 	return nil
+}
+
+// runExit is the error "tunbench run" ends with: err when the run
+// stopped, else ExitCellsFailed when a cell failed, naming how many and
+// the first reasons.
+func runExit(err error, res *runner.Result) error {
+	if err != nil || res == nil {
+		return err
+	}
+	var failed []result.Cell
+	for _, c := range res.Cells {
+		if c.Status == result.StatusFailed {
+			failed = append(failed, c)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d cells failed (the others were measured and stored):", len(failed), len(res.Cells))
+	for i, c := range failed {
+		if i == 3 {
+			fmt.Fprintf(&b, "\n  ... and %d more (tunbench results show %s)", len(failed)-3, res.Run.ID)
+			break
+		}
+		fmt.Fprintf(&b, "\n  %s repetition %d: %s", c.Key, c.Repetition, c.Error)
+	}
+	return &exitError{code: ExitCellsFailed, err: errors.New(b.String())}
 }
 
 func ratio(o *runner.Outcome) float64 {

@@ -67,5 +67,5 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return err
 	}
 	res, err := sess.Resume(cmd.Context(), run.ID, reg)
-	return errors.Join(err, printResult(cmd, f, sess, res))
+	return runExit(errors.Join(err, printResult(cmd, f, sess, res)), res)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
@@ -53,8 +54,14 @@ func sshMethods(s scenario.Scenario, reg *method.Registry) []sshbed.MethodNeeds 
 
 // sshConfig is the ssh testbed configuration of scenario s for run id.
 func sshConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Writer) sshbed.Config {
+	// Each host's underlay carries an address of every family the
+	// methods need there (srv6: IPv6, whatever it carries).
+	fams, _ := s.UnderlayFamilies(runner.Catalog(reg))
+	if len(fams) == 0 {
+		fams = s.Families
+	}
 	return sshbed.Config{
-		SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
+		SSH: s.SSH, Families: fams, MTUs: s.MTUs, Offloads: s.Offloads,
 		ID: id, BuildID: BuildID(), Version: Version(),
 		Tools:              sshTools(s, reg),
 		Methods:            sshMethods(s, reg),

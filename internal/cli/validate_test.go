@@ -171,3 +171,36 @@ func TestMethodsDocListsOptions(t *testing.T) {
 	}
 	t.Errorf("%s: the options table differs from the methods' declarations; run with -update-docs.\ngot:\n%s\nwant:\n%s", path, got, want)
 }
+
+// TestSSHUnderlayFamilyRefused: srv6 carries every family over IPv6, so a
+// site without an IPv6 underlay address is refused before any host is
+// reached, naming the site, the field and the fix; and a run that asks
+// for IPv6 traffic names the family. (The scenario's hosts do not exist:
+// a run that got past validation would fail to reach them instead.)
+func TestSSHUnderlayFamilyRefused(t *testing.T) {
+	for _, tc := range []struct {
+		name, methods, families, site1 string
+		want                           []string
+	}{
+		{"srv6 over ipv4 sites", "[native, srv6]", "[ipv4]", "ipv4: 198.18.9.2/24",
+			[]string{"ssh.sites[1].ipv6: empty", "srv6 runs over an ipv6 underlay whatever it carries", "on site b", "or drop srv6 from methods"}},
+		{"ipv6 traffic, ipv4 site", "[native]", "[ipv4, ipv6]", "ipv4: 198.18.9.2/24",
+			[]string{"ssh.sites[1].ipv6: empty, but families lists ipv6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := fmt.Sprintf(`testbed: ssh
+methods: %s
+families: %s
+ssh:
+  sites:
+    - {name: a, address: 198.18.9.101, dev: eth1, ipv4: 198.18.9.1/24, ipv6: "2001:2:9::1/64"}
+    - {name: b, address: 198.18.9.102, dev: eth1, %s}
+`, tc.methods, tc.families, tc.site1)
+			path := filepath.Join(t.TempDir(), "s.yaml")
+			if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			refused(t, []string{"run", "-f", path}, tc.want...)
+		})
+	}
+}

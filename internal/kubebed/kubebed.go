@@ -50,6 +50,13 @@ type Config struct {
 	Kube     *scenario.Kubernetes
 	Families []string
 	MTUs     []int
+	// Underlay are the families of the addresses every node needs (the
+	// methods' underlay families, scenario.UnderlayFamilies; srv6 needs
+	// IPv6 whatever it carries): Families when empty. Ordinary pods
+	// (pod-network) need Families.
+	Underlay []string
+	// UnderlayBy names, per underlay family, the methods that need it.
+	UnderlayBy map[string][]string
 	// ID is the run; BuildID identifies this binary (agents must match);
 	// Version is what "tunbench version" prints.
 	ID, BuildID, Version string
@@ -131,6 +138,13 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 			errs = append(errs, fmt.Errorf("node %s is not Ready (%s: %s): measure between Ready nodes", n.Name, info.ReadyReason, info.ReadyMessage))
 			continue
 		}
+		// Every address family the methods need on the underlay, before
+		// any pod is created.
+		for _, fam := range cfg.underlay() {
+			if v := map[string]string{"ipv4": n.IPv4 + info.InternalIP4, "ipv6": n.IPv6 + info.InternalIP6}[fam]; v == "" {
+				errs = append(errs, fmt.Errorf("node %s has no %s InternalIP, and the run needs an %s underlay (%s): give kubernetes.nodes[].%s for it, or drop what needs it", n.Name, fam, fam, strings.Join(cfg.needs(fam), ", "), fam))
+			}
+		}
 		t.sites[n.Name] = &site{name: n.Name, node: n.Name, want: n, info: info}
 		if cfg.PodNetwork {
 			t.sites[PodSite(n.Name)] = &site{name: PodSite(n.Name), node: n.Name, want: n, info: info}
@@ -183,7 +197,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 		return nil, err
 	}
 	inner, err := sshbed.Open(ctx, sshbed.Config{
-		SSH: ssh, Families: cfg.Families, MTUs: cfg.MTUs, Offloads: []string{"on"},
+		SSH: ssh, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
 		Log: cfg.Log, Connect: t.connect, Networks: networks, Testbed: "kubernetes",
@@ -193,6 +207,23 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	t.inner = inner
 	return t, nil
+}
+
+// underlay are the families every node needs an address of.
+func (c Config) underlay() []string {
+	if len(c.Underlay) > 0 {
+		return c.Underlay
+	}
+	return c.Families
+}
+
+// needs names what needs an underlay of family: "families" when the
+// matrix lists it, else the methods whose underlay it is.
+func (c Config) needs(family string) []string {
+	if slices.Contains(c.Families, family) {
+		return []string{"families lists " + family}
+	}
+	return c.UnderlayBy[family]
 }
 
 // openCluster reads the kubeconfig the scenario names and builds a client
@@ -302,7 +333,11 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 		return out, fmt.Errorf("node %s: read its addresses: %w", st.node, err)
 	}
 	have := ParseAddrs(string(addrs))
-	for _, fam := range t.cfg.Families {
+	fams := t.cfg.Families
+	if st.workload == nil {
+		fams = t.cfg.underlay()
+	}
+	for _, fam := range fams {
 		v := want[fam]
 		if v == "" {
 			if st.workload != nil {

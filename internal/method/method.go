@@ -140,6 +140,24 @@ type Method interface {
 	Teardown(ctx context.Context, env *Env) error
 }
 
+// Underlayer is implemented by methods whose outer header is not of the
+// measured family: UnderlayFamily returns the family of the underlay
+// addresses the method needs to carry family (srv6 and the ip6 tunnels:
+// always IPv6; gre and ipip: always IPv4).
+type Underlayer interface {
+	UnderlayFamily(family string) string
+}
+
+// UnderlayFamily is the family of the underlay addresses m needs to carry
+// traffic of family: the measured family itself unless m says otherwise
+// (Underlayer).
+func UnderlayFamily(m Method, family string) string {
+	if u, ok := m.(Underlayer); ok {
+		return u.UnderlayFamily(family)
+	}
+	return family
+}
+
 // Placer is implemented by methods whose endpoints are not the testbed's
 // host network stacks: Network is the testbed.Spec.Network the runner
 // asks the testbed for (pod-network: testbed.NetworkPod, ordinary pods).

@@ -189,5 +189,15 @@ func (c catalog) CheckOptions(name string, opts map[string]string) error {
 	return err
 }
 
+// Underlay is the family of the underlay addresses name needs to carry
+// family (scenario.UnderlayCatalog).
+func (c catalog) Underlay(name, family string) string {
+	m, err := c.r.Get(name)
+	if err != nil {
+		return family
+	}
+	return method.UnderlayFamily(m, family)
+}
+
 // Catalog exposes the registry to scenario validation.
 func Catalog(r *method.Registry) scenario.Catalog { return catalog{r} }

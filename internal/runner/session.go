@@ -51,6 +51,11 @@ type Session struct {
 	opt    SessionOptions
 }
 
+// ExitCellsFailed is the exit status of "tunbench run" when it measured
+// the whole matrix but a cell failed (a run in the kernel lab's guest
+// ending so is no failure of the lab).
+const ExitCellsFailed = 5
+
 // Result is what a session's run produced and where its export is.
 type Result struct {
 	Run    result.Run

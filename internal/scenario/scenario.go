@@ -250,6 +250,44 @@ type Catalog interface {
 	CheckOptions(method string, opts map[string]string) error
 }
 
+// UnderlayCatalog is implemented by catalogs that know which underlay
+// family a method needs to carry a measured family (srv6: IPv6 whatever
+// it carries); without it, the measured family is the underlay's.
+type UnderlayCatalog interface {
+	Underlay(method, family string) string
+}
+
+// UnderlayFamilies returns, for every underlay family the scenario's
+// methods need (in ipv4, ipv6 order), the methods that need it: the
+// addresses each host must have on its underlay device.
+func (s Scenario) UnderlayFamilies(c Catalog) (families []string, methods map[string][]string) {
+	methods = map[string][]string{}
+	uc, _ := c.(UnderlayCatalog)
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			u := f
+			if uc != nil {
+				u = uc.Underlay(m, f)
+			}
+			if !slices.Contains(methods[u], m) {
+				methods[u] = append(methods[u], m)
+			}
+		}
+	}
+	for _, f := range []string{"ipv4", "ipv6"} {
+		if len(methods[f]) > 0 {
+			families = append(families, f)
+		}
+	}
+	return families, methods
+}
+
 // Default returns the default scenario: the methods this host
 // kernel runs, IPv4, MTU 1500, offloads on, one stream, 3 repetitions.
 func Default() Scenario {

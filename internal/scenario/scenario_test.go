@@ -23,6 +23,18 @@ func (catalog) Families(m string) []string {
 	return []string{"ipv4", "ipv6"}
 }
 
+// Underlay stands in for the registry's: srv6 runs over IPv6, ipip over
+// IPv4, whatever they carry.
+func (catalog) Underlay(m, f string) string {
+	switch m {
+	case "srv6":
+		return "ipv6"
+	case "ipip":
+		return "ipv4"
+	}
+	return f
+}
+
 // CheckOptions stands in for the method registry: vxlan takes vni, an
 // integer; the rest take nothing.
 

@@ -176,6 +176,13 @@ func (s Scenario) validateSSH(c Catalog) []error {
 			}
 		}
 	}
+	// The addresses every site needs: one of each underlay family the
+	// methods use for the measured families (srv6 needs IPv6 whatever
+	// it carries).
+	need, needBy := s.UnderlayFamilies(c)
+	if len(need) == 0 {
+		need = s.Families
+	}
 	names := map[string]bool{}
 	for i, st := range s.SSH.Sites {
 		f := fmt.Sprintf("ssh.sites[%d]", i)
@@ -198,13 +205,17 @@ func (s Scenario) validateSSH(c Catalog) []error {
 		if st.ControlOverDev && !s.SSH.ChangesHost(st.Name) {
 			bad(f+".control_over_dev", "set, but the site's device is not changed (host_changes is off for it): drop control_over_dev or set host_changes: true")
 		}
-		for _, fam := range s.Families {
+		for _, fam := range need {
 			field, v := "ipv4", st.IPv4
 			if fam == "ipv6" {
 				field, v = "ipv6", st.IPv6
 			}
 			if v == "" {
-				bad(f+"."+field, "empty, but families lists %s: give the address of %s on this host, with its prefix length", fam, st.Dev)
+				if slices.Contains(s.Families, fam) {
+					bad(f+"."+field, "empty, but families lists %s: give the %s address of %s on this host, with its prefix length", fam, fam, st.Dev)
+				} else {
+					bad(f+"."+field, "empty, but %s runs over an %s underlay whatever it carries: give the %s address of %s on site %s, with its prefix length, or drop %s from methods", strings.Join(needBy[fam], ", "), fam, fam, st.Dev, st.Name, strings.Join(needBy[fam], ", "))
+				}
 				continue
 			}
 			p, err := netip.ParsePrefix(v)

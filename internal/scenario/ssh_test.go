@@ -43,6 +43,7 @@ func TestSSHScenarioRefusals(t *testing.T) {
 		{"one site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}]}`, "ssh.sites: testbed ssh needs at least two sites"},
 		{"no dev", `ssh: {sites: [{name: a, address: x, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].dev: empty: name the underlay device"},
 		{"no address for family", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e}]}`, "ssh.sites[1].ipv4: empty, but families lists ipv4"},
+		{"srv6 without an IPv6 underlay", "methods: [native, srv6]\n" + `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24, ipv6: "2001:db8::1/64"}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[1].ipv6: empty, but srv6 runs over an ipv6 underlay whatever it carries: give the ipv6 address of e on site b, with its prefix length, or drop srv6 from methods"},
 		{"bad prefix", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.sites[0].ipv4: \"10.0.0.1\": give the ipv4 address of e with its prefix length"},
 		{"duplicate site", `ssh: {sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: a, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "is listed twice"},
 		{"unknown pair site", `ssh: {pairs: [[a, c]], sites: [{name: a, address: x, dev: e, ipv4: 10.0.0.1/24}, {name: b, address: y, dev: e, ipv4: 10.0.0.2/24}]}`, "ssh.pairs[0]: unknown site \"c\": sites are a, b"},
@@ -95,5 +96,29 @@ func TestSSHHostChanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSSHUnderlayFamilies: the addresses a site needs are those of the
+// methods' underlay families: srv6 carrying IPv4 needs an IPv6 address,
+// and no IPv4 one when nothing else runs over IPv4.
+func TestSSHUnderlayFamilies(t *testing.T) {
+	s, err := scenario.Parse([]byte(`testbed: ssh
+methods: [srv6]
+ssh:
+  sites:
+    - {name: a, address: x, dev: e, ipv6: "2001:db8::1/64"}
+    - {name: b, address: y, dev: e, ipv6: "2001:db8::2/64"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Errorf("srv6 between IPv6-only sites refused: %v", err)
+	}
+	s.Methods = []string{"native", "srv6", "ipip"}
+	fams, by := s.UnderlayFamilies(catalog{})
+	if strings.Join(fams, ",") != "ipv4,ipv6" || strings.Join(by["ipv6"], ",") != "srv6" || strings.Join(by["ipv4"], ",") != "native,ipip" {
+		t.Errorf("underlay families %v, by method %v", fams, by)
 	}
 }

@@ -59,6 +59,9 @@ func (m EBPF) underlay(family string) string {
 	return family
 }
 
+// UnderlayFamily is the outer family for the measured family (Underlayer).
+func (m EBPF) UnderlayFamily(family string) string { return m.underlay(family) }
+
 // Overhead is outer IP + UDP (8) + Geneve or VXLAN (8) + inner Ethernet
 // (14), outer IPv4 + GRE (4, no key), or outer IPv4 (IPIP). A GRE key adds
 // 4 bytes, which Setup reports as Path.OverlayMTU.

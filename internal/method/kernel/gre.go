@@ -27,6 +27,9 @@ func (GRE) Families() []string     { return []string{method.IPv4, method.IPv6} }
 // inner family.
 func (GRE) Overhead(string) int { return 20 + 4 }
 
+// UnderlayFamily is IPv4: gre runs over IPv4 whatever it carries.
+func (GRE) UnderlayFamily(string) string { return method.IPv4 }
+
 // Options declares the scenario options (see Option).
 func (GRE) Options() []method.Option { return nil }
 

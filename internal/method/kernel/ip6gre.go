@@ -27,6 +27,9 @@ func (IP6GRE) Implementation() string {
 // whatever the inner family.
 func (IP6GRE) Overhead(string) int { return 40 + 4 }
 
+// UnderlayFamily is IPv6: ip6gre runs over IPv6 whatever it carries.
+func (IP6GRE) UnderlayFamily(string) string { return method.IPv6 }
+
 // Options declares the scenario options (see Option).
 func (IP6GRE) Options() []method.Option { return nil }
 

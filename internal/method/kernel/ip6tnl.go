@@ -32,6 +32,9 @@ func (IP6IP6) Implementation() string {
 // option (it would add 8).
 func (IP6IP6) Overhead(string) int { return 40 }
 
+// UnderlayFamily is IPv6.
+func (IP6IP6) UnderlayFamily(string) string { return method.IPv6 }
+
 // Options declares the scenario options (see Option).
 func (IP6IP6) Options() []method.Option { return nil }
 

@@ -24,6 +24,9 @@ func (IPIP) Families() []string     { return []string{method.IPv4} }
 // Overhead is the outer IPv4 header (20).
 func (IPIP) Overhead(string) int { return 20 }
 
+// UnderlayFamily is IPv4.
+func (IPIP) UnderlayFamily(string) string { return method.IPv4 }
+
 // Options declares the scenario options (see Option).
 func (IPIP) Options() []method.Option { return nil }
 

@@ -36,6 +36,10 @@ func (SRv6) Implementation() string {
 	return "kernel seg6 encap + seg6local End.DX4/End.DT6 (netlink)"
 }
 
+// UnderlayFamily is IPv6: the segments are IPv6 whatever the measured
+// family.
+func (SRv6) UnderlayFamily(string) string { return method.IPv6 }
+
 // Overhead is the outer IPv6 header (40) plus an SRH with one segment (8+16),
 // whatever the inner family.
 func (SRv6) Overhead(string) int { return 40 + 8 + 16 }
