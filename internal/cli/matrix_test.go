@@ -448,11 +448,11 @@ type kernelWithout struct {
 	lacks []string
 }
 
-func (p kernelWithout) HasKernel(option string) (bool, error) {
+func (p kernelWithout) HasKernel(option, module string) (bool, error) {
 	if slices.Contains(p.lacks, option) {
 		return false, nil
 	}
-	return p.probe.HasKernel(option)
+	return p.probe.HasKernel(option, module)
 }
 
 // A named offload set is applied on every device of the path and

@@ -37,8 +37,8 @@ func newHostProbe() method.Probe {
 // the ssh testbed applies to each host's own kernel). Without a kernel
 // config it cannot tell and says yes: Setup then fails with the kernel's
 // own error.
-func (p *probe) HasKernel(option string) (bool, error) {
-	return p.kernel.Usable(option)
+func (p *probe) HasKernel(option, module string) (bool, error) {
+	return p.kernel.Usable(option, module)
 }
 
 // CongestionControls returns the TCP congestion control algorithms this
@@ -87,7 +87,7 @@ func preflight(s scenario.Scenario, reg *method.Registry, p method.Probe) error 
 	}
 	if s.Testbed == "local" {
 		// The local testbed joins its two namespaces with a veth pair.
-		if err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_VETH"}}); err != nil {
+		if err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}); err != nil {
 			errs = append(errs, fmt.Errorf("testbed local (a veth pair between two namespaces): %w", err))
 		}
 	}
@@ -184,12 +184,12 @@ func wanRequirements(s scenario.Scenario, p method.Probe) error {
 		if err != nil || s.Testbed == "vm" {
 			continue
 		}
-		k := "CONFIG_NET_SCH_TBF"
+		k, mod := "CONFIG_NET_SCH_TBF", "sch_tbf"
 		if v.NeedsNetem() {
-			k = "CONFIG_NET_SCH_NETEM"
+			k, mod = "CONFIG_NET_SCH_NETEM", "sch_netem"
 		}
 		if !slices.ContainsFunc(reqs, func(r method.Requirement) bool { return r.Kernel == k }) {
-			reqs = append(reqs, method.Requirement{Kernel: k})
+			reqs = append(reqs, method.Requirement{Kernel: k, Module: mod})
 		}
 	}
 	if err := method.Check(p, reqs); err != nil {

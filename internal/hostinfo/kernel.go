@@ -91,9 +91,11 @@ func (k Kernel) Known() bool { return k.Config != nil }
 // module that is loaded or installed (Modules.FeatureUsable). Without a
 // kernel config it cannot tell and says yes: setting the method up then
 // fails with the kernel's own error.
-func (k Kernel) Usable(option string) (bool, error) {
+//
+// module is the module that provides option when it is built as one.
+func (k Kernel) Usable(option, module string) (bool, error) {
 	if k.Config == nil {
 		return true, nil
 	}
-	return k.Modules.FeatureUsable(k.Config, option, "")
+	return k.Modules.FeatureUsable(k.Config, option, module)
 }

@@ -94,7 +94,9 @@ func TestReadKernelOfAnotherHost(t *testing.T) {
 			"CONFIG_NET_IPIP":  false, // not set
 			"CONFIG_IPV6_GRE":  false, // not mentioned
 		} {
-			if got, err := k.Usable(option); got != want || err != nil {
+			module := map[string]string{"CONFIG_VXLAN": "vxlan", "CONFIG_GENEVE": "geneve", "CONFIG_WIREGUARD": "wireguard",
+				"CONFIG_NET_IPGRE": "ip_gre", "CONFIG_NET_IPIP": "ipip", "CONFIG_IPV6_GRE": "ip6_gre"}[option]
+			if got, err := k.Usable(option, module); got != want || err != nil {
 				t.Errorf("%s: Usable(%s) = %v, %v; want %v", name, option, got, err, want)
 			}
 		}
@@ -105,7 +107,7 @@ func TestReadKernelOfAnotherHost(t *testing.T) {
 	if err != nil || k.Known() {
 		t.Fatalf("without a config: %+v, %v; want unknown, no error", k, err)
 	}
-	if ok, err := k.Usable("CONFIG_GENEVE"); !ok || err != nil {
+	if ok, err := k.Usable("CONFIG_GENEVE", "geneve"); !ok || err != nil {
 		t.Errorf("without a config: Usable = %v, %v; want true", ok, err)
 	}
 	// A corrupt config.gz is an error, not a kernel without options.

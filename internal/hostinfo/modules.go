@@ -10,34 +10,6 @@ import (
 	"strings"
 )
 
-// moduleOf names the module each "=m" option builds, for the options
-// tunbench's methods depend on.
-var moduleOf = map[string]string{
-	"CONFIG_VETH":            "veth",
-	"CONFIG_VXLAN":           "vxlan",
-	"CONFIG_GENEVE":          "geneve",
-	"CONFIG_WIREGUARD":       "wireguard",
-	"CONFIG_TUN":             "tun",
-	"CONFIG_INET_ESP":        "esp4",
-	"CONFIG_INET6_ESP":       "esp6",
-	"CONFIG_NET_IPGRE":       "ip_gre",
-	"CONFIG_IPV6_GRE":        "ip6_gre",
-	"CONFIG_NET_IPIP":        "ipip",
-	"CONFIG_IPV6_TUNNEL":     "ip6_tunnel",
-	"CONFIG_IPV6_SIT":        "sit",
-	"CONFIG_OPENVSWITCH":     "openvswitch",
-	"CONFIG_BRIDGE":          "bridge",
-	"CONFIG_MACVLAN":         "macvlan",
-	"CONFIG_NET_FOU":         "fou",
-	"CONFIG_NET_VRF":         "vrf",
-	"CONFIG_L2TP":            "l2tp_core",
-	"CONFIG_NET_SCH_NETEM":   "sch_netem",
-	"CONFIG_NET_SCH_INGRESS": "sch_ingress",
-	"CONFIG_NET_CLS_BPF":     "cls_bpf",
-	"CONFIG_NET_ACT_BPF":     "act_bpf",
-	"CONFIG_XFRM_USER":       "xfrm_user",
-}
-
 // Modules answers whether kernel modules are loaded or installed.
 type Modules struct {
 	Dir         string // /lib/modules/<release>
@@ -79,8 +51,8 @@ func (m Modules) files() Files {
 //     without that directory has none;
 //   - anything else (not set, absent): no.
 //
-// module names the module option builds; "" looks it up in a table of
-// the options tunbench uses, and an "=m" option outside it is an error.
+// module names the module option builds (the method's requirement says
+// it: method.Requirement.Module); an "=m" option without one is an error.
 // '-' and '_' in module names are equivalent, as for modprobe.
 func (m Modules) FeatureUsable(cfg map[string]string, option, module string) (bool, error) {
 	option = configName(option)
@@ -92,10 +64,7 @@ func (m Modules) FeatureUsable(cfg map[string]string, option, module string) (bo
 		return false, nil
 	}
 	if module == "" {
-		module = moduleOf[option]
-	}
-	if module == "" {
-		return false, fmt.Errorf("check %s=m: module name unknown, pass it explicitly", option)
+		return false, fmt.Errorf("check %s=m: module name unknown: the requirement must name the module that provides it", option)
 	}
 	return m.Available(module)
 }

@@ -48,14 +48,14 @@ func TestFeatureUsable(t *testing.T) {
 			option, module string
 			want           bool
 		}{
-			{"CONFIG_VXLAN", "", true},        // built in
-			{"CONFIG_GENEVE", "", true},       // installed file
-			{"NET_IPGRE", "", true},           // ip_gre.ko.xz
-			{"CONFIG_WIREGUARD", "", true},    // loaded
-			{"CONFIG_OPENVSWITCH", "", false}, // =m but neither loaded nor installed
-			{"CONFIG_NET_IPIP", "", false},    // not set
-			{"CONFIG_IPV6_GRE", "", false},    // not mentioned
-			{"CONFIG_FROB", "ip-gre", true},   // explicit module, '-' == '_'
+			{"CONFIG_VXLAN", "", true},                   // built in: no module needed
+			{"CONFIG_GENEVE", "geneve", true},            // installed file
+			{"NET_IPGRE", "ip_gre", true},                // ip_gre.ko.xz
+			{"CONFIG_WIREGUARD", "wireguard", true},      // loaded
+			{"CONFIG_OPENVSWITCH", "openvswitch", false}, // =m but neither loaded nor installed
+			{"CONFIG_NET_IPIP", "ipip", false},           // not set
+			{"CONFIG_IPV6_GRE", "ip6_gre", false},        // not mentioned
+			{"CONFIG_FROB", "ip-gre", true},              // '-' == '_'
 		} {
 			got, err := m.FeatureUsable(cfg, tc.option, tc.module)
 			if err != nil || got != tc.want {
@@ -74,7 +74,7 @@ func TestFeatureUsableWithoutModules(t *testing.T) {
 	root := t.TempDir()
 	m := Modules{Dir: filepath.Join(root, "none"), ProcModules: filepath.Join(root, "no-proc-modules")}
 	cfg := map[string]string{"CONFIG_GENEVE": "m", "CONFIG_VXLAN": "y"}
-	if ok, err := m.FeatureUsable(cfg, "CONFIG_GENEVE", ""); ok || err != nil {
+	if ok, err := m.FeatureUsable(cfg, "CONFIG_GENEVE", "geneve"); ok || err != nil {
 		t.Errorf("GENEVE=m without modules: %v, %v; want false, nil", ok, err)
 	}
 	if ok, err := m.FeatureUsable(cfg, "CONFIG_VXLAN", ""); !ok || err != nil {

@@ -48,7 +48,7 @@ type fakeProbe struct {
 	programs map[string]bool
 }
 
-func (f fakeProbe) HasKernel(o string) (bool, error) { return f.kernel[o], nil }
+func (f fakeProbe) HasKernel(o, _ string) (bool, error) { return f.kernel[o], nil }
 func (f fakeProbe) HasProgram(p string) bool         { return f.programs[p] }
 
 func TestCheck(t *testing.T) {
@@ -56,7 +56,7 @@ func TestCheck(t *testing.T) {
 	if err := method.Check(p, kernel.VXLAN{}.Requirements()); err != nil {
 		t.Errorf("vxlan with CONFIG_VXLAN: %v", err)
 	}
-	err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_GENEVE"}, {Program: "wg", Package: "wireguard-tools"}})
+	err := method.Check(p, []method.Requirement{{Kernel: "CONFIG_GENEVE", Module: "geneve"}, {Program: "wg", Package: "wireguard-tools"}})
 	if !errors.Is(err, method.ErrNotSupported) {
 		t.Fatalf("Check = %v, want ErrNotSupported", err)
 	}

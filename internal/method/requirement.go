@@ -14,8 +14,15 @@ var ErrNotSupported = errors.New("not supported on this machine")
 // Requirement is one thing a method needs from the machine. Exactly one of
 // Kernel, Program and Feature is set.
 type Requirement struct {
-	// Kernel is a kernel config option such as "CONFIG_VXLAN".
+	// Kernel is a kernel config option such as "CONFIG_VXLAN"; Module
+	// the kernel module that provides it where it is built as one (=m),
+	// e.g. "vxlan", which the checks look for and the tests load; Bool
+	// marks an option that is never a module (y or unset, such as
+	// CONFIG_BPF_SYSCALL). Every kernel requirement sets one of the two
+	// (TestKernelRequirementsNameTheirModule).
 	Kernel string
+	Module string
+	Bool   bool
 	// Program is an executable looked up in PATH; Package is the Debian
 	// package providing it and Install the command that installs it when
 	// that is not a plain apt-get install.
@@ -60,7 +67,9 @@ func (r Requirement) Fix() string {
 // Probe answers requirement questions about the machine. The real one reads
 // the kernel config and PATH; tests use a fake.
 type Probe interface {
-	HasKernel(option string) (bool, error)
+	// HasKernel reports whether the kernel can use option: built in, or
+	// as module (loaded or installed).
+	HasKernel(option, module string) (bool, error)
 	HasProgram(name string) bool
 }
 
@@ -72,7 +81,7 @@ func Check(p Probe, reqs []Requirement) error {
 		ok := true
 		switch {
 		case r.Kernel != "":
-			has, err := p.HasKernel(r.Kernel)
+			has, err := p.HasKernel(r.Kernel, r.Module)
 			if err != nil {
 				return fmt.Errorf("check %s: %w", r, err)
 			}
@@ -98,11 +107,12 @@ func Check(p Probe, reqs []Requirement) error {
 	return nil
 }
 
-// KernelFunc adapts a kernel-option predicate and exec.LookPath into a Probe.
-type KernelFunc func(option string) (bool, error)
+// KernelFunc adapts a kernel-option predicate (option, module) and
+// exec.LookPath into a Probe.
+type KernelFunc func(option, module string) (bool, error)
 
 // HasKernel implements Probe.
-func (f KernelFunc) HasKernel(option string) (bool, error) { return f(option) }
+func (f KernelFunc) HasKernel(option, module string) (bool, error) { return f(option, module) }
 
 // HasProgram implements Probe with exec.LookPath.
 func (f KernelFunc) HasProgram(name string) bool {

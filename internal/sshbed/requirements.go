@@ -171,14 +171,14 @@ func (c Config) checkHost(ctx context.Context, name string, h hostChecker, logf 
 // against this machine's kernel, so it would answer for the controller,
 // not for the host (setting the method up there fails with the host
 // kernel's own error instead).
-func kernelGaps(name string, usable func(option string) (bool, error), methods []MethodNeeds) []string {
+func kernelGaps(name string, usable func(option, module string) (bool, error), methods []MethodNeeds) []string {
 	var gaps []string
 	for _, m := range methods {
 		for _, r := range m.Requirements {
 			if r.Kernel == "" {
 				continue
 			}
-			ok, err := usable(r.Kernel)
+			ok, err := usable(r.Kernel, r.Module)
 			switch {
 			case err != nil:
 				gaps = append(gaps, fmt.Sprintf("host %s: method %s: cannot tell whether the kernel has %s: %v", name, m.Name, r.Kernel, err))

@@ -61,14 +61,14 @@ func TestRequirementsReport(t *testing.T) {
 		Tools:              []sshhost.Tool{{Program: "iperf3"}},
 		CongestionControls: []string{"bbr"},
 		Methods: []MethodNeeds{
-			{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH"}}},
-			{Name: "vxlan", Requirements: []method.Requirement{{Kernel: "CONFIG_VXLAN"}}},
+			{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}},
+			{Name: "vxlan", Requirements: []method.Requirement{{Kernel: "CONFIG_VXLAN", Module: "vxlan"}}},
 			{Name: "ebpf-geneve", Requirements: []method.Requirement{
-				{Kernel: "CONFIG_BPF_SYSCALL"},
+				{Kernel: "CONFIG_BPF_SYSCALL", Bool: true},
 				{Feature: "tc BPF programs", Probe: func() error { probed = true; return errors.New("probed here") }},
 			}},
 			{Name: "wireguard-go", Requirements: []method.Requirement{
-				{Kernel: "CONFIG_TUN"},
+				{Kernel: "CONFIG_TUN", Module: "tun"},
 				{Program: "wireguard-go", Install: "go install golang.zx2c4.com/wireguard-go@latest"},
 			}},
 		},

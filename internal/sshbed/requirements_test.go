@@ -37,7 +37,7 @@ func TestSSHRequirementsRefusedPerHost(t *testing.T) {
 	// program neither host has (the sites share this machine's PATH).
 	cfg.Methods = []sshbed.MethodNeeds{
 		{Name: "native"},
-		{Name: "vxlan", Requirements: []method.Requirement{{Kernel: "CONFIG_VXLAN"}}},
+		{Name: "vxlan", Requirements: []method.Requirement{{Kernel: "CONFIG_VXLAN", Module: "vxlan"}}},
 		{Name: "needs-a-tool", Requirements: []method.Requirement{{Program: "tunbench-no-such-tool", Package: "no-such-package"}}},
 	}
 	_, err = sshbed.Open(context.Background(), cfg)
@@ -72,7 +72,7 @@ func TestSSHRequirementsMetOpens(t *testing.T) {
 	cfg := config(t, sites, s, testbed.NewID())
 	// CONFIG_VETH: every kernel that runs these tests has it (the sites
 	// are joined by a veth pair).
-	cfg.Methods = []sshbed.MethodNeeds{{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH"}}}}
+	cfg.Methods = []sshbed.MethodNeeds{{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}}}
 	tb, err := sshbed.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)

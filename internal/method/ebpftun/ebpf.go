@@ -101,9 +101,9 @@ func (m EBPF) Options() []method.Option {
 
 func (m EBPF) Requirements() []method.Requirement {
 	return []method.Requirement{
-		{Kernel: "CONFIG_BPF_SYSCALL"},
-		{Kernel: "CONFIG_NET_CLS_BPF"},
-		{Kernel: "CONFIG_NET_SCH_INGRESS"},
+		{Kernel: "CONFIG_BPF_SYSCALL", Bool: true},
+		{Kernel: "CONFIG_NET_CLS_BPF", Module: "cls_bpf"},
+		{Kernel: "CONFIG_NET_SCH_INGRESS", Module: "sch_ingress"},
 		{Feature: ebpf.Requirement, Probe: ebpf.Probe},
 	}
 }

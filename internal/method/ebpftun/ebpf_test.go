@@ -134,7 +134,7 @@ func TestEBPFOptions(t *testing.T) {
 // one line naming it, marked ErrNotSupported.
 func TestEBPFRequirements(t *testing.T) {
 	reqs := []method.Requirement{{Feature: "tc BPF programs", Probe: func() error { return errors.New("helper bpf_skb_adjust_room (missing)") }}}
-	err := method.Check(method.KernelFunc(func(string) (bool, error) { return true, nil }), reqs)
+	err := method.Check(method.KernelFunc(func(string, string) (bool, error) { return true, nil }), reqs)
 	if !errors.Is(err, method.ErrNotSupported) || !strings.HasSuffix(err.Error(), "needs tc BPF programs: helper bpf_skb_adjust_room (missing)") {
 		t.Errorf("Check: %v", err)
 	}

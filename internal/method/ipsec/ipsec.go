@@ -128,9 +128,9 @@ func ipsecRequirements() []method.Requirement {
 		// The kernel xfrm path also needs CONFIG_INET_ESP/CONFIG_INET6_ESP
 		// and the AEAD; Setup probes for them (probeXfrm) rather than
 		// listing them here, since either path will do.
-		{Kernel: "CONFIG_TUN"},
+		{Kernel: "CONFIG_TUN", Module: "tun"},
 		// xfrm netlink: the probe, and teardown's flush.
-		{Kernel: "CONFIG_XFRM_USER"},
+		{Kernel: "CONFIG_XFRM_USER", Module: "xfrm_user"},
 	}
 }
 

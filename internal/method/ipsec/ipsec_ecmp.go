@@ -66,7 +66,7 @@ func (*IPsecECMP) Options() []method.Option { return ipsecDeclared(true) }
 
 func (*IPsecECMP) Requirements() []method.Requirement {
 	return append(ipsecRequirements(),
-		method.Requirement{Kernel: "CONFIG_IP_ROUTE_MULTIPATH"},
+		method.Requirement{Kernel: "CONFIG_IP_ROUTE_MULTIPATH", Bool: true},
 		// ip nexthop: netlink has no nexthop objects. The kernel xfrm path
 		// also needs CONFIG_XFRM_INTERFACE (Setup says so when missing).
 		method.Requirement{Program: "ip", Package: "iproute2"},

@@ -31,7 +31,7 @@ import (
 // ipsecRequireSwan skips t when charon or swanctl is missing.
 func ipsecRequireSwan(t *testing.T) {
 	t.Helper()
-	if err := method.Check(method.KernelFunc(func(string) (bool, error) { return true, nil }), ipsec.NewIPsec().Requirements()); err != nil {
+	if err := method.Check(method.KernelFunc(func(string, string) (bool, error) { return true, nil }), ipsec.NewIPsec().Requirements()); err != nil {
 		testenv.SkipMissing(t, "strongSwan missing: %v", err)
 	}
 }
@@ -490,7 +490,7 @@ func TestIPsecRequirementsHere(t *testing.T) {
 	if err != nil {
 		t.Skipf("no kernel config to check against: %v", err)
 	}
-	probe := method.KernelFunc(func(o string) (bool, error) { return hostinfo.HasKernelFeature(cfg, o), nil })
+	probe := method.KernelFunc(func(o, _ string) (bool, error) { return hostinfo.HasKernelFeature(cfg, o), nil })
 	for _, m := range []method.Method{ipsec.NewIPsec(), ipsec.NewIPsecECMP()} {
 		if err := method.Check(probe, m.Requirements()); err != nil {
 			t.Errorf("%s: %v", m.Name(), err)

@@ -34,7 +34,7 @@ func (Geneve) Overhead(family string) int {
 func (Geneve) Options() []method.Option { return []method.Option{method.VNIOption} }
 
 func (Geneve) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_GENEVE"}}
+	return []method.Requirement{{Kernel: "CONFIG_GENEVE", Module: "geneve"}}
 }
 
 // Setup creates one Geneve device per side with the overlay address on it.

@@ -34,7 +34,7 @@ func (GRE) UnderlayFamily(string) string { return method.IPv4 }
 func (GRE) Options() []method.Option { return nil }
 
 func (GRE) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE"}}
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE", Module: "ip_gre"}}
 }
 
 // Setup creates one gre device per side between the IPv4 underlay
@@ -95,7 +95,7 @@ func (Gretap) Options() []method.Option { return []method.Option{method.GREKeyOp
 
 // Requirements: gretap lives in ip_gre, ip6gretap in ip6_gre.
 func (Gretap) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE"}, {Kernel: "CONFIG_IPV6_GRE"}}
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE", Module: "ip_gre"}, {Kernel: "CONFIG_IPV6_GRE", Module: "ip6_gre"}}
 }
 
 // Setup creates one keyed gretap (IPv4) or ip6gretap (IPv6) device per

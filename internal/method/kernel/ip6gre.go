@@ -34,7 +34,7 @@ func (IP6GRE) UnderlayFamily(string) string { return method.IPv6 }
 func (IP6GRE) Options() []method.Option { return nil }
 
 func (IP6GRE) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_IPV6_GRE"}}
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_GRE", Module: "ip6_gre"}}
 }
 
 // Setup creates one ip6gre device per side between the IPv6 underlay

@@ -39,7 +39,7 @@ func (IP6IP6) UnderlayFamily(string) string { return method.IPv6 }
 func (IP6IP6) Options() []method.Option { return nil }
 
 func (IP6IP6) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_IPV6_TUNNEL"}}
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_TUNNEL", Module: "ip6_tunnel"}}
 }
 
 // Setup creates one ip6tnl device per side with the overlay address on it.

@@ -31,7 +31,7 @@ func (IPIP) UnderlayFamily(string) string { return method.IPv4 }
 func (IPIP) Options() []method.Option { return nil }
 
 func (IPIP) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_NET_IPIP"}}
+	return []method.Requirement{{Kernel: "CONFIG_NET_IPIP", Module: "ipip"}}
 }
 
 // Setup creates one ipip device per side with the overlay address on it.

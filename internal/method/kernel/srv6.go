@@ -48,7 +48,7 @@ func (SRv6) Overhead(string) int { return 40 + 8 + 16 }
 func (SRv6) Options() []method.Option { return nil }
 
 func (SRv6) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_IPV6_SEG6_LWTUNNEL"}}
+	return []method.Requirement{{Kernel: "CONFIG_IPV6_SEG6_LWTUNNEL", Bool: true}}
 }
 
 func sid(ep *testbed.Endpoint) netip.Addr {

@@ -32,7 +32,7 @@ func (VXLAN) Overhead(family string) int {
 func (VXLAN) Options() []method.Option { return []method.Option{method.VNIOption} }
 
 func (VXLAN) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_VXLAN"}}
+	return []method.Requirement{{Kernel: "CONFIG_VXLAN", Module: "vxlan"}}
 }
 
 func vxlanName(env *method.Env) string { return env.Prefix + "-vx" }

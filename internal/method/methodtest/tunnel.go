@@ -17,20 +17,6 @@ import (
 	"github.com/tunbench/tunbench/internal/wire"
 )
 
-// TunnelModules maps the kernel options of the tunnel methods to the
-// modules that provide them in a modular (e.g. Debian) kernel.
-var TunnelModules = map[string]string{
-	"CONFIG_GENEVE":      "geneve",
-	"CONFIG_NET_IPGRE":   "ip_gre",
-	"CONFIG_NET_IPIP":    "ipip",
-	"CONFIG_IPV6_TUNNEL": "ip6_tunnel",
-	"CONFIG_IPV6_GRE":    "ip6_gre",
-	// What the eBPF methods (ebpf-*) need, beside CONFIG_BPF_SYSCALL,
-	// which is never a module.
-	"CONFIG_NET_CLS_BPF":     "cls_bpf",
-	"CONFIG_NET_SCH_INGRESS": "sch_ingress",
-}
-
 // RequireTunnelKernel skips t, with the reason, when the running kernel lacks an
 // option m requires. Options built as modules are loaded now, before the
 // test's namespaces exist: loading ip_gre, ipip, ip6_tunnel or ip6_gre
@@ -57,9 +43,9 @@ func RequireTunnelKernel(t *testing.T, m method.Method) {
 				t.Skipf("kernel lacks %s; runs in the kernel lab", r.Kernel)
 			}
 		}
-		mod, ok := TunnelModules[r.Kernel]
-		if !ok {
-			continue // built in whenever present (CONFIG_BPF_SYSCALL)
+		mod := r.Module
+		if mod == "" {
+			continue // never a module (CONFIG_BPF_SYSCALL)
 		}
 		if out, err := exec.Command("modprobe", mod).CombinedOutput(); err != nil {
 			if InLab() {

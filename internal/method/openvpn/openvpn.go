@@ -204,7 +204,7 @@ const ovpnDataOverhead = 4 + 4 + 16
 
 func (*OpenVPN) Requirements() []method.Requirement {
 	return []method.Requirement{
-		{Kernel: "CONFIG_TUN"},
+		{Kernel: "CONFIG_TUN", Module: "tun"},
 		{Program: "openvpn", Package: "openvpn"},
 	}
 }

@@ -119,7 +119,7 @@ func (m *OVS) Overhead(family string) int {
 // kernel datapath is optional: without it "auto" uses netdev.
 func (m *OVS) Requirements() []method.Requirement {
 	return []method.Requirement{
-		{Kernel: "CONFIG_TUN"},
+		{Kernel: "CONFIG_TUN", Module: "tun"},
 		{Program: "ovs-vswitchd", Package: "openvswitch-switch"},
 		{Program: "ovs-vsctl", Package: "openvswitch-switch"},
 		{Program: "ovs-dpctl", Package: "openvswitch-switch"},

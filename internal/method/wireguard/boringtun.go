@@ -64,7 +64,7 @@ func (*BoringTun) Options() []method.Option { return []method.Option{method.WGPo
 
 func (*BoringTun) Requirements() []method.Requirement {
 	return []method.Requirement{
-		{Kernel: "CONFIG_TUN"},
+		{Kernel: "CONFIG_TUN", Module: "tun"},
 		{Program: "boringtun-cli", Install: BoringTunInstall, Optional: true},
 		{Program: "unshare", Package: "util-linux"},
 		{Program: "mount", Package: "mount"},

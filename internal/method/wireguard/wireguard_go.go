@@ -62,7 +62,7 @@ func (*WireGuardGo) Options() []method.Option { return []method.Option{method.WG
 
 func (*WireGuardGo) Requirements() []method.Requirement {
 	return []method.Requirement{
-		{Kernel: "CONFIG_TUN"},
+		{Kernel: "CONFIG_TUN", Module: "tun"},
 		{Program: "wireguard-go", Install: WireGuardGoInstall},
 		{Program: "unshare", Package: "util-linux"},
 		{Program: "mount", Package: "mount"},

@@ -29,7 +29,7 @@ func (WireGuard) Overhead(family string) int { return wgOverhead(family) }
 func (WireGuard) Options() []method.Option { return []method.Option{method.WGPortOption} }
 
 func (WireGuard) Requirements() []method.Requirement {
-	return []method.Requirement{{Kernel: "CONFIG_WIREGUARD"}}
+	return []method.Requirement{{Kernel: "CONFIG_WIREGUARD", Module: "wireguard"}}
 }
 
 // Setup creates a WireGuard device on each side with the overlay MTU and
