@@ -49,7 +49,7 @@ type fakeProbe struct {
 }
 
 func (f fakeProbe) HasKernel(o, _ string) (bool, error) { return f.kernel[o], nil }
-func (f fakeProbe) HasProgram(p string) bool         { return f.programs[p] }
+func (f fakeProbe) HasProgram(p string) bool            { return f.programs[p] }
 
 func TestCheck(t *testing.T) {
 	p := fakeProbe{kernel: map[string]bool{"CONFIG_VXLAN": true}}
