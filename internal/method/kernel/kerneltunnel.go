@@ -37,6 +37,12 @@ type kernelTunnel struct {
 	create func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error
 }
 
+// The links and route encaps the kernel tunnels pass to a remote agent.
+func init() {
+	testbed.RegisterWireTypes(&netlink.Vxlan{}, &netlink.Geneve{}, &netlink.Gretun{}, &netlink.Gretap{},
+		&netlink.Iptun{}, &netlink.Ip6tnl{}, &netlink.Sittun{}, &netlink.SEG6Encap{}, &netlink.SEG6LocalEncap{})
+}
+
 // tunnelName is the device name of a kernel tunnel method.
 func tunnelName(env *method.Env, suffix string) string { return env.Prefix + suffix }
 

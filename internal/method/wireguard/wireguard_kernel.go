@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -16,6 +17,9 @@ import (
 //
 // Options: "port", the UDP listen port of both sides (default 51820).
 type WireGuard struct{}
+
+// The kernel device travels to a remote agent.
+func init() { testbed.RegisterWireTypes(&netlink.Wireguard{}) }
 
 func (WireGuard) Name() string           { return "wireguard" }
 func (WireGuard) Implementation() string { return "kernel wireguard (netlink, wgctrl)" }
