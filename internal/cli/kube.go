@@ -28,7 +28,7 @@ func kubeConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Wri
 		Tools:              sshTools(s, reg),
 		Methods:            sshMethods(s, reg),
 		CongestionControls: s.CongestionControls(),
-		PodNetwork:         slices.Contains(s.Methods, scenario.PodNetwork),
+		PodNetwork:         placesInPods(s, reg),
 		Dial:               kubeDial,
 		Log: func(format string, args ...any) {
 			if log != nil {
@@ -36,6 +36,16 @@ func kubeConfig(s scenario.Scenario, reg *method.Registry, id string, log io.Wri
 			}
 		},
 	}
+}
+
+// placesInPods reports whether a method of s runs in ordinary pods
+// (method.Placer: testbed.NetworkPod).
+func placesInPods(s scenario.Scenario, reg *method.Registry) bool {
+	return slices.ContainsFunc(s.Methods, func(name string) bool {
+		m, err := reg.Get(name)
+		pl, ok := m.(method.Placer)
+		return err == nil && ok && pl.Network() == testbed.NetworkPod
+	})
 }
 
 // openKube creates the run's pods on the scenario's nodes and starts

@@ -4,13 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/testbed"
 	"golang.org/x/sys/unix"
 )
 
@@ -41,10 +41,10 @@ func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 			s.Ready = false
 			s.Reason = strings.TrimPrefix(err.Error(), method.ErrNotSupported.Error()+": ")
 		}
-		if pl, ok := m.(method.Placer); ok && pl.Network() == testbed.NetworkPod {
-			// Not on this machine's testbeds: between a cluster's pods.
+		if beds, why := method.Testbeds(m); beds != nil && !slices.Contains(beds, "local") {
+			// Not on this machine's testbeds.
 			s.Ready = false
-			s.Reason = "runs between the pods of a Kubernetes cluster: testbed kubernetes (docs/kubernetes.md)"
+			s.Reason = fmt.Sprintf("%s: testbed %s (docs/%s.md)", why, strings.Join(beds, " or "), beds[0])
 		}
 		out = append(out, s)
 	}

@@ -158,6 +158,23 @@ func UnderlayFamily(m Method, family string) string {
 	return family
 }
 
+// Confined is implemented by methods that run on some testbeds only:
+// Testbeds names them and says, as a phrase after the method's name, what
+// the method measures there ("measures a Kubernetes cluster's pod
+// network between two nodes"). A method without it runs on every
+// testbed whose hosts meet its requirements.
+type Confined interface {
+	Testbeds() (names []string, why string)
+}
+
+// Testbeds returns the testbeds m runs on (nil: every one) and why.
+func Testbeds(m Method) (names []string, why string) {
+	if c, ok := m.(Confined); ok {
+		return c.Testbeds()
+	}
+	return nil, ""
+}
+
 // Placer is implemented by methods whose endpoints are not the testbed's
 // host network stacks: Network is the testbed.Spec.Network the runner
 // asks the testbed for (pod-network: testbed.NetworkPod, ordinary pods).

@@ -199,5 +199,15 @@ func (c catalog) Underlay(name, family string) string {
 	return method.UnderlayFamily(m, family)
 }
 
+// Testbeds are the testbeds name runs on, nil for every one
+// (scenario.TestbedCatalog).
+func (c catalog) Testbeds(name string) ([]string, string) {
+	m, err := c.r.Get(name)
+	if err != nil {
+		return nil, ""
+	}
+	return method.Testbeds(m)
+}
+
 // Catalog exposes the registry to scenario validation.
 func Catalog(r *method.Registry) scenario.Catalog { return catalog{r} }

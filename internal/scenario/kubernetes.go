@@ -85,9 +85,6 @@ func (k *Kubernetes) ToolsOrDefault() string {
 	return k.Tools
 }
 
-// PodNetwork is the method that measures the cluster's own pod network.
-const PodNetwork = "pod-network"
-
 // nodeName is what tunbench accepts as a node name: a DNS label or
 // subdomain (RFC 1123) of at most 63 bytes, which also names the node's
 // directory and journal on the host.

@@ -61,7 +61,7 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 		{"offloads", "testbed: kubernetes\noffloads: [off]\nkubernetes: {" + two + "}", `offloads: "off": testbed kubernetes leaves the nodes' NIC settings as they are`},
 		{"pin", "testbed: kubernetes\npin: true\nkubernetes: {" + two + "}", "pin: pinning splits one machine's CPUs"},
 		{"section on local", "testbed: local\nkubernetes: {" + two + "}", "kubernetes: a cluster is only used by testbed kubernetes"},
-		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network"},
+		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network between two nodes, on testbed kubernetes only: set testbed: kubernetes or drop it"},
 		{"unknown field", "testbed: kubernetes\nkubernetes: {nodez: []}", "nodez"},
 		{"unknown tools", "testbed: kubernetes\nkubernetes: {tools: host, " + two + "}", `kubernetes.tools: "host": give node (the nodes' own tools, through their root file system) or image`},
 		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + scenario.DefaultKubernetesImage + ") has no iperf3"},

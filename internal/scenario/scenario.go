@@ -257,6 +257,12 @@ type UnderlayCatalog interface {
 	Underlay(method, family string) string
 }
 
+// TestbedCatalog is implemented by catalogs that know which testbeds a
+// method is confined to (method.Confined): nil names means every one.
+type TestbedCatalog interface {
+	Testbeds(method string) (names []string, why string)
+}
+
 // UnderlayFamilies returns, for every underlay family the scenario's
 // methods need (in ipv4, ipv6 order), the methods that need it: the
 // addresses each host must have on its underlay device.
@@ -423,8 +429,12 @@ func (s Scenario) Validate(c Catalog) error {
 	default:
 		bad("testbed", "unknown testbed %q: use local, vm, ssh or kubernetes", s.Testbed)
 	}
-	if slices.Contains(s.Methods, PodNetwork) && s.Testbed != "kubernetes" {
-		bad("methods", "%s measures a Kubernetes cluster's pod network between two nodes: set testbed: kubernetes or drop it", PodNetwork)
+	if tc, ok := c.(TestbedCatalog); ok {
+		for _, m := range s.Methods {
+			if beds, why := tc.Testbeds(m); beds != nil && !slices.Contains(beds, s.Testbed) {
+				bad("methods", "%s %s, on testbed %s only: set testbed: %s or drop it", m, why, strings.Join(beds, " or "), beds[0])
+			}
+		}
 	}
 	if s.Kernel != "" && s.Testbed != "vm" {
 		bad("kernel", "a kernel is only booted by testbed vm: set testbed: vm or drop kernel")

@@ -47,6 +47,11 @@ func (PodNetwork) Families() []string  { return []string{method.IPv4, method.IPv
 // Requirements is empty: the cluster's nodes carry the pod network.
 func (PodNetwork) Requirements() []method.Requirement { return nil }
 
+// Testbeds is kubernetes only: the pod network is a cluster's.
+func (PodNetwork) Testbeds() ([]string, string) {
+	return []string{"kubernetes"}, "measures a Kubernetes cluster's pod network between two nodes"
+}
+
 // Network places the cell's endpoints in ordinary pods.
 func (PodNetwork) Network() string { return testbed.NetworkPod }
 
