@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"sync"
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
@@ -318,8 +319,53 @@ func decodeESP(b []byte) (*ESP, error) {
 	return &ESP{SPI: esp.SPI, Seq: esp.Seq}, nil
 }
 
+// UDPDecoder recognises one encapsulation in a UDP payload: it sets
+// f.Encap (and whatever else it decodes, e.g. Inner through
+// DecodeInner) from f.Payload.
+type UDPDecoder func(f *Frame) error
+
+var (
+	udpMu       sync.RWMutex
+	udpDecoders = map[uint16]UDPDecoder{}
+)
+
+// RegisterUDP makes Decode recognise the encapsulation a method family
+// sends to UDP port (either direction): the family registers it from its
+// package's init, beside the method, so that a new UDP tunnel needs no
+// change here. The ports this package knows (VXLAN, Geneve, IKE, NAT-T)
+// cannot be taken over; registering one twice panics.
+func RegisterUDP(port uint16, dec UDPDecoder) {
+	udpMu.Lock()
+	defer udpMu.Unlock()
+	switch port {
+	case PortVXLAN, PortGeneve, PortIKE, PortNATT:
+		panic(fmt.Sprintf("wire: UDP port %d is decoded by this package", port))
+	}
+	if _, dup := udpDecoders[port]; dup {
+		panic(fmt.Sprintf("wire: UDP port %d registered twice", port))
+	}
+	udpDecoders[port] = dec
+}
+
+// DecodeInner decodes, into f.Inner, a packet of the given EtherType
+// (EtherTypeTEB for an Ethernet frame) that an encapsulation carries in
+// the clear: what a UDPDecoder calls for its payload.
+func DecodeInner(f *Frame, etherType uint16, b []byte) error { return decodeInner(f, etherType, b) }
+
+// registered returns the decoder registered for f's destination port, or
+// else its source port.
+func registered(f *Frame) UDPDecoder {
+	udpMu.RLock()
+	defer udpMu.RUnlock()
+	if d, ok := udpDecoders[f.DstPort]; ok {
+		return d
+	}
+	return udpDecoders[f.SrcPort]
+}
+
 // decodeUDPPayload recognises the encapsulations on their well-known
-// destination ports (for IKE and NAT-T either port).
+// destination ports (for IKE and NAT-T either port), then those method
+// families registered (RegisterUDP).
 func decodeUDPPayload(f *Frame) error {
 	p := f.Payload
 	either := func(port uint16) bool { return f.SrcPort == port || f.DstPort == port }
@@ -354,6 +400,10 @@ func decodeUDPPayload(f *Frame) error {
 		}
 	case either(PortIKE):
 		f.Encap = EncapIKE
+	default:
+		if dec := registered(f); dec != nil {
+			return dec(f)
+		}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package wire_test
 
 import (
 	"encoding/binary"
+	"errors"
 	"net/netip"
 	"path/filepath"
 	"strings"
@@ -425,4 +426,36 @@ func TestDecodeKernelTunnels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRegisterUDP: a UDP encapsulation a method family registers is
+// recognised on its port, either way, and decodes its inner packet; the
+// package's own ports cannot be taken over.
+func TestRegisterUDP(t *testing.T) {
+	const port = 45999
+	wire.RegisterUDP(port, func(f *wire.Frame) error {
+		f.Encap = "test-encap"
+		if len(f.Payload) < 4 {
+			return errors.New("test-encap: short header")
+		}
+		return wire.DecodeInner(f, wire.EtherTypeIPv4, f.Payload[4:])
+	})
+	a4, b4 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
+	oa, ob := netip.MustParseAddr("198.19.0.1"), netip.MustParseAddr("198.19.0.2")
+	inner := ip4(oa, ob, wire.ProtoICMP, icmpEcho())
+	for _, dir := range []struct{ src, dst uint16 }{{40000, port}, {port, 40000}} {
+		f, err := wire.Decode(eth(wire.EtherTypeIPv4, ip4(a4, b4, wire.ProtoUDP, udp(dir.src, dir.dst, cat([]byte{1, 2, 3, 4}, inner)))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Encap != "test-encap" || f.Inner == nil || f.Inner.Src != oa || f.Inner.Proto != wire.ProtoICMP {
+			t.Errorf("%d>%d: %s (inner %+v)", dir.src, dir.dst, f, f.Inner)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering VXLAN's port did not panic")
+		}
+	}()
+	wire.RegisterUDP(wire.PortVXLAN, func(*wire.Frame) error { return nil })
 }
