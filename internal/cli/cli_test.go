@@ -590,7 +590,7 @@ func ownRuns() []string {
 }
 
 var (
-	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)-----END`)
+	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----\n(.*?)-----END`)
 	staticKey  = regexp.MustCompile(`(?s)-----BEGIN OpenVPN Static key V1-----\n(.*?)-----END`)
 	pskLine    = regexp.MustCompile(`(?m)^\s*secret = (\S+)`)
 )
