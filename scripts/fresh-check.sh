@@ -11,6 +11,7 @@
 #     offline from it;
 #   - every tool pinned by install.sh is served by its registry at the
 #     version written there (wireguard-go by its Go pseudo-version,
+#     nebula and nebula-cert by their Go module version,
 #     boringtun-cli by its crates.io version);
 #   - every Debian package install.sh names exists in the package lists
 #     (cargo-web included, which it installs only on a machine without
@@ -43,6 +44,12 @@ wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)
 [ -n "$wg" ] || { echo "fresh-check: no WIREGUARD_GO_MODULE in scripts/install.sh" >&2; exit 1; }
 GOBIN="$tmp/bin" go install "$wg"
 [ -x "$tmp/bin/wireguard" ] || { echo "fresh-check: go install $wg built no wireguard binary" >&2; exit 1; }
+nb=$(sed -n 's/^ *NEBULA_MODULE=//p' scripts/install.sh)
+[ -n "$nb" ] || { echo "fresh-check: no NEBULA_MODULE in scripts/install.sh" >&2; exit 1; }
+GOBIN="$tmp/bin" go install "${nb%@*}/cmd/nebula@${nb#*@}" "${nb%@*}/cmd/nebula-cert@${nb#*@}"
+for p in nebula nebula-cert; do
+  [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $nb built no $p binary" >&2; exit 1; }
+done
 bt=$(grep -o 'boringtun-cli --version [0-9][^ ]*' scripts/install.sh | awk '{print $3}')
 [ -n "$bt" ] || { echo "fresh-check: no boringtun-cli version in scripts/install.sh" >&2; exit 1; }
 # cargo as install.sh finds it (which, in make test, has just installed

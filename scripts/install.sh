@@ -102,6 +102,21 @@ if [ "$mode" = test ]; then
     rm -rf "$tmp"
   fi
 
+  # nebula and nebula-cert: pinned, from the Go module. v1.11.2 imports a
+  # netlink fork (github.com/DefinedNet/netlink) whose source the module
+  # proxy refuses; its fixes are for Windows, Android and macOS, so on
+  # Linux v1.11.1 is the same program.
+  NEBULA_MODULE=github.com/slackhq/nebula@v1.11.1
+  if ! /usr/local/bin/nebula -version 2>/dev/null | grep -qx "Version: ${NEBULA_MODULE#*@v}" ||
+    ! /usr/local/bin/nebula-cert -version 2>/dev/null | grep -qx "Version: ${NEBULA_MODULE#*@v}"; then
+    echo "install.sh: building nebula ${NEBULA_MODULE#*@}"
+    tmp=$(mktemp -d)
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${NEBULA_MODULE%@*}/cmd/nebula@${NEBULA_MODULE#*@}" \
+      "${NEBULA_MODULE%@*}/cmd/nebula-cert@${NEBULA_MODULE#*@}"
+    install -m 0755 "$tmp/nebula" "$tmp/nebula-cert" /usr/local/bin/
+    rm -rf "$tmp"
+  fi
+
   # boringtun: pinned, from crates.io, about two minutes, with the
   # machine's own cargo when it has one (rustup's included) and Debian's
   # cargo-web (installed above) otherwise. The method is optional for

@@ -469,13 +469,13 @@ var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE
 func TestNoSecretsInResults(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	var methods []string
-	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn"} {
+	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn", "nebula"} {
 		if ready(t, m) {
 			methods = append(methods, m)
 		}
 	}
 	if len(methods) == 0 {
-		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn is ready here (see tunbench methods)")
+		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn, nebula is ready here (see tunbench methods)")
 	}
 	home, _ := os.UserHomeDir()
 	before := snapshot(t, home)
@@ -590,7 +590,7 @@ func ownRuns() []string {
 }
 
 var (
-	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z ]*PRIVATE KEY-----\n(.*?)-----END`)
+	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----\n(.*?)-----END`)
 	staticKey  = regexp.MustCompile(`(?s)-----BEGIN OpenVPN Static key V1-----\n(.*?)-----END`)
 	pskLine    = regexp.MustCompile(`(?m)^\s*secret = (\S+)`)
 )

@@ -33,6 +33,7 @@ var Tools = []Tool{
 	{"ovs-vswitchd", []string{"ovs-vswitchd", "--version"}},
 	{"openvpn", []string{"openvpn", "--version"}},
 	{"boringtun-cli", []string{"boringtun-cli", "--version"}},
+	{"nebula", []string{"nebula", "-version"}},
 }
 
 // toolTimeout bounds each version command.

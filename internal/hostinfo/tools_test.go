@@ -26,6 +26,7 @@ func TestParseVersionCaptured(t *testing.T) {
 		// Without a running charon, plugin warnings and a connect error
 		// come first, then "strongSwan 5.9.8 swanctl" and usage (exit 2).
 		"swanctl.txt": "5.9.8",
+		"nebula.txt":  "1.11.1", // Version: 1.11.1
 	} {
 		got, ok := ParseVersion(readTestdata(t, "tools", file))
 		if !ok || got != want {

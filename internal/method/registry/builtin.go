@@ -7,6 +7,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/kernel"
+	"github.com/tunbench/tunbench/internal/method/nebula"
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
@@ -28,6 +29,7 @@ func Builtin() *method.Registry {
 		wireguard.WireGuard{},
 		wireguard.NewWireGuardGo(),
 		wireguard.NewBoringTun(),
+		nebula.New(),
 		openvpn.NewOpenVPN(),
 		ovs.NewOVSVXLAN(),
 		ovs.NewOVSGeneve(),
