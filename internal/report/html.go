@@ -488,7 +488,7 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <h3 id="{{.Run.ID}}-takeaways">Take-aways</h3>
 {{if .TakeAways.Claims}}<ol class="takeaways">
 {{range .TakeAways.Claims}}<li>{{.Text}} <a href="#{{.Figure}}">[figure]</a></li>
-{{end}}</ol>{{else}}<p>No take-away: no two rows are stable, quiet and comparable.</p>{{end}}
+{{end}}</ol>{{else}}<p>No take-away: no two rows are quiet and comparable, each with two or more ok repetitions.</p>{{end}}
 {{if .TakeAways.Withheld}}<details><summary>Rows no take-away rests on ({{len .TakeAways.Withheld}})</summary><ul>
 {{range .TakeAways.Withheld}}<li>{{.}}</li>
 {{end}}</ul></details>{{end}}
