@@ -43,7 +43,39 @@ type ReferenceFigure struct {
 	Setup string `yaml:"setup,omitempty" json:"setup,omitempty"`
 	Cite  string `yaml:"cite" json:"cite"`
 	Quote string `yaml:"quote,omitempty" json:"quote,omitempty"`
+
+	// Testbed is the class of the paper's testbed (see the Testbed*
+	// constants). Absolute values are judged against ours only when it is
+	// the class of the run's own testbed; across classes only the shape
+	// (each method relative to native, the ranking) carries over.
+	Testbed string `yaml:"testbed,omitempty" json:"testbed,omitempty"`
+	// Native is the paper's native figure in the same condition and
+	// setup, in Unit, where the block has no native figure of its own for
+	// them (a native figure of the block with the same setup, test,
+	// metric and condition is used otherwise); the report sets the
+	// paper's value as % of it beside ours as % of our native.
+	Native float64 `yaml:"native,omitempty" json:"native,omitempty"`
+	// Implementation is the data path the paper's method ran on, as
+	// result.Meta.Datapath names it ("kernel", "netdev", "libipsec",
+	// "userspace"); a run whose row ran on another one is not judged
+	// against it.
+	Implementation string `yaml:"implementation,omitempty" json:"implementation,omitempty"`
 }
+
+// Testbed classes of a reference figure (ReferenceFigure.Testbed).
+const (
+	TestbedWANVM      = "wan-vm"      // VMs in two data centres over a WAN
+	TestbedDCVM       = "dc-vm"       // VMs in one data centre
+	TestbedBareMetal  = "bare-metal"  // servers with their own NICs
+	TestbedLocalVM    = "local-vm"    // VMs on one host, virtio between them
+	TestbedOneMachine = "one-machine" // namespaces on one machine (veth)
+)
+
+// TestbedClasses are the valid ReferenceFigure.Testbed values.
+var TestbedClasses = []string{TestbedWANVM, TestbedDCVM, TestbedBareMetal, TestbedLocalVM, TestbedOneMachine}
+
+// Datapaths are the valid ReferenceFigure.Implementation values.
+var Datapaths = []string{"kernel", "netdev", "libipsec", "userspace"}
 
 // Reference metric names.
 const (
@@ -145,6 +177,15 @@ func (s Scenario) validateReference(names []string, bad func(field, format strin
 		}
 		if math.IsNaN(f.Value) || math.IsInf(f.Value, 0) || f.Value <= 0 {
 			bad(field("value"), "%v: give the published number, above 0", f.Value)
+		}
+		if f.Testbed != "" && !slices.Contains(TestbedClasses, f.Testbed) {
+			bad(field("testbed"), "unknown testbed class %q: use %s", f.Testbed, strings.Join(TestbedClasses, ", "))
+		}
+		if f.Implementation != "" && !slices.Contains(Datapaths, f.Implementation) {
+			bad(field("implementation"), "unknown data path %q: use %s", f.Implementation, strings.Join(Datapaths, ", "))
+		}
+		if math.IsNaN(f.Native) || math.IsInf(f.Native, 0) || f.Native < 0 {
+			bad(field("native"), "%v: give the paper's native figure in the figure's unit, above 0, or leave it out", f.Native)
 		}
 		if f.Family != "" && f.Family != "ipv4" && f.Family != "ipv6" {
 			bad(field("family"), "unknown family %q: use ipv4 or ipv6, or leave it out to match both", f.Family)
