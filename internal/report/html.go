@@ -465,7 +465,7 @@ figcaption a{color:#0072b2}
 tr.diff td{background:#fff0f0;font-weight:bold}
 td.regression,td.worse{color:#b00020;font-weight:bold}td.better{color:#007a4d;font-weight:bold}
 ol.takeaways li{margin:.3em 0}
-table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}tr.disagree td{background:#fff6e0}
+table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}table.reference th{white-space:normal}figure table.reference td{white-space:normal;overflow-wrap:anywhere}figure table.reference td.l{max-width:14em}tr.disagree td{background:#fff6e0}
 .muted{color:#666;font-size:.9em}
 </style>
 </head>

@@ -675,11 +675,10 @@ func (r ReferenceRow) percents() string {
 // method has several ("ovs-geneve (netdev)"), and the paper's where it
 // says it.
 func (r ReferenceRow) method() string {
-	s := withDatapath(r.Ref.Method, r.Datapath)
-	if p := r.Ref.Implementation; p != "" && p != r.Datapath {
-		s += "; the paper's: " + p
+	if p := r.Ref.Implementation; p != "" && r.Datapath != "" && p != r.Datapath {
+		return r.Ref.Method + " (" + r.Datapath + "; the paper's: " + p + ")"
 	}
-	return s
+	return withDatapath(r.Ref.Method, r.Datapath)
 }
 
 // referenceLines are the text table's lines: one per reference row.
@@ -701,10 +700,14 @@ func referenceLines(refs References) []string {
 		if r.Row != "" && r.Row != r.Ref.Method && r.Row != withDatapath(r.Ref.Method, r.Datapath) {
 			l += " (" + r.Row + ")"
 		}
-		if r.ShapeRatio > 0 && !percentMetric(r.Ref.Metric) && r.Ref.Method != NativeMethod {
-			l += ", relative " + r.shape()
+		switch {
+		case percentMetric(r.Ref.Metric):
+			l += ", relative " + r.ratio()
+		case r.ShapeRatio > 0 && r.Ref.Method != NativeMethod:
+			l += ", relative " + r.shape() + ", absolute " + r.ratio()
+		default:
+			l += ", absolute " + r.ratio()
 		}
-		l += ", absolute " + r.ratio()
 		if r.Note != "" {
 			l += "; " + r.Note
 		}
