@@ -273,7 +273,8 @@ func rankings(rows []ReferenceRow) []string {
 		}
 		lower := g.rows[0].Ref.Metric == scenario.MetricP50RTT || g.rows[0].Ref.Metric == scenario.MetricP99RTT ||
 			g.rows[0].Ref.Metric == scenario.MetricDelayP50 || g.rows[0].Ref.Metric == scenario.MetricJitter
-		order := func(val func(ReferenceRow) float64) []string {
+		// order joins the methods by val, best first, tied ones with "=".
+		order := func(val func(ReferenceRow) float64) string {
 			rs := slices.Clone(g.rows)
 			slices.SortStableFunc(rs, func(a, b ReferenceRow) int {
 				if lower {
@@ -281,11 +282,18 @@ func rankings(rows []ReferenceRow) []string {
 				}
 				return cmp.Compare(val(b), val(a))
 			})
-			names := make([]string, len(rs))
+			var b strings.Builder
 			for i, r := range rs {
-				names[i] = r.Ref.Method
+				switch {
+				case i == 0:
+				case val(r) == val(rs[i-1]):
+					b.WriteString(" = ")
+				default:
+					b.WriteString(" > ")
+				}
+				b.WriteString(r.Ref.Method)
 			}
-			return names
+			return b.String()
 		}
 		paper := order(func(r ReferenceRow) float64 { return r.PaperPercent })
 		ours := order(func(r ReferenceRow) float64 { return r.OursPercent.Mean })
@@ -294,8 +302,8 @@ func rankings(rows []ReferenceRow) []string {
 			better = "lowest first"
 		}
 		line := fmt.Sprintf("ranking by %s relative to native, %s (%s): the paper's %s, ours %s",
-			g.rows[0].what(), better, cmp.Or(g.rows[0].Ref.Setup, "the paper's setup"), strings.Join(paper, " > "), strings.Join(ours, " > "))
-		if slices.Equal(paper, ours) {
+			g.rows[0].what(), better, cmp.Or(g.rows[0].Ref.Setup, "the paper's setup"), paper, ours)
+		if paper == ours {
 			line += ": the same order"
 		} else {
 			line += ": another order"
