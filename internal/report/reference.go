@@ -165,6 +165,10 @@ func percentMetric(m string) bool {
 	return m == scenario.MetricPercentNative || m == scenario.MetricPercentLineRate
 }
 
+// shapeMetric says whether a metric is relative already (a share or a
+// gain), so that it is judged as it is, whatever the testbeds.
+func shapeMetric(m string) bool { return percentMetric(m) || m == scenario.MetricMTUGain }
+
 // paperNative is the paper's native figure for ref's setup and
 // condition: ref's own Native, else the block's native figure with the
 // same setup, test, metric and condition; 0 when the paper gives none.
@@ -172,7 +176,7 @@ func paperNative(ref scenario.ReferenceFigure, all []scenario.ReferenceFigure) f
 	if ref.Native > 0 {
 		return ref.Native
 	}
-	if percentMetric(ref.Metric) {
+	if shapeMetric(ref.Metric) {
 		return 0
 	}
 	for _, f := range all {
@@ -193,7 +197,7 @@ func paperNative(ref scenario.ReferenceFigure, all []scenario.ReferenceFigure) f
 // of row, in ref's unit (1/factor of the base unit); N == 0 when the run
 // has none.
 func ourNative(ref scenario.ReferenceFigure, row Summary, rows []Summary, factor float64) Figure {
-	if percentMetric(ref.Metric) {
+	if shapeMetric(ref.Metric) {
 		return Figure{}
 	}
 	nref := ref
@@ -321,6 +325,9 @@ type refMatch struct {
 // referenceMatches returns the rows of ref's method whose parameters
 // match ref's condition and that measured ref's metric, with that figure.
 func referenceMatches(ref scenario.ReferenceFigure, rows []Summary) []refMatch {
+	if ref.Metric == scenario.MetricMTUGain {
+		return gainMatches(ref, rows)
+	}
 	var out []refMatch
 	for _, r := range rows {
 		if r.Method != ref.Method || !conditionMatches(ref, r.Params) {
@@ -350,6 +357,35 @@ func referenceMatches(ref scenario.ReferenceFigure, rows []Summary) []refMatch {
 		}
 	}
 	return peaks
+}
+
+// gainMatches are, for an mtu_gain, the rows of ref's method at ref's
+// MTU, each with its throughput over that of the row that differs only in
+// being at ref's base MTU; the interval from both intervals (relative
+// half-widths added in quadrature).
+func gainMatches(ref scenario.ReferenceFigure, rows []Summary) []refMatch {
+	var out []refMatch
+	for _, r := range rows {
+		if r.Method != ref.Method || !conditionMatches(ref, r.Params) || r.Throughput.N == 0 {
+			continue
+		}
+		k := baselineOf(r.Params)
+		k.UnderlayMTU = ref.BaseMTU
+		i := slices.IndexFunc(rows, func(b Summary) bool { return b.Label == r.Label && baselineOf(b.Params) == k })
+		if i < 0 || rows[i].Throughput.N == 0 || rows[i].Throughput.Mean <= 0 {
+			continue
+		}
+		hi, lo := r.Throughput, rows[i].Throughput
+		g := hi.Mean / lo.Mean
+		f := Figure{Unit: "x", Summary: stats.Summary{N: min(hi.N, lo.N), Mean: g, HasCI: hi.HasCI && lo.HasCI}}
+		if f.HasCI {
+			hw := g * math.Hypot(hi.HalfWidth/hi.Mean, lo.HalfWidth/lo.Mean)
+			f.HalfWidth, f.CI95Low, f.CI95High = hw, g-hw, g+hw
+			f.StdDev = g * math.Hypot(hi.StdDev/hi.Mean, lo.StdDev/lo.Mean)
+		}
+		out = append(out, refMatch{r, f})
+	}
+	return out
 }
 
 // conditionMatches reports whether p satisfies every condition ref gives.
@@ -475,6 +511,8 @@ func judgeRow(r ReferenceRow, class string, emulated bool) (string, bool, string
 	}
 	judged, paper, ours := "", 0.0, Figure{}
 	switch {
+	case f.Metric == scenario.MetricMTUGain:
+		judged, paper, ours = JudgedRelative, r.Paper, r.Ours
 	case f.Method != NativeMethod && r.PaperPercent > 0 && r.OursPercent.N > 0:
 		judged, paper, ours = JudgedRelative, r.PaperPercent, r.OursPercent
 	case f.Testbed != "" && f.Testbed == class:
@@ -483,7 +521,7 @@ func judgeRow(r ReferenceRow, class string, emulated bool) (string, bool, string
 		notes = append(notes, fmt.Sprintf("native: the baseline of the relative rows; absolute values not judged between %s and %s",
 			testbedNames[f.Testbed], testbedNames[class]))
 		return "", false, strings.Join(notes, "; ")
-	case r.PaperNative == 0 && !percentMetric(f.Metric):
+	case r.PaperNative == 0 && !shapeMetric(f.Metric):
 		notes = append(notes, fmt.Sprintf("not judged: the paper gives no native for this setup and condition, and absolute values are not judged between %s and %s",
 			testbedNames[f.Testbed], testbedNames[class]))
 		return "", false, strings.Join(notes, "; ")
@@ -535,6 +573,10 @@ func referenceFigure(runID string, ref scenario.ReferenceFigure, r Summary, figu
 	slug := baselineOf(r.Params).slug()
 	switch ref.Test {
 	case scenario.TestTCPStream:
+		if ref.Metric == scenario.MetricMTUGain {
+			p := r.Params
+			ids = append(ids, fmt.Sprintf("%s-mtu-%s-offloads-%s-p%d", runID, p.Family, onOff(p.Offloads), p.Streams))
+		}
 		ids = append(ids, fmt.Sprintf("%s-throughput-time-%s-%s", runID, slugLabel(r.Label), slug))
 	case scenario.TestTCPRR:
 		ids = append(ids, fmt.Sprintf("%s-rtt-cdf-%s", runID, slug))
@@ -565,7 +607,10 @@ func (r ReferenceRow) what() string {
 	if f.Family != "" {
 		cond = append(cond, f.Family)
 	}
-	if f.MTU != 0 {
+	switch {
+	case f.BaseMTU != 0:
+		cond = append(cond, fmt.Sprintf("MTU %d over MTU %d", f.MTU, f.BaseMTU))
+	case f.MTU != 0:
 		cond = append(cond, fmt.Sprintf("MTU %d", f.MTU))
 	}
 	if f.Offloads != "" {
@@ -602,6 +647,7 @@ var metricNames = map[string]string{
 	scenario.MetricDelayP50:        "median one-way delay",
 	scenario.MetricJitter:          "jitter",
 	scenario.MetricLoss:            "loss",
+	scenario.MetricMTUGain:         "gain from the larger MTU",
 }
 
 // source is where the paper gives the number: setup and citation.
@@ -698,18 +744,18 @@ func referenceLines(refs References) []string {
 		"(relative: of the two %; absolute: of the values, judged only on a testbed of the paper's class):"}
 	for _, r := range refs.Rows {
 		l := fmt.Sprintf("%s %s: paper %s %s", r.method(), r.what(), paperNum(r.Paper), r.Unit)
-		if r.PaperPercent > 0 && r.Ref.Method != NativeMethod && !percentMetric(r.Ref.Metric) {
+		if r.PaperPercent > 0 && r.Ref.Method != NativeMethod && !shapeMetric(r.Ref.Metric) {
 			l += " (" + r.paperPercent() + " of its native)"
 		}
 		l += ", ours " + r.ours()
-		if r.OursPercent.N > 0 && r.Ref.Method != NativeMethod && !percentMetric(r.Ref.Metric) {
+		if r.OursPercent.N > 0 && r.Ref.Method != NativeMethod && !shapeMetric(r.Ref.Metric) {
 			l += " (" + r.oursPercent() + " of ours)"
 		}
 		if r.Row != "" && r.Row != r.Ref.Method && r.Row != withDatapath(r.Ref.Method, r.Datapath) {
 			l += " (" + r.Row + ")"
 		}
 		switch {
-		case percentMetric(r.Ref.Metric):
+		case shapeMetric(r.Ref.Metric):
 			l += ", relative " + r.ratio()
 		case r.ShapeRatio > 0 && r.Ref.Method != NativeMethod:
 			l += ", relative " + r.shape() + ", absolute " + r.ratio()

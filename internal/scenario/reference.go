@@ -28,8 +28,11 @@ type ReferenceFigure struct {
 	Value  float64 `yaml:"value" json:"value"`
 	Unit   string  `yaml:"unit" json:"unit"`
 
-	Family    string `yaml:"family,omitempty" json:"family,omitempty"`
-	MTU       int    `yaml:"mtu,omitempty" json:"mtu,omitempty"` // underlay MTU
+	Family string `yaml:"family,omitempty" json:"family,omitempty"`
+	MTU    int    `yaml:"mtu,omitempty" json:"mtu,omitempty"` // underlay MTU
+	// BaseMTU is the underlay MTU an mtu_gain is relative to (MTU is the
+	// one it is of).
+	BaseMTU   int    `yaml:"base_mtu,omitempty" json:"base_mtu,omitempty"`
 	Offloads  string `yaml:"offloads,omitempty" json:"offloads,omitempty"`
 	Streams   int    `yaml:"streams,omitempty" json:"streams,omitempty"`
 	MSS       int    `yaml:"mss,omitempty" json:"mss,omitempty"`
@@ -89,11 +92,14 @@ const (
 	MetricDelayP50        = "delay_p50"
 	MetricJitter          = "jitter"
 	MetricLoss            = "loss"
+	// MetricMTUGain is a method's throughput at underlay MTU mtu over its
+	// throughput at base_mtu, all else equal: the jumbo-frame gain.
+	MetricMTUGain = "mtu_gain"
 )
 
 // ReferenceMetrics are the metrics a reference figure may name, per test.
 var ReferenceMetrics = map[string][]string{
-	TestTCPStream: {MetricThroughput, MetricPercentNative},
+	TestTCPStream: {MetricThroughput, MetricPercentNative, MetricMTUGain},
 	TestTCPRR:     {MetricP50RTT, MetricP99RTT},
 	// peak_throughput is the highest mean over the run's stream counts.
 	TestParallel: {MetricThroughput, MetricPeakThroughput, MetricPercentNative, MetricPercentLineRate},
@@ -117,6 +123,7 @@ var referenceUnits = map[string][]struct {
 	MetricDelayP50:        {{"us", 1}, {"ms", 1e3}},
 	MetricJitter:          {{"us", 1}, {"ms", 1e3}},
 	MetricLoss:            {{"%", 1}},
+	MetricMTUGain:         {{"x", 1}},
 }
 
 // BaseValue is the figure's value in its metric's base unit (Gbit/s, %,
@@ -192,6 +199,14 @@ func (s Scenario) validateReference(names []string, bad func(field, format strin
 		}
 		if f.MTU != 0 && (f.MTU < 576 || f.MTU > 65535) {
 			bad(field("mtu"), "underlay MTU %d out of range: use 576 to 65535, or leave it out", f.MTU)
+		}
+		switch {
+		case f.Metric == MetricMTUGain && (f.MTU == 0 || f.BaseMTU == 0 || f.MTU == f.BaseMTU):
+			bad(field("base_mtu"), "mtu_gain needs mtu (the MTU the gain is of) and base_mtu (the one it is relative to), different")
+		case f.Metric != MetricMTUGain && f.BaseMTU != 0:
+			bad(field("base_mtu"), "base_mtu belongs to metric mtu_gain: drop it")
+		case f.BaseMTU != 0 && (f.BaseMTU < 576 || f.BaseMTU > 65535):
+			bad(field("base_mtu"), "underlay MTU %d out of range: use 576 to 65535", f.BaseMTU)
 		}
 		if f.Offloads != "" && f.Offloads != "on" && f.Offloads != "off" {
 			if _, ok := s.OffloadSet(f.Offloads); !ok {
