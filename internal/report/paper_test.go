@@ -233,3 +233,42 @@ func TestCompareDatapath(t *testing.T) {
 		}
 	}
 }
+
+// TestReferenceMTUGain: an mtu_gain is the method's throughput at mtu
+// over its throughput at base_mtu, all else equal, judged as it is.
+func TestReferenceMTUGain(t *testing.T) {
+	run, cells := matrixRun()
+	run.Scenario = `methods: [native, vxlan]
+mtus: [1500, 9000]
+offloads: ["on", "off"]
+reference:
+  source: a paper
+  figures:
+    - {method: vxlan, test: tcp_stream, metric: mtu_gain, value: 4, unit: x, mtu: 9000, base_mtu: 1500, offloads: "off", testbed: dc-vm, cite: "Fig. 12"}
+`
+	rows := Aggregate(run, cells)
+	refs := BuildReferences(run, rows, nil)
+	if len(refs.Rows) != 1 {
+		t.Fatalf("rows: %+v", refs.Rows)
+	}
+	r := refs.Rows[0]
+	var lo, hi Summary
+	for _, s := range rows {
+		if s.Method == "vxlan" && !s.Params.Offloads {
+			switch s.Params.UnderlayMTU {
+			case 1500:
+				lo = s
+			case 9000:
+				hi = s
+			}
+		}
+	}
+	want := hi.Throughput.Mean / lo.Throughput.Mean
+	if r.Ours.N == 0 || r.Ours.Mean != want || !r.Ours.HasCI || r.Judged != JudgedRelative || r.Unit != "x" ||
+		r.Disagree != (4 < r.Ours.CI95Low || 4 > r.Ours.CI95High) || !strings.HasPrefix(r.Note, "relative ") {
+		t.Errorf("vxlan's gain from MTU 9000: %+v, want %v", r, want)
+	}
+	if got := r.what(); got != "tcp_stream gain from the larger MTU (MTU 9000 over MTU 1500, offloads off)" {
+		t.Errorf("what: %q", got)
+	}
+}

@@ -218,7 +218,7 @@ func TestHTMLTestColumns(t *testing.T) {
 }
 
 // TestLatencyLoadTakeAways: the loaded/idle p99 sentence links to the
-// figure, says "indistinguishable" when idle and loaded intervals overlap,
+// figure, says "indistinguishable" when Welch's test cannot tell idle and loaded apart,
 // and is never made from a busy row or an unstable ratio.
 func TestLatencyLoadTakeAways(t *testing.T) {
 	sentences := func(run result.Run, cells []result.Cell) []TakeAway {
