@@ -80,6 +80,11 @@ func TestPaperGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	golden(t, "paper.references.json.golden", append(js, '\n'))
+	html := string(referenceHTML(BuiltRun{Run: run, References: refs}, ""))
+	golden(t, "paper.references.html.golden", []byte(html))
+	if !strings.Contains(html, "<th>% of native: paper / ours</th>") || strings.Contains(html, "absolute disagrees") {
+		t.Errorf("HTML reference table lacks the relative column or judges across testbeds:\n%s", html)
+	}
 
 	text := tbl.String()
 	// The implementation is part of the label wherever it varies.

@@ -810,7 +810,7 @@ func referenceHTML(r BuiltRun, figure string) template.HTML {
 	if figure == "" {
 		fmt.Fprintf(&b, "<h3 id=\"%s-reference\">The paper's numbers beside ours</h3>\n<p class=\"muted\">Published figures from %s, as the scenario's reference block gives them. "+
 			"Testbeds differ by orders of magnitude, so what carries over is the shape: the paper's value as %% of the paper's native and ours as %% of ours; "+
-			"relative is ours over the paper's of those, and the verdict judges the paper's %% against our 95%% interval. "+
+			"the note judges the paper's %% against our 95%% interval and gives ours over the paper's. "+
 			"Ratio is ours over the paper's absolute value, judged only on a testbed of the paper's class. A row whose implementation differs from the paper's is not judged.</p>\n",
 			e(r.Run.ID), e(refs.Source))
 	}
@@ -825,7 +825,7 @@ func referenceHTML(r BuiltRun, figure string) template.HTML {
 			cls = ` class="disagree"`
 		}
 		what := row.what()
-		if row.Row != "" && row.Row != row.Ref.Method {
+		if row.Row != "" && row.Row != row.Ref.Method && row.Row != withDatapath(row.Ref.Method, row.Datapath) {
 			what += " — " + row.Row
 		}
 		fmt.Fprintf(&b, `<tr%s><td class="l">%s</td><td class="l">%s</td><td>%s %s</td><td>%s</td><td>%s</td><td>%s</td><td class="l">%s</td><td class="l">%s</td>`,
