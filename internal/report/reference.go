@@ -278,7 +278,7 @@ func rankings(rows []ReferenceRow) []string {
 		lower := g.rows[0].Ref.Metric == scenario.MetricP50RTT || g.rows[0].Ref.Metric == scenario.MetricP99RTT ||
 			g.rows[0].Ref.Metric == scenario.MetricDelayP50 || g.rows[0].Ref.Metric == scenario.MetricJitter
 		// order joins the methods by val, best first, tied ones with "=".
-		order := func(val func(ReferenceRow) float64) string {
+		order := func(val func(ReferenceRow) float64, name func(ReferenceRow) string) string {
 			rs := slices.Clone(g.rows)
 			slices.SortStableFunc(rs, func(a, b ReferenceRow) int {
 				if lower {
@@ -295,23 +295,36 @@ func rankings(rows []ReferenceRow) []string {
 				default:
 					b.WriteString(" > ")
 				}
-				b.WriteString(r.Ref.Method)
+				b.WriteString(name(r))
 			}
 			return b.String()
 		}
-		paper := order(func(r ReferenceRow) float64 { return r.PaperPercent })
-		ours := order(func(r ReferenceRow) float64 { return r.OursPercent.Mean })
+		method := func(r ReferenceRow) string { return r.Ref.Method }
+		ours := func(r ReferenceRow) float64 { return r.OursPercent.Mean }
+		paper := order(func(r ReferenceRow) float64 { return r.PaperPercent }, method)
+		// The orders agree when every pair the paper tells apart comes in
+		// the same order in ours; else the first pair that does not.
+		swap := ""
+		for i, a := range g.rows {
+			for _, b := range g.rows[i+1:] {
+				if swap != "" || a.PaperPercent == b.PaperPercent || (a.PaperPercent > b.PaperPercent) == (ours(a) > ours(b)) {
+					continue
+				}
+				hi, lo := a, b
+				if (b.PaperPercent > a.PaperPercent) != lower {
+					hi, lo = b, a
+				}
+				swap = fmt.Sprintf(": another order (the paper puts %s above %s, ours below)", hi.Ref.Method, lo.Ref.Method)
+			}
+		}
 		better := "best first"
 		if lower {
 			better = "lowest first"
 		}
 		line := fmt.Sprintf("ranking by %s relative to native, %s (%s): the paper's %s, ours %s",
-			g.rows[0].what(), better, cmp.Or(g.rows[0].Ref.Setup, "the paper's setup"), paper, ours)
-		if paper == ours {
-			line += ": the same order"
-		} else {
-			line += ": another order"
-		}
+			g.rows[0].what(), better, cmp.Or(g.rows[0].Ref.Setup, "the paper's setup"), paper,
+			order(ours, func(r ReferenceRow) string { return withDatapath(r.Ref.Method, r.Datapath) }))
+		line += cmp.Or(swap, ": the same order")
 		out = append(out, line)
 	}
 	return out

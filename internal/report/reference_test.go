@@ -67,6 +67,9 @@ func TestReferences(t *testing.T) {
 		!strings.Contains(s.Note, "not judged: the paper gives no native for this setup and condition") {
 		t.Errorf("srv6 p50 RTT in ms: %+v (ours %v us)", s, sr.P50RTT)
 	}
+	if len(refs.Rankings) != 1 || !strings.HasSuffix(refs.Rankings[0], "the paper's native > vxlan, ours native > vxlan: the same order") {
+		t.Errorf("rankings: %q", refs.Rankings)
+	}
 	if g.Ours.N != 0 || !strings.Contains(g.Note, "not measured: the run skipped geneve (CONFIG_GENEVE missing") {
 		t.Errorf("skipped geneve: %+v", g)
 	}
