@@ -117,6 +117,16 @@ func BuildReferences(run result.Run, rows []Summary, figures []string) Reference
 		for _, m := range matches {
 			r := base
 			r.Row, r.Key, r.Ours = rowName(m.row, v), m.row.Key, scaleFigure(m.fig, 1/factor, ref.Unit)
+			if ref.Metric == scenario.MetricPercentNative {
+				// Our share of native with native's spread in its interval,
+				// as the relative rows have it.
+				tref := ref
+				tref.Metric = scenario.MetricThroughput
+				if f := shareOfNative(referenceValue(tref, m.row), ourNative(tref, m.row, rows, 1)); f.N > 0 {
+					f.Unit = ref.Unit
+					r.Ours = f
+				}
+			}
 			if r.Row == "" {
 				r.Row = m.row.Label
 			}
@@ -227,8 +237,21 @@ func relative(ref scenario.ReferenceFigure, paperNative float64, ours, native Fi
 	if percentMetric(ref.Metric) {
 		return ref.Value, ours
 	}
-	if paperNative <= 0 || native.N == 0 || native.Mean <= 0 || ours.N == 0 {
+	if paperNative <= 0 {
 		return 0, Figure{}
+	}
+	f := shareOfNative(ours, native)
+	if f.N == 0 {
+		return 0, f
+	}
+	return 100 * ref.Value / paperNative, f
+}
+
+// shareOfNative is ours as % of native, its interval from both intervals
+// (relative half-widths added in quadrature); N == 0 without either.
+func shareOfNative(ours, native Figure) Figure {
+	if native.N == 0 || native.Mean <= 0 || ours.N == 0 {
+		return Figure{}
 	}
 	pct := 100 * ours.Mean / native.Mean
 	f := Figure{Unit: UnitPercent, Summary: stats.Summary{N: ours.N, Mean: pct, HasCI: ours.HasCI && native.HasCI, CV: ours.CV}}
@@ -237,7 +260,7 @@ func relative(ref scenario.ReferenceFigure, paperNative float64, ours, native Fi
 		f.HalfWidth, f.CI95Low, f.CI95High = hw, pct-hw, pct+hw
 		f.StdDev = pct * math.Hypot(ours.StdDev/ours.Mean, native.StdDev/native.Mean)
 	}
-	return 100 * ref.Value / paperNative, f
+	return f
 }
 
 // rankings set the paper's order of the methods beside ours, per setup,
