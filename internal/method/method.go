@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -102,12 +103,25 @@ type Path struct {
 	Daemons []Daemon
 	// Variant names the implementation variant that actually runs.
 	Variant string
+	// Datapath names, in one word, where the method's packets are
+	// processed, for a method that has more than one place to do it
+	// (result.Meta.Datapath: DatapathKernel, DatapathNetdev,
+	// DatapathLibipsec, DatapathUserspace); empty for a method with one.
+	Datapath string
 	// OverlayMTU, when not zero, is the MTU the method really gives the
 	// measured traffic, where its implementation cannot honour Env.OverlayMTU
 	// (kernel-libipsec reads at most 1400 bytes from its TUN device). The
 	// runner records it in place of the requested one.
 	OverlayMTU int
 }
+
+// Data paths a method records in Path.Datapath (see result.Meta.Datapath).
+const (
+	DatapathKernel    = result.DatapathKernel
+	DatapathNetdev    = result.DatapathNetdev
+	DatapathLibipsec  = result.DatapathLibipsec
+	DatapathUserspace = result.DatapathUserspace
+)
 
 // Daemon is a userspace process that carries the method's traffic.
 type Daemon struct {

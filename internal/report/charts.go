@@ -279,7 +279,78 @@ func Charts(run result.Run, cells []result.Cell) []Chart {
 		out = append(out, kind(in)...)
 	}
 	shareYAxes(out)
+	distinctCaptions(out)
 	return out
+}
+
+// distinctCaptions makes every caption name what distinguishes its
+// figure from the siblings that share it (figures of one kind for
+// parameter sets that differ in MSS, direction and the like): it adds
+// the conditions of the figure's title that not all of them share, as
+// "Shown: MSS 536, reverse."
+func distinctCaptions(charts []Chart) {
+	groups := map[string][]int{}
+	for i, c := range charts {
+		groups[c.Caption] = append(groups[c.Caption], i)
+	}
+	for _, idx := range groups {
+		if len(idx) < 2 {
+			continue
+		}
+		conds := make([][]string, len(idx))
+		count := map[string]int{}
+		for j, i := range idx {
+			conds[j] = titleConditions(charts[i].Title)
+			for _, c := range conds[j] {
+				count[c]++
+			}
+		}
+		for j, i := range idx {
+			var own []string
+			for _, c := range conds[j] {
+				if count[c] < len(idx) {
+					own = append(own, c)
+				}
+			}
+			what := strings.Join(own, ", ")
+			if what == "" {
+				what = charts[i].Title
+			}
+			charts[i].Caption = strings.TrimSpace(charts[i].Caption) + " Shown: " + what + "."
+		}
+	}
+}
+
+// titleConditions are the conditions a figure's title lists in its last
+// parentheses: "CPU (ipv4, MTU 1500, MSS 536)" gives ipv4, MTU 1500 and
+// MSS 536.
+func titleConditions(title string) []string {
+	if !strings.HasSuffix(title, ")") {
+		return nil
+	}
+	// Walk back to the parenthesis that opens the last one, splitting at
+	// the commas outside nested ones ("offloads off (set x)").
+	var out []string
+	depth, end := 0, len(title)-1
+	for i := len(title) - 1; i >= 0; i-- {
+		switch title[i] {
+		case ')':
+			depth++
+		case '(':
+			depth--
+			if depth == 0 {
+				out = append(out, strings.TrimSpace(title[i+1:end]))
+				slices.Reverse(out)
+				return out
+			}
+		case ',':
+			if depth == 1 {
+				out = append(out, strings.TrimSpace(title[i+1:end]))
+				end = i
+			}
+		}
+	}
+	return nil
 }
 
 // chartInput is what every figure generator reads: the run, its rows and

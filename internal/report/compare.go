@@ -174,8 +174,16 @@ func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []re
 	}
 	common := 0
 	for _, a := range rowsA {
-		inA[a.Key] = true
 		b, ok := inB[a.Key]
+		if ok && !sameDatapath(a, b) {
+			// The same method and parameters on another data path (ovs
+			// on netdev in one run, on the kernel's in the other) is
+			// another cell: each is listed as only in its run, and
+			// neither counts as lost.
+			c.OnlyA = append(c.OnlyA, rowName(a, v))
+			continue
+		}
+		inA[a.Key] = true
 		if !ok {
 			c.OnlyA = append(c.OnlyA, rowName(a, v))
 			if a.OK > 0 {
@@ -252,6 +260,12 @@ func Compare(runA result.Run, cellsA []result.Cell, runB result.Run, cellsB []re
 		c.Verdict += fmt.Sprintf(" (%d lost cell(s) allowed)", len(c.Lost))
 	}
 	return c
+}
+
+// sameDatapath says whether two rows of one key ran on the same data
+// path; a row from a record older than the data path matches any.
+func sameDatapath(a, b Summary) bool {
+	return a.Datapath == "" || b.Datapath == "" || a.Datapath == b.Datapath
 }
 
 // firstProblem is the first error of a cell's failed or skipped

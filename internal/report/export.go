@@ -80,6 +80,8 @@ var WideCSVHeader = []string{
 	// Issue 20: the congestion control asked for and the one the
 	// connections used.
 	"congestion_control", "congestion_control_used",
+	// Issue 34: where the method's packets were processed.
+	"datapath",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -131,7 +133,7 @@ func wideRow(run result.Run, c result.Cell) []string {
 		c.Error,
 	)
 	row = append(row, csvTestColumns(c)...)
-	return append(row, p.CongestionControl, c.Meta.CongestionControl)
+	return append(row, p.CongestionControl, c.Meta.CongestionControl, cellDatapath(c))
 }
 
 // csvTestColumns are the issue-12 columns: empty where not measured.
@@ -221,6 +223,8 @@ var CSVHeader = []string{
 	"site_a", "site_b", "congestion_control", "congestion_control_used",
 	"frame_bytes", "process_port",
 	"metric", "value", "unit", "error",
+	// Issue 34: where the method's packets were processed (added last).
+	"datapath",
 }
 
 // Units of the tidy CSV.
@@ -439,7 +443,7 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 			values = []measuredValue{{}}
 		}
 		for _, v := range values {
-			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error)
+			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error, cellDatapath(c))
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
 			}

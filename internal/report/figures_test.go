@@ -168,7 +168,7 @@ func TestTakeAwaySentences(t *testing.T) {
 		}
 	}
 
-	// Two methods whose intervals overlap are indistinguishable.
+	// Two methods Welch's test cannot tell apart are indistinguishable.
 	var same []result.Cell
 	for _, c := range cells {
 		if c.Params.UnderlayMTU == 1500 && c.Params.Offloads {

@@ -465,7 +465,7 @@ figcaption a{color:#0072b2}
 tr.diff td{background:#fff0f0;font-weight:bold}
 td.regression,td.worse{color:#b00020;font-weight:bold}td.better{color:#007a4d;font-weight:bold}
 ol.takeaways li{margin:.3em 0}
-table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}tr.disagree td{background:#fff6e0}
+table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}table.reference th{white-space:normal}figure table.reference td{white-space:normal;overflow-wrap:anywhere}figure table.reference td.l{max-width:14em}tr.disagree td{background:#fff6e0}
 .muted{color:#666;font-size:.9em}
 </style>
 </head>
@@ -488,7 +488,7 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <h3 id="{{.Run.ID}}-takeaways">Take-aways</h3>
 {{if .TakeAways.Claims}}<ol class="takeaways">
 {{range .TakeAways.Claims}}<li>{{.Text}} <a href="#{{.Figure}}">[figure]</a></li>
-{{end}}</ol>{{else}}<p>No take-away: no two rows are stable, quiet and comparable.</p>{{end}}
+{{end}}</ol>{{else}}<p>No take-away: no two rows are quiet and comparable, each with two or more ok repetitions.</p>{{end}}
 {{if .TakeAways.Withheld}}<details><summary>Rows no take-away rests on ({{len .TakeAways.Withheld}})</summary><ul>
 {{range .TakeAways.Withheld}}<li>{{.}}</li>
 {{end}}</ul></details>{{end}}

@@ -71,7 +71,7 @@ func TestReferenceInBrowser(t *testing.T) {
 	if run.Rows != 6 || run.Width < 200 || run.Height < 60 || run.FirstPaper != "23.6 Gbit/s" || run.FirstRatio != "1.00" {
 		t.Errorf("run's reference table: %+v", *run)
 	}
-	if strings.Join(run.Headers, ",") != "method,figure,paper,ours,ratio,note,source,drawn in" {
+	if strings.Join(run.Headers, ",") != "method,figure,paper,ours,ratio,% of native: paper / ours,note,source,drawn in" {
 		t.Errorf("reference columns: %q", run.Headers)
 	}
 	if fig.Rows != 1 || fig.Width < 100 || fig.Height < 20 || !fig.Inside || fig.FirstPaper != "23.6 Gbit/s" {

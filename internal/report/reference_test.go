@@ -19,8 +19,8 @@ skipped:
 reference:
   source: 'seed 000: Kannan et al.'
   figures:
-    - {method: native, test: tcp_stream, metric: throughput, value: 23.6, unit: Gbit/s, streams: 1, setup: intra-rack, cite: "Fig. 16"}
-    - {method: vxlan, test: tcp_stream, metric: throughput, value: 20000, unit: Mbit/s, streams: 1, cite: "Fig. 16"}
+    - {method: native, test: tcp_stream, metric: throughput, value: 23.6, unit: Gbit/s, streams: 1, setup: intra-rack, testbed: one-machine, cite: "Fig. 16"}
+    - {method: vxlan, test: tcp_stream, metric: throughput, value: 20000, unit: Mbit/s, streams: 1, setup: intra-rack, testbed: one-machine, cite: "Fig. 16"}
     - {method: srv6, test: tcp_rr, metric: p50_rtt, value: 0.0258, unit: ms, cite: "Table 1", quote: "about 26 us"}
     - {method: geneve, test: tcp_stream, metric: throughput, value: 23.5, unit: Gbit/s, cite: "Fig. 16"}
     - {method: ipip, test: tcp_stream, metric: throughput, value: 5, unit: Gbit/s, cite: "Fig. 16"}
@@ -29,10 +29,12 @@ reference:
 	return RunRecords{Run: run, Cells: cells}
 }
 
-// Every published figure is set beside ours with the ratio; the paper's
-// value outside our interval is noted, inside it is not; a figure the run
-// did not measure says why (skipped with the reason, not in the methods,
-// no matching condition).
+// Every published figure is set beside ours with the ratio; on a testbed
+// of the paper's class native's absolute value is judged, a tunnel's
+// share of native against ours (the paper's value outside our interval
+// disagrees, inside agrees); a figure the paper gives no native for is not
+// judged; a figure the run did not measure says why (skipped with the
+// reason, not in the methods, no matching condition).
 func TestReferences(t *testing.T) {
 	rr := referenceRun()
 	rows := Aggregate(rr.Run, rr.Cells)
@@ -44,7 +46,7 @@ func TestReferences(t *testing.T) {
 	}
 	n, v, s, g, ip, none := refs.Rows[0], refs.Rows[1], refs.Rows[2], refs.Rows[3], refs.Rows[4], refs.Rows[5]
 
-	if n.Ours.Mean != native.Throughput.Mean || n.Disagree || n.Note != "" || n.Figure != tpFig {
+	if n.Ours.Mean != native.Throughput.Mean || n.Disagree || n.Judged != JudgedAbsolute || !strings.HasPrefix(n.Note, "absolute agrees") || n.Figure != tpFig {
 		t.Errorf("native inside our interval: %+v", n)
 	}
 	if want := native.Throughput.Mean / 23.6; math.Abs(n.Ratio-want) > 1e-9 {
@@ -52,13 +54,21 @@ func TestReferences(t *testing.T) {
 	}
 	// 20000 Mbit/s: ours is shown in the paper's unit.
 	vx := find(t, rows, "vxlan", 1500)
-	if math.Abs(v.Ours.Mean-1000*vx.Throughput.Mean) > 1e-6 || v.Unit != "Mbit/s" || !v.Disagree ||
-		!strings.Contains(v.Note, "disagrees: ours is 0.548× the paper's, which lies outside our 95% interval") {
+	// Judged relative to native: the paper's 20000 of 23600 Mbit/s
+	// (84.7%) against ours, 46.3% of our native.
+	if math.Abs(v.Ours.Mean-1000*vx.Throughput.Mean) > 1e-6 || v.Unit != "Mbit/s" || !v.Disagree || v.Judged != JudgedRelative ||
+		math.Abs(v.PaperNative-23600) > 1e-6 || math.Abs(v.PaperPercent-100*20000.0/23600) > 1e-9 ||
+		math.Abs(v.OursPercent.Mean-100*vx.Throughput.Mean/native.Throughput.Mean) > 1e-9 ||
+		!strings.Contains(v.Note, "relative disagrees: ours relative to native is 0.547× the paper's, which lies outside our 95% interval") {
 		t.Errorf("vxlan against 20000 Mbit/s: %+v (ours %v Gbit/s)", v, vx.Throughput)
 	}
 	sr := find(t, rows, "srv6", 1500)
-	if math.Abs(s.Ours.Mean-sr.P50RTT.Mean/1000) > 1e-9 || s.Unit != "ms" || s.Disagree {
+	if math.Abs(s.Ours.Mean-sr.P50RTT.Mean/1000) > 1e-9 || s.Unit != "ms" || s.Disagree || s.Judged != "" ||
+		!strings.Contains(s.Note, "not judged: the paper gives no native for this setup and condition") {
 		t.Errorf("srv6 p50 RTT in ms: %+v (ours %v us)", s, sr.P50RTT)
+	}
+	if len(refs.Rankings) != 1 || !strings.HasSuffix(refs.Rankings[0], "the paper's native > vxlan, ours native > vxlan: the same order") {
+		t.Errorf("rankings: %q", refs.Rankings)
 	}
 	if g.Ours.N != 0 || !strings.Contains(g.Note, "not measured: the run skipped geneve (CONFIG_GENEVE missing") {
 		t.Errorf("skipped geneve: %+v", g)
@@ -108,9 +118,9 @@ func TestReferencesRendered(t *testing.T) {
 	}
 	text := tb.String()
 	for _, want := range []string{
-		"the paper's numbers beside ours (seed 000: Kannan et al.); ratio is ours over the paper's:",
+		"the paper's numbers beside ours (seed 000: Kannan et al.); each as % of its own native",
 		"native tcp_stream throughput (1 stream): paper 23.6 Gbit/s, ours 23.7 ± ",
-		"vxlan tcp_stream throughput (1 stream): paper 20000 Mbit/s, ours ",
+		"vxlan tcp_stream throughput (1 stream): paper 20000 Mbit/s (84.7% of its native), ours 10957 ± 4217 (46.3 ± 17.9% of",
 		"Skipped method geneve (--skip-unavailable), not measured: CONFIG_GENEVE missing",
 	} {
 		if !strings.Contains(text, want) {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
 )
@@ -75,7 +76,51 @@ func labelRows(rows []Summary) {
 		if len(impls[rows[i].Method]) > 1 && rows[i].Implementation != "" {
 			rows[i].Label = fmt.Sprintf("%s/%s", rows[i].Method, rows[i].Implementation)
 		}
+		rows[i].Label = withDatapath(rows[i].Label, rows[i].Datapath)
 	}
+}
+
+// withDatapath adds a data path to a method's name: "ovs-geneve
+// (netdev)"; a name without one stays as it is.
+func withDatapath(name, datapath string) string {
+	if datapath == "" {
+		return name
+	}
+	return name + " (" + datapath + ")"
+}
+
+// cellDatapath is where a cell's packets were processed: the recorded
+// Meta.Datapath, or for records older than it, what the method's Variant
+// says (ovs-*: "netdev" or "system"; ipsec: kernel xfrm or
+// kernel-libipsec; kernel wireguard; openvpn's userspace data channel).
+func cellDatapath(c result.Cell) string {
+	if c.Meta.Datapath != "" {
+		return c.Meta.Datapath
+	}
+	v := c.Meta.Variant
+	switch {
+	case v == "":
+		return ""
+	case strings.HasPrefix(c.Method, "ovs-"):
+		switch v {
+		case "netdev":
+			return result.DatapathNetdev
+		case "system":
+			return result.DatapathKernel
+		}
+	case c.Method == "ipsec" || c.Method == "ipsec-ecmp":
+		switch {
+		case strings.HasPrefix(v, "kernel-libipsec"):
+			return result.DatapathLibipsec
+		case strings.HasPrefix(v, "kernel xfrm"):
+			return result.DatapathKernel
+		}
+	case c.Method == "wireguard" && v == "kernel":
+		return result.DatapathKernel
+	case c.Method == "openvpn" && strings.Contains(v, "userspace data channel"):
+		return result.DatapathUserspace
+	}
+	return ""
 }
 
 // setPercentNative fills PercentNative from each row's native baseline.

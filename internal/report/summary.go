@@ -53,8 +53,14 @@ type Summary struct {
 	Key            string `json:"key"`
 	Method         string `json:"method"`
 	Implementation string `json:"implementation"`
-	// Label is how the table names the row: the method, plus the
-	// implementation when the run has several for that method.
+	// Datapath is where the method's packets were processed, for methods
+	// with more than one place to do it ("kernel", "netdev", "libipsec",
+	// "userspace"; see result.Meta.Datapath); empty for the others.
+	Datapath string `json:"datapath,omitempty"`
+	// Label is how the table, figures, take-aways and comparisons name
+	// the row: the method, plus the implementation when the run has
+	// several for that method, plus the data path in parentheses where
+	// the method has more than one ("ovs-geneve (netdev)").
 	Label  string        `json:"label"`
 	Params result.Params `json:"params"`
 
@@ -188,6 +194,7 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 	for _, c := range reps {
 		s.Emulated = s.Emulated || cellEmulated(run, c)
 		s.Congestion = joinDistinct(s.Congestion, c.Meta.CongestionControl)
+		s.Datapath = joinDistinct(s.Datapath, cellDatapath(c))
 		s.VMs = addVMs(s.VMs, run, c)
 		switch c.Status {
 		case result.StatusOK:

@@ -12,10 +12,14 @@ import (
 
 // TakeAway is one sentence generated from the data, in the style of the
 // seed report's take-away lists. It says only what the figures support: it
-// rests only on figures that are stable (CV at most 10%), from rows that
-// had a quiet background before every repetition, ran on real hardware and
-// have at least two ok repetitions; and where the 95% confidence intervals
-// of the two figures compared overlap, it says they are indistinguishable.
+// rests only on rows that had a quiet background before every repetition,
+// ran on real hardware and have at least two ok repetitions. Whether two
+// figures differ is Welch's t-test at 95% confidence over the run's
+// repetitions, whatever their coefficient of variation: a large
+// difference is certain even on a noisy VM. A sentence that finds a
+// difference gives the test's p-value (how sure it is) and marks an
+// unstable figure (CV above 10%) with its CV; where the test finds none,
+// it says the two are indistinguishable.
 type TakeAway struct {
 	Text string `json:"text"`
 	// Figure is the id of the figure (or table) that shows the data.
@@ -50,8 +54,19 @@ func usable(r Summary) (bool, string) {
 }
 
 // stable says whether a figure may be the basis of a claim: it has a
-// confidence interval and a coefficient of variation of at most 10%.
-func stable(f Figure) bool { return f.HasCI && !f.Unstable() }
+// confidence interval, so Welch's test applies. An unstable figure (CV
+// above 10%) may still carry one; the sentence marks it (withCI).
+func stable(f Figure) bool { return f.HasCI }
+
+// ClaimConfidence is the confidence level at which a take-away calls two
+// figures different (Welch's t-test, two-sided).
+const ClaimConfidence = 0.95
+
+// welch is the two-sided p-value of Welch's t-test between two figures
+// (each with at least two repetitions).
+func welch(a, b Figure) float64 {
+	return WelchP(a.Mean, a.StdDev, a.N, b.Mean, b.StdDev, b.N)
+}
 
 // claimFigures are the figures take-aways are made of, with their names.
 var claimFigures = []struct {
@@ -81,8 +96,34 @@ var claimFigures = []struct {
 	}},
 }
 
+// overlap says whether Welch's test finds no difference between a and b
+// at ClaimConfidence: the take-aways call them indistinguishable.
 func overlap(a, b Figure) bool {
-	return a.CI95Low <= b.CI95High && b.CI95Low <= a.CI95High
+	return welch(a, b) >= 1-ClaimConfidence
+}
+
+// sure says how sure a claim that a and b differ is: the p-value of
+// Welch's t-test at the figures' repetitions.
+func sure(a, b Figure) string {
+	p := welch(a, b)
+	reps := fmt.Sprintf("%d and %d repetitions", a.N, b.N)
+	if a.N == b.N {
+		reps = fmt.Sprintf("%d repetitions each", a.N)
+	}
+	if p < 0.001 {
+		return "Welch's t-test over " + reps + ": p < 0.001"
+	}
+	return "Welch's t-test over " + reps + ": p = " + strconv.FormatFloat(p, 'f', 3, 64)
+}
+
+// evidence adds how sure a sentence's comparison of a and b is inside its
+// closing parenthesis: "(1.37 ± 0.04 against 62.1 ± 5.9 Gbit/s; Welch's
+// t-test over 5 repetitions each: p < 0.001)."
+func evidence(text string, a, b Figure) string {
+	if s, ok := strings.CutSuffix(text, ")."); ok {
+		return s + "; " + sure(a, b) + ")."
+	}
+	return strings.TrimSuffix(text, ".") + " (" + sure(a, b) + ")."
 }
 
 // num3 formats a figure with three significant digits, never in exponent
@@ -98,8 +139,18 @@ func num3(v float64) string {
 	}
 }
 
+// withCI writes a figure's mean and the half-width of its 95% interval;
+// an unstable figure (CV above 10%) keeps its mark: "62.1 ± 5.9 [CV 12%]".
 func withCI(f Figure) string {
-	return num3(f.Mean) + " ± " + num3(f.HalfWidth)
+	return num3(f.Mean) + " ± " + num3(f.HalfWidth) + cvMark(f)
+}
+
+// cvMark is " [CV 12%]" for an unstable figure, else empty.
+func cvMark(f Figure) string {
+	if !f.Unstable() {
+		return ""
+	}
+	return " [CV " + pctText(100*f.CV) + "]"
 }
 
 func ratio(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) + "x" }
@@ -139,13 +190,13 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 		}
 		var shaky []string
 		for _, f := range claimFigures {
-			if g := f.get(r); g.N > 0 && !stable(g) {
+			if g := f.get(r); g.N > 0 && g.Unstable() {
 				shaky = append(shaky, f.name)
 			}
 		}
 		if len(shaky) > 0 {
-			t.Withheld = append(t.Withheld, fmt.Sprintf("No claim rests on the %s of %s: unstable (coefficient of variation above 10%%).",
-				andList(shaky), rowName(r, v)))
+			t.Withheld = append(t.Withheld, fmt.Sprintf("The %s of %s: unstable (coefficient of variation above 10%%, marked with its CV); a claim on it stands only where Welch's t-test finds the difference at %s confidence.",
+				andList(shaky), rowName(r, v), pctText(100*ClaimConfidence)))
 		}
 	}
 	good := func(r Summary) bool { ok, _ := usable(r); return ok && stable(r.Throughput) }
@@ -179,8 +230,8 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				continue
 			}
 			if overlap(r.Throughput, native.Throughput) {
-				add(fmt.Sprintf("%s and native are indistinguishable in throughput%s: their 95%% intervals overlap (%s against %s Gbit/s).",
-					r.Label, desc, withCI(r.Throughput), withCI(native.Throughput)), tpFig, r, native)
+				add(fmt.Sprintf("%s and native are indistinguishable in throughput%s: Welch's t-test finds no difference at %s confidence (%s against %s Gbit/s).",
+					r.Label, desc, pctText(100*ClaimConfidence), withCI(r.Throughput), withCI(native.Throughput)), tpFig, r, native)
 				continue
 			}
 			// Offloads on and off of one method become one sentence, as
@@ -196,10 +247,10 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 						noOff := v
 						noOff.offloads = false
 						ta := &t.Claims[j]
-						ta.Text = fmt.Sprintf("%s reaches %s of native's throughput%s with offloads on (%s against %s Gbit/s) and %s with them off (%s against %s Gbit/s).",
+						ta.Text = fmt.Sprintf("%s reaches %s of native's throughput%s with offloads on (%s against %s Gbit/s; %s) and %s with them off (%s against %s Gbit/s; %s).",
 							r.Label, pctText(100*q.r.Throughput.Mean/q.native.Throughput.Mean), at(describe(p, noOff)),
-							withCI(q.r.Throughput), withCI(q.native.Throughput),
-							pctText(100*r.Throughput.Mean/native.Throughput.Mean), withCI(r.Throughput), withCI(native.Throughput))
+							withCI(q.r.Throughput), withCI(q.native.Throughput), sure(q.r.Throughput, q.native.Throughput),
+							pctText(100*r.Throughput.Mean/native.Throughput.Mean), withCI(r.Throughput), withCI(native.Throughput), sure(r.Throughput, native.Throughput))
 						ta.Figure = link(fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", run.ID, p.Family, p.UnderlayMTU, p.Streams), ta.Figure)
 						ta.Basis = append(ta.Basis, r.Key, native.Key)
 						reaches = slices.Delete(reaches, i, i+1)
@@ -209,9 +260,9 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				}
 			}
 			if !merged {
-				add(fmt.Sprintf("%s reaches %s of native's throughput%s (%s against %s Gbit/s).",
+				add(evidence(fmt.Sprintf("%s reaches %s of native's throughput%s (%s against %s Gbit/s).",
 					r.Label, pctText(100*r.Throughput.Mean/native.Throughput.Mean), desc,
-					withCI(r.Throughput), withCI(native.Throughput)), tpFig, r, native)
+					withCI(r.Throughput), withCI(native.Throughput)), r.Throughput, native.Throughput), tpFig, r, native)
 				reaches = append(reaches, reach{r, native})
 			}
 		}
@@ -231,9 +282,9 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				add(fmt.Sprintf("%s and native are indistinguishable in Gbit/s per busy core%s (%s against %s Gbit/s per busy core).",
 					r.Label, desc, withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
 			} else {
-				add(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
+				add(evidence(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
 					r.Label, ratio(native.GbpsPerCore.Mean/r.GbpsPerCore.Mean), desc,
-					withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
+					withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), r.GbpsPerCore, native.GbpsPerCore), cpuFig, r, native)
 			}
 		}
 	}
@@ -252,9 +303,9 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				add(fmt.Sprintf("%s and native are indistinguishable in median RTT%s (%s against %s µs).",
 					r.Label, desc, withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
 			} else {
-				add(fmt.Sprintf("%s's median RTT is %s native's%s (%s against %s µs).",
+				add(evidence(fmt.Sprintf("%s's median RTT is %s native's%s (%s against %s µs).",
 					r.Label, ratio(r.P50RTT.Mean/native.P50RTT.Mean), desc,
-					withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
+					withCI(r.P50RTT), withCI(native.P50RTT)), r.P50RTT, native.P50RTT), rttFig, r, native)
 			}
 		}
 	}
@@ -270,12 +321,12 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				continue
 			}
 			if overlap(ts.IdleP99, ts.LoadedP99) {
-				add(fmt.Sprintf("%s's p99 RTT under load is indistinguishable from idle%s: their 95%% intervals overlap (%s against %s µs).",
-					r.Label, desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
+				add(fmt.Sprintf("%s's p99 RTT under load is indistinguishable from idle%s: Welch's t-test finds no difference at %s confidence (%s against %s µs).",
+					r.Label, desc, pctText(100*ClaimConfidence), withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
 				continue
 			}
-			add(fmt.Sprintf("Under load, %s's p99 RTT is %s its idle p99%s (%s against %s µs).",
-				r.Label, ratio(ts.P99Ratio.Mean), desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
+			add(evidence(fmt.Sprintf("Under load, %s's p99 RTT is %s its idle p99%s (%s against %s µs).",
+				r.Label, ratio(ts.P99Ratio.Mean)+cvMark(ts.P99Ratio), desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), ts.LoadedP99, ts.IdleP99), fig, r)
 		}
 	}
 
@@ -382,6 +433,7 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 				} else {
 					text = fmt.Sprintf("MTU %d gives %s %s its MTU %d throughput%s %s.",
 						hi.Params.UnderlayMTU, lo.Label, ratio(r), lo.Params.UnderlayMTU, desc, both)
+					text = evidence(text, lo.Throughput, hi.Throughput)
 					// The jumbo-frame gain beside native's, as the seeds
 					// compare it.
 					if n, ok := nativeGain(groups[gk{NativeMethod, g.k}], lo, hi, d.value, good); ok && lo.Method != NativeMethod {
@@ -427,6 +479,9 @@ func dimensionClaims(runID string, rows []Summary, v varying, good func(Summary)
 						streams(hi.Params.Streams), lo.Label, ratio(r), lo.Params.Streams, desc, both)
 				}
 			}
+			if !same && d.name != "mtu" {
+				text = evidence(text, lo.Throughput, hi.Throughput)
+			}
 			out = append(out, TakeAway{Text: text, Figure: fig, Basis: []string{lo.Key, hi.Key}})
 		}
 	}
@@ -445,7 +500,7 @@ func andList(xs []string) string {
 // withheld rows.
 func WriteTakeAways(b *strings.Builder, t TakeAways) {
 	if len(t.Claims) == 0 {
-		b.WriteString("no take-away: no two rows are stable, quiet and comparable\n")
+		b.WriteString("no take-away: no two rows are quiet and comparable, each with two or more ok repetitions\n")
 	}
 	for i, c := range t.Claims {
 		fmt.Fprintf(b, "(%d) %s [%s]\n", i+1, c.Text, c.Figure)

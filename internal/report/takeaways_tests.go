@@ -10,8 +10,8 @@ import (
 
 // Take-aways of the tests beyond tcp_stream and tcp_rr: the parallel
 // test, the line rate, udp_sizes. Like the others, each rests only on
-// usable rows and stable figures, and says "indistinguishable" where the
-// 95% intervals compared overlap.
+// usable rows and figures with an interval, and says "indistinguishable"
+// where Welch's t-test finds no difference (overlap).
 
 // claimCtx is what every take-away generator shares.
 type claimCtx struct {
@@ -81,9 +81,10 @@ func parallelClaims(c claimCtx) {
 			}
 			ms := mine[l]
 			// Scaling stops at the smallest count from which every count
-			// is indistinguishable from the peak.
-			stop := len(ms) - 1
-			for i := len(ms) - 1; i >= 0 && overlap(ms[i].Tests.Parallel, pk.r.Tests.Parallel); i-- {
+			// up to the peak's is indistinguishable from the peak.
+			top := slices.IndexFunc(ms, func(r Summary) bool { return r.Key == pk.r.Key })
+			stop := top
+			for i := top - 1; i >= 0 && overlap(ms[i].Tests.Parallel, pk.r.Tests.Parallel); i-- {
 				stop = i
 			}
 			at := ms[stop]
@@ -91,10 +92,10 @@ func parallelClaims(c claimCtx) {
 			switch {
 			case stop == 0:
 				scaling = fmt.Sprintf("more streams than %d gain nothing distinguishable", at.Params.Streams)
-			case at.Params.Streams == ms[len(ms)-1].Params.Streams:
+			case stop == len(ms)-1:
 				scaling = fmt.Sprintf("it still scales at the largest count, %d streams", at.Params.Streams)
 			default:
-				scaling = fmt.Sprintf("it stops scaling at %d streams (every larger count is indistinguishable from the peak)", at.Params.Streams)
+				scaling = fmt.Sprintf("it stops scaling at %d streams (from there to the peak, every count is indistinguishable from the peak, and no larger count carries more)", at.Params.Streams)
 			}
 			text := fmt.Sprintf("In the parallel test%s, %s peaks at %s Gbit/s with %s; %s.",
 				desc, l, withCI(pk.r.Tests.Parallel), streams(pk.r.Params.Streams), scaling)
@@ -106,6 +107,8 @@ func parallelClaims(c claimCtx) {
 				if overlap(pk.r.Tests.Parallel, n.Tests.Parallel) {
 					share = fmt.Sprintf(" Its peak and native's (%s Gbit/s with %s) are indistinguishable.",
 						withCI(n.Tests.Parallel), streams(n.Params.Streams))
+				} else {
+					share = evidence(share, pk.r.Tests.Parallel, n.Tests.Parallel)
 				}
 				text += share
 				basis = append(basis, mine[NativeMethod]...)
@@ -137,9 +140,9 @@ func parallelClaims(c claimCtx) {
 					what, desc, r.Label, withCI(r.Tests.Parallel), withCI(native.Tests.Parallel)), c.link(), r, native)
 				continue
 			}
-			c.add(fmt.Sprintf("In the parallel test with %s%s, %s carries %s of native's aggregate throughput (%s against %s Gbit/s).",
+			c.add(evidence(fmt.Sprintf("In the parallel test with %s%s, %s carries %s of native's aggregate throughput (%s against %s Gbit/s).",
 				what, desc, r.Label, pctText(100*r.Tests.Parallel.Mean/native.Tests.Parallel.Mean),
-				withCI(r.Tests.Parallel), withCI(native.Tests.Parallel)), c.link(), r, native)
+				withCI(r.Tests.Parallel), withCI(native.Tests.Parallel)), r.Tests.Parallel, native.Tests.Parallel), c.link(), r, native)
 		}
 	}
 }

@@ -12,7 +12,8 @@ import (
 // gives figures whose ids (and so their SVG and PNG files) and titles are
 // all distinct. Before, MSS, direction, WAN, offload-set name and site
 // pair were missing from ids and titles, and such figures overwrote each
-// other (examples/mtu-sweep.yaml, multi-cloud.yaml).
+// other (examples/mtu-sweep.yaml, multi-cloud.yaml). Their captions are
+// distinct too: each names what sets its figure apart from its siblings.
 func TestFiguresUniquePerParameter(t *testing.T) {
 	wan := func(ms float64) *result.WANParams { return &result.WANParams{DelayMs: ms, Qdisc: "netem"} }
 	for _, v := range []struct {
@@ -60,7 +61,7 @@ func TestFiguresUniquePerParameter(t *testing.T) {
 				if len(charts) == 0 {
 					t.Fatalf("%s: no figures", base.name)
 				}
-				ids, titles := map[string]bool{}, map[string]string{}
+				ids, titles, captions := map[string]bool{}, map[string]string{}, map[string]string{}
 				for _, c := range charts {
 					if ids[c.ID] {
 						t.Errorf("%s: two figures with id %s", base.name, c.ID)
@@ -70,6 +71,10 @@ func TestFiguresUniquePerParameter(t *testing.T) {
 						t.Errorf("%s: figures %s and %s share the title %q", base.name, other, c.ID, c.Title)
 					}
 					titles[c.Title] = c.ID
+					if other, ok := captions[c.Caption]; ok {
+						t.Errorf("%s: figures %s and %s share the caption %q", base.name, other, c.ID, c.Caption)
+					}
+					captions[c.Caption] = c.ID
 				}
 			}
 		})

@@ -619,12 +619,29 @@ type Meta struct {
 	// Variant records which implementation variant actually ran
 	// (e.g. "kernel-libipsec", "netdev datapath").
 	Variant string `json:"variant,omitempty"`
+	// Datapath names in one word where the method's packets were
+	// processed, for the methods that have more than one place to do it:
+	// "kernel" (ovs-* on the system datapath, ipsec on xfrm, wireguard),
+	// "netdev" (ovs-* on Open vSwitch's userspace datapath), "libipsec"
+	// (ipsec on strongSwan's userspace kernel-libipsec), "userspace"
+	// (openvpn without DCO). Empty for methods with a single data path
+	// and in records older than the field (report derives it from
+	// Variant there).
+	Datapath string `json:"datapath,omitempty"`
 	// CongestionControl is the TCP congestion control the cell's
 	// connections used, read from their sockets (iperf3's TCP_CONGESTION
 	// report, the rr tool's); empty when no TCP test ran.
 	CongestionControl string            `json:"congestion_control,omitempty"`
 	Extra             map[string]string `json:"extra,omitempty"`
 }
+
+// Data paths of Meta.Datapath.
+const (
+	DatapathKernel    = "kernel"
+	DatapathNetdev    = "netdev"
+	DatapathLibipsec  = "libipsec"
+	DatapathUserspace = "userspace"
+)
 
 // Device is one network device on the measured path.
 type Device struct {

@@ -217,6 +217,7 @@ func (s *stepRun) preparePath() error {
 		setExtra(&cell.Meta, "congestion_control_routes_left", strings.Join(left, "; "))
 	}
 	cell.Meta.Variant = path.Variant
+	cell.Meta.Datapath = path.Datapath
 	if path.OverlayMTU != 0 && path.OverlayMTU != cell.Params.OverlayMTU {
 		cell.Params.OverlayMTU = path.OverlayMTU
 	}

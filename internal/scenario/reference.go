@@ -28,8 +28,11 @@ type ReferenceFigure struct {
 	Value  float64 `yaml:"value" json:"value"`
 	Unit   string  `yaml:"unit" json:"unit"`
 
-	Family    string `yaml:"family,omitempty" json:"family,omitempty"`
-	MTU       int    `yaml:"mtu,omitempty" json:"mtu,omitempty"` // underlay MTU
+	Family string `yaml:"family,omitempty" json:"family,omitempty"`
+	MTU    int    `yaml:"mtu,omitempty" json:"mtu,omitempty"` // underlay MTU
+	// BaseMTU is the underlay MTU an mtu_gain is relative to (MTU is the
+	// one it is of).
+	BaseMTU   int    `yaml:"base_mtu,omitempty" json:"base_mtu,omitempty"`
 	Offloads  string `yaml:"offloads,omitempty" json:"offloads,omitempty"`
 	Streams   int    `yaml:"streams,omitempty" json:"streams,omitempty"`
 	MSS       int    `yaml:"mss,omitempty" json:"mss,omitempty"`
@@ -43,7 +46,39 @@ type ReferenceFigure struct {
 	Setup string `yaml:"setup,omitempty" json:"setup,omitempty"`
 	Cite  string `yaml:"cite" json:"cite"`
 	Quote string `yaml:"quote,omitempty" json:"quote,omitempty"`
+
+	// Testbed is the class of the paper's testbed (see the Testbed*
+	// constants). Absolute values are judged against ours only when it is
+	// the class of the run's own testbed; across classes only the shape
+	// (each method relative to native, the ranking) carries over.
+	Testbed string `yaml:"testbed,omitempty" json:"testbed,omitempty"`
+	// Native is the paper's native figure in the same condition and
+	// setup, in Unit, where the block has no native figure of its own for
+	// them (a native figure of the block with the same setup, test,
+	// metric and condition is used otherwise); the report sets the
+	// paper's value as % of it beside ours as % of our native.
+	Native float64 `yaml:"native,omitempty" json:"native,omitempty"`
+	// Implementation is the data path the paper's method ran on, as
+	// result.Meta.Datapath names it ("kernel", "netdev", "libipsec",
+	// "userspace"); a run whose row ran on another one is not judged
+	// against it.
+	Implementation string `yaml:"implementation,omitempty" json:"implementation,omitempty"`
 }
+
+// Testbed classes of a reference figure (ReferenceFigure.Testbed).
+const (
+	TestbedWANVM      = "wan-vm"      // VMs in two data centres over a WAN
+	TestbedDCVM       = "dc-vm"       // VMs in one data centre
+	TestbedBareMetal  = "bare-metal"  // servers with their own NICs
+	TestbedLocalVM    = "local-vm"    // VMs on one host, virtio between them
+	TestbedOneMachine = "one-machine" // namespaces on one machine (veth)
+)
+
+// TestbedClasses are the valid ReferenceFigure.Testbed values.
+var TestbedClasses = []string{TestbedWANVM, TestbedDCVM, TestbedBareMetal, TestbedLocalVM, TestbedOneMachine}
+
+// Datapaths are the valid ReferenceFigure.Implementation values.
+var Datapaths = []string{"kernel", "netdev", "libipsec", "userspace"}
 
 // Reference metric names.
 const (
@@ -57,11 +92,14 @@ const (
 	MetricDelayP50        = "delay_p50"
 	MetricJitter          = "jitter"
 	MetricLoss            = "loss"
+	// MetricMTUGain is a method's throughput at underlay MTU mtu over its
+	// throughput at base_mtu, all else equal: the jumbo-frame gain.
+	MetricMTUGain = "mtu_gain"
 )
 
 // ReferenceMetrics are the metrics a reference figure may name, per test.
 var ReferenceMetrics = map[string][]string{
-	TestTCPStream: {MetricThroughput, MetricPercentNative},
+	TestTCPStream: {MetricThroughput, MetricPercentNative, MetricMTUGain},
 	TestTCPRR:     {MetricP50RTT, MetricP99RTT},
 	// peak_throughput is the highest mean over the run's stream counts.
 	TestParallel: {MetricThroughput, MetricPeakThroughput, MetricPercentNative, MetricPercentLineRate},
@@ -85,6 +123,7 @@ var referenceUnits = map[string][]struct {
 	MetricDelayP50:        {{"us", 1}, {"ms", 1e3}},
 	MetricJitter:          {{"us", 1}, {"ms", 1e3}},
 	MetricLoss:            {{"%", 1}},
+	MetricMTUGain:         {{"x", 1}},
 }
 
 // BaseValue is the figure's value in its metric's base unit (Gbit/s, %,
@@ -146,11 +185,28 @@ func (s Scenario) validateReference(names []string, bad func(field, format strin
 		if math.IsNaN(f.Value) || math.IsInf(f.Value, 0) || f.Value <= 0 {
 			bad(field("value"), "%v: give the published number, above 0", f.Value)
 		}
+		if f.Testbed != "" && !slices.Contains(TestbedClasses, f.Testbed) {
+			bad(field("testbed"), "unknown testbed class %q: use %s", f.Testbed, strings.Join(TestbedClasses, ", "))
+		}
+		if f.Implementation != "" && !slices.Contains(Datapaths, f.Implementation) {
+			bad(field("implementation"), "unknown data path %q: use %s", f.Implementation, strings.Join(Datapaths, ", "))
+		}
+		if math.IsNaN(f.Native) || math.IsInf(f.Native, 0) || f.Native < 0 {
+			bad(field("native"), "%v: give the paper's native figure in the figure's unit, above 0, or leave it out", f.Native)
+		}
 		if f.Family != "" && f.Family != "ipv4" && f.Family != "ipv6" {
 			bad(field("family"), "unknown family %q: use ipv4 or ipv6, or leave it out to match both", f.Family)
 		}
 		if f.MTU != 0 && (f.MTU < 576 || f.MTU > 65535) {
 			bad(field("mtu"), "underlay MTU %d out of range: use 576 to 65535, or leave it out", f.MTU)
+		}
+		switch {
+		case f.Metric == MetricMTUGain && (f.MTU == 0 || f.BaseMTU == 0 || f.MTU == f.BaseMTU):
+			bad(field("base_mtu"), "mtu_gain needs mtu (the MTU the gain is of) and base_mtu (the one it is relative to), different")
+		case f.Metric != MetricMTUGain && f.BaseMTU != 0:
+			bad(field("base_mtu"), "base_mtu belongs to metric mtu_gain: drop it")
+		case f.BaseMTU != 0 && (f.BaseMTU < 576 || f.BaseMTU > 65535):
+			bad(field("base_mtu"), "underlay MTU %d out of range: use 576 to 65535", f.BaseMTU)
 		}
 		if f.Offloads != "" && f.Offloads != "on" && f.Offloads != "off" {
 			if _, ok := s.OffloadSet(f.Offloads); !ok {

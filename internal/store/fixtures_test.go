@@ -156,7 +156,7 @@ func fullCellRecords(runID string, rep int) result.Cell {
 				ClassEvidence: `CPUID leaf 0x40000000 "TCGTCGTCGTCG"`,
 				Emulated:      true, Sysctls: map[string]string{"net.core.rmem_max": "212992"},
 				NIC: &result.NIC{Dev: "eth1", Driver: "ice", Version: "6.1", Firmware: "4.40", BusInfo: "0000:3b:00.0", SpeedMbps: 100000, MTU: 9000}}},
-			Variant: "netdev datapath", CongestionControl: "cubic",
+			Variant: "netdev datapath", Datapath: result.DatapathNetdev, CongestionControl: "cubic",
 			Extra: map[string]string{"vni": "42"},
 		},
 	}

@@ -518,6 +518,14 @@ func ipsecVariant(dp string, encap bool, mtu, wanted int) string {
 	return v
 }
 
+// ipsecDatapath is dp as Path.Datapath names it.
+func ipsecDatapath(dp string) string {
+	if dp == ipsecXfrm {
+		return method.DatapathKernel
+	}
+	return method.DatapathLibipsec
+}
+
 // ipsecTS is a traffic selector for one address.
 func ipsecTS(a netip.Addr) string { return method.HostPrefix(a).String() }
 
@@ -553,7 +561,7 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 	encap := o.NATT || dp == ipsecLibipsec
 	mtu := ipsecMTU(env, dp)
 	oa, ob := method.Overlay(env.Family)
-	path := &method.Path{Devices: map[string][]string{}, Variant: ipsecVariant(dp, encap, mtu, env.OverlayMTU), OverlayMTU: mtu}
+	path := &method.Path{Devices: map[string][]string{}, Variant: ipsecVariant(dp, encap, mtu, env.OverlayMTU), Datapath: ipsecDatapath(dp), OverlayMTU: mtu}
 	var cs []*charon
 	for i, ep := range env.Endpoints() {
 		peer := env.Peer(ep)

@@ -121,6 +121,7 @@ func (m *IPsecECMP) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		A: oa.Addr(), B: ob.Addr(),
 		Devices:    map[string][]string{},
 		Variant:    ipsecVariant(dp, s.encap, s.mtu, env.OverlayMTU) + fmt.Sprintf(", %d tunnels, ECMP L4 hash", o.Tunnels),
+		Datapath:   ipsecDatapath(dp),
 		OverlayMTU: s.mtu,
 	}
 	for _, ep := range env.Endpoints() {

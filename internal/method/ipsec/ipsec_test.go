@@ -177,8 +177,8 @@ func TestIPsecLibipsec(t *testing.T) {
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
 			l, env, path := methodtest.Setup(t, ipsec.NewIPsec(), family, 1500, nil)
-			if !strings.HasPrefix(path.Variant, "kernel-libipsec") {
-				t.Fatalf("variant %q on a kernel without ESP, want kernel-libipsec", path.Variant)
+			if !strings.HasPrefix(path.Variant, "kernel-libipsec") || path.Datapath != method.DatapathLibipsec {
+				t.Fatalf("variant %q, datapath %q on a kernel without ESP, want kernel-libipsec, libipsec", path.Variant, path.Datapath)
 			}
 			if len(path.Daemons) != 2 {
 				t.Errorf("daemons %v, want a charon per side", path.Daemons)
@@ -462,8 +462,8 @@ func TestLabIPsecXfrm(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			l, env, path := methodtest.Setup(t, ipsec.NewIPsec(), tt.family, 1500, tt.opts)
-			if !strings.HasPrefix(path.Variant, "kernel xfrm") {
-				t.Fatalf("variant %q, want kernel xfrm", path.Variant)
+			if !strings.HasPrefix(path.Variant, "kernel xfrm") || path.Datapath != method.DatapathKernel {
+				t.Fatalf("variant %q, datapath %q, want kernel xfrm, kernel", path.Variant, path.Datapath)
 			}
 			if tt.opts["mode"] == "transport" && path.B != l.B.Addr(tt.family) {
 				t.Errorf("transport mode runs to %s, want the underlay address %s", path.B, l.B.Addr(tt.family))

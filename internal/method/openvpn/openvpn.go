@@ -484,11 +484,12 @@ func (m *OpenVPN) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 		}
 	}
 	return &method.Path{
-		A:       sides[0].Overlay.Addr(),
-		B:       sides[1].Overlay.Addr(),
-		Devices: map[string][]string{"a": {sides[0].Dev, env.A.Dev}, "b": {sides[1].Dev, env.B.Dev}},
-		Daemons: []method.Daemon{procs[0].Daemon(), procs[1].Daemon()},
-		Variant: o.Variant(),
+		A:        sides[0].Overlay.Addr(),
+		B:        sides[1].Overlay.Addr(),
+		Devices:  map[string][]string{"a": {sides[0].Dev, env.A.Dev}, "b": {sides[1].Dev, env.B.Dev}},
+		Daemons:  []method.Daemon{procs[0].Daemon(), procs[1].Daemon()},
+		Variant:  o.Variant(),
+		Datapath: method.DatapathUserspace,
 	}, nil
 }
 

@@ -236,6 +236,15 @@ func (m *OVS) datapath(ctx context.Context, env *method.Env, dp string) (string,
 	return "", fmt.Errorf("%s: option datapath=%q: want auto, netdev or system", m.Name(), dp)
 }
 
+// ovsDatapathName is dp as Path.Datapath names it: the system datapath
+// is the kernel's.
+func ovsDatapathName(dp string) string {
+	if dp == OVSNetdev {
+		return method.DatapathNetdev
+	}
+	return method.DatapathKernel
+}
+
 // tunnelArgs are the ovs-vsctl arguments that set the tunnel interface up
 // toward remote.
 func (m *OVS) tunnelArgs(name, family, remote string, key uint64) []string {
@@ -288,7 +297,7 @@ func (m *OVS) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 	m.record(env, run)
 	n := ovsNamesOf(env)
 	oa, ob := method.Overlay(env.Family)
-	path := &method.Path{A: oa.Addr(), B: ob.Addr(), Devices: map[string][]string{}, Variant: dp}
+	path := &method.Path{A: oa.Addr(), B: ob.Addr(), Devices: map[string][]string{}, Variant: dp, Datapath: ovsDatapathName(dp)}
 	for i, ep := range env.Endpoints() {
 		dir, err := method.SideDir(env, m.Name(), ep)
 		if err != nil {

@@ -217,6 +217,10 @@ func TestOVSAuto(t *testing.T) {
 	if path.Variant != want {
 		t.Errorf("variant %q, want %q", path.Variant, want)
 	}
+	// The report's label names the data path: netdev, or the kernel's.
+	if wantDP := map[string]string{ovs.OVSNetdev: method.DatapathNetdev, ovs.OVSSystem: method.DatapathKernel}[want]; path.Datapath != wantDP {
+		t.Errorf("datapath %q, want %q", path.Datapath, wantDP)
+	}
 	methodtest.Ping(t, l, path)
 }
 

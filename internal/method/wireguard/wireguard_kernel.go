@@ -69,10 +69,11 @@ func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 		return nil, err
 	}
 	return &method.Path{
-		A:       sides[0].addr.Addr(),
-		B:       sides[1].addr.Addr(),
-		Devices: map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
-		Variant: "kernel",
+		A:        sides[0].addr.Addr(),
+		B:        sides[1].addr.Addr(),
+		Devices:  map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
+		Variant:  "kernel",
+		Datapath: method.DatapathKernel,
 	}, nil
 }
 
