@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/result"
@@ -76,7 +77,7 @@ func TestChaos(t *testing.T) {
 // methodNames lists the registered methods.
 func methodNames() []string {
 	var names []string
-	for _, s := range methodStatuses(registry.Builtin(), hostProbe()) {
+	for _, s := range methodStatuses(registry.Builtin(), bed.NewHostProbe()) {
 		names = append(names, s.Name)
 	}
 	return names

@@ -1,21 +1,23 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
-func newCleanCmd() *cobra.Command {
-	var run, site, bed, file string
+// cleans says whether "tunbench clean" cleans a testbed.
+func cleans(e bed.Entry) bool { return e.Clean != nil }
+
+func newCleanCmd(env bed.Env) *cobra.Command {
+	var run, site, name, file string
 	cmd := &cobra.Command{
 		Use:   "clean",
 		Short: "Remove what killed runs left behind",
@@ -46,68 +48,41 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			switch {
-			case bed == "ssh" || bed == "kubernetes":
+			tb, err := bed.Lookup(name)
+			if err != nil || tb.Clean == nil {
+				return fmt.Errorf("--testbed %q: use %s", name, bed.Choices(cleans))
+			}
+			job := bed.CleanJob{Run: run, Site: site}
+			if tb.Remote {
 				if file == "" {
-					return fmt.Errorf("--testbed %s: give the scenario naming the hosts with -f", bed)
+					return fmt.Errorf("--testbed %s: give the scenario naming the hosts with -f", name)
 				}
-				s, reg, err := remoteScenario(file, bed)
-				if err != nil {
+				if job.Scenario, job.Methods, err = remoteScenario(file, name); err != nil {
 					return err
 				}
 				if run != "" && !testbed.ValidID(run) {
 					return fmt.Errorf("--run %q: a run id is six hex digits, as tunbench run prints it", run)
 				}
-				var lines []string
-				if bed == "kubernetes" {
-					lines, err = cleanKube(cmd.Context(), s, reg, run)
-				} else {
-					lines, err = sshbed.Clean(cmd.Context(), sshConfig(s, reg, run, nil), run)
-				}
-				for _, l := range lines {
-					fmt.Fprintln(out, l)
-				}
-				if err != nil {
-					return fmt.Errorf("clean:\n%w", indent(err))
-				}
-				return nil
-			case bed != "" && bed != "local":
-				return fmt.Errorf("--testbed %q: use local (the default), ssh or kubernetes", bed)
-			case site != "" || run != "":
-				if site == "" || run == "" {
-					return errors.New("--run and --site go together: clean this host as site NAME of run ID")
-				}
-				removed, err := testbed.CleanSite("", run, site)
-				printRemoved(out, removed)
-				if err != nil {
-					return fmt.Errorf("clean: %w", err)
-				}
-				return nil
+				job.Site = ""
 			}
-			removed, err := testbed.Clean("")
-			printRemoved(out, removed)
-			if err != nil {
-				return fmt.Errorf("clean: %w", err)
+			lines, err := tb.Clean(cmd.Context(), job, env)
+			for _, l := range lines {
+				fmt.Fprintln(out, l)
 			}
-			return nil
+			return err
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&bed, "testbed", "", "local (default), ssh or kubernetes: clean every host (node) of the scenario given with -f")
+	fl.StringVar(&name, "testbed", "", bed.Help(cleans, false)+": clean every host (node) of the scenario given with -f")
 	fl.StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh or kubernetes)")
 	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts, kubernetes nodes and pods)")
 	fl.StringVar(&site, "site", "", "clean this host as this site of --run")
 	return cmd
 }
 
-// sshScenario reads and validates the ssh scenario in file, for the
-// commands that reach its hosts without running it (clean, ebpf stats).
-func sshScenario(file string) (scenario.Scenario, *method.Registry, error) {
-	return remoteScenario(file, "ssh")
-}
-
 // remoteScenario reads and validates the scenario in file, whose testbed
-// must be bed (ssh or kubernetes).
+// must be bed (a remote one: the scenario names its hosts), for the
+// commands that reach its hosts without running it (clean, ebpf stats).
 func remoteScenario(file, bed string) (scenario.Scenario, *method.Registry, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -125,13 +100,4 @@ func remoteScenario(file, bed string) (scenario.Scenario, *method.Registry, erro
 		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
 	return s, reg, nil
-}
-
-func printRemoved(out interface{ Write([]byte) (int, error) }, removed []testbed.Leftover) {
-	for _, r := range removed {
-		fmt.Fprintf(out, "removed %s\n", r)
-	}
-	if len(removed) == 0 {
-		fmt.Fprintln(out, "nothing to clean")
-	}
 }

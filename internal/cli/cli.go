@@ -10,12 +10,19 @@ import (
 	"io"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 )
 
 // Run executes the tunbench command line with args (without the program
 // name) and returns the process exit code.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
+	return runOn(ctx, bed.Host(Version(), BuildID), args, stdout, stderr)
+}
+
+// runOn is Run on the machine env describes: this one (bed.Host), or a
+// test's fake.
+func runOn(ctx context.Context, env bed.Env, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(env, stdout, stderr)
 	root.SetArgs(args)
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "tunbench: %v\n", err)
@@ -27,7 +34,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func newRoot(stdout, stderr io.Writer) *cobra.Command {
+func newRoot(env bed.Env, stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "tunbench",
 		Short: "Measure what a tunnel or encryption method costs on your machines",
@@ -43,6 +50,6 @@ by a veth pair. It must run as root.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(), newMethodsCmd(), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(), newSelfbenchCmd(), newEBPFCmd(), newVersionCmd(), newAgentCmd())
+	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(env), newMethodsCmd(env), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(env), newSelfbenchCmd(env), newEBPFCmd(env), newVersionCmd(), newAgentCmd())
 	return root
 }

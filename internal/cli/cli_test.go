@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
@@ -85,6 +86,18 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errOut.String()
 }
 
+// runWith runs tunbench on the machine env describes (a fake of this
+// one).
+func runWith(t *testing.T, env bed.Env, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = runOn(context.Background(), env, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// hostEnv is this machine, as Run gives it to the commands.
+func hostEnv() bed.Env { return bed.Host(Version(), BuildID) }
+
 func TestHelpListsCommands(t *testing.T) {
 	code, out, _ := run(t, "--help")
 	if code != 0 {
@@ -133,11 +146,10 @@ func TestBadInput(t *testing.T) {
 
 func TestMissingToolAndNotRoot(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	saved := hasCaps
-	hasCaps = func() bool { return false }
-	t.Cleanup(func() { hasCaps = saved })
+	env := hostEnv()
+	env.Root = func() bool { return false }
 	db := filepath.Join(t.TempDir(), "r.db")
-	code, _, stderr := run(t, "run", "--db", db, "--latency-tool", "sockperf")
+	code, _, stderr := runWith(t, env, "run", "--db", db, "--latency-tool", "sockperf")
 	if code == 0 {
 		t.Fatal("run without iperf3 and without root accepted")
 	}
@@ -679,7 +691,7 @@ func snapshot(t *testing.T, home string) map[string]string {
 // missing kernel feature stays a plain skip.
 func ready(t *testing.T, name string) bool {
 	t.Helper()
-	for _, s := range methodStatuses(registry.Builtin(), hostProbe()) {
+	for _, s := range methodStatuses(registry.Builtin(), bed.NewHostProbe()) {
 		if s.Name != name {
 			continue
 		}
@@ -689,7 +701,7 @@ func ready(t *testing.T, name string) bool {
 				t.Fatal(err)
 			}
 			programs := slices.DeleteFunc(slices.Clone(m.Requirements()), func(r method.Requirement) bool { return r.Program == "" })
-			programErr := method.Check(hostProbe(), programs)
+			programErr := method.Check(bed.NewHostProbe(), programs)
 			t.Run("not-ready/"+name, func(t *testing.T) {
 				if programErr != nil {
 					testenv.SkipMissing(t, "%s is left out, not ready here: %s", name, s.Reason)

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,18 +8,22 @@ import (
 	"strconv"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/ebpf"
-	"github.com/tunbench/tunbench/internal/sshbed"
 )
 
-func newEBPFCmd() *cobra.Command {
+// readsEBPF says whether "ebpf stats" reads a testbed's endpoints: here
+// (local) or on each host.
+func readsEBPF(e bed.Entry) bool { return e.Local || e.OnEachSite != nil }
+
+func newEBPFCmd(env bed.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ebpf",
 		Short: "Inspect tunbench's own eBPF tunnel data path (ebpf-* methods)",
 	}
 	var (
-		root, bed, file string
-		max             int
+		root, name, file string
+		max              int
 	)
 	stats := &cobra.Command{
 		Use:   "stats [ENDPOINT...]",
@@ -40,22 +43,21 @@ of a run on ssh sit on the hosts, not on this machine.`,
   tunbench ebpf stats tb1a2b3c-a --max-rules 0
   tunbench ebpf stats --testbed ssh -f two-hosts.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch bed {
-			case "", "local":
+			tb, err := bed.Lookup(name)
+			switch {
+			case err == nil && tb.Local:
 				return ebpfStats(cmd.OutOrStdout(), root, args, max)
-			case "ssh":
-			default:
-				return fmt.Errorf("--testbed %q: use local (the default) or ssh", bed)
+			case err != nil || tb.OnEachSite == nil:
+				return fmt.Errorf("--testbed %q: use %s", name, bed.Choices(readsEBPF))
+			case file == "":
+				return fmt.Errorf("--testbed %s: give the scenario naming the hosts with -f", name)
 			}
-			if file == "" {
-				return errors.New("--testbed ssh: give the scenario naming the hosts with -f")
-			}
-			s, reg, err := sshScenario(file)
+			s, reg, err := remoteScenario(file, name)
 			if err != nil {
 				return err
 			}
 			argv := append([]string{"ebpf", "stats", "--root", root, "--max-rules", strconv.Itoa(max)}, args...)
-			lines, err := sshbed.OnEachSite(cmd.Context(), sshConfig(s, reg, "", nil), func(string) []string { return argv })
+			lines, err := tb.OnEachSite(cmd.Context(), s, reg, env, argv)
 			for _, l := range lines {
 				fmt.Fprintln(cmd.OutOrStdout(), l)
 			}
@@ -67,7 +69,7 @@ of a run on ssh sit on the hosts, not on this machine.`,
 	}
 	stats.Flags().StringVar(&root, "root", ebpf.PinRoot, "directory holding the endpoints' pin directories")
 	stats.Flags().IntVar(&max, "max-rules", 20, "rules to print per endpoint (0: all)")
-	stats.Flags().StringVar(&bed, "testbed", "", "local (default) or ssh: read every host of the scenario given with -f")
+	stats.Flags().StringVar(&name, "testbed", "", bed.Help(readsEBPF, false)+": read every host of the scenario given with -f")
 	stats.Flags().StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh)")
 	cmd.AddCommand(stats)
 	return cmd

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
@@ -423,36 +424,34 @@ func TestWANRate(t *testing.T) {
 	if err := os.WriteFile(scen, []byte("methods: [native]\nwan: [{delay: 40ms}]\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fakeKernelWithout(t, "CONFIG_NET_SCH_NETEM")
-	code, _, stderr = run(t, "run", "-f", scen, "--db", filepath.Join(dir, "r2.db"))
+	code, _, stderr = runWith(t, kernelWithout("CONFIG_NET_SCH_NETEM"), "run", "-f", scen, "--db", filepath.Join(dir, "r2.db"))
 	if code == 0 || !strings.Contains(stderr, "CONFIG_NET_SCH_NETEM missing") || !strings.Contains(stderr, "--testbed vm") {
 		t.Errorf("delay without netem: exit %d: %s", code, stderr)
 	}
 }
 
-// fakeKernelWithout makes tunbench's preflight, until t ends, see this
-// machine with the kernel options taken away: the refusal paths for a
-// kernel that lacks them run on any kernel. Not for parallel tests.
-func fakeKernelWithout(t *testing.T, options ...string) {
-	t.Helper()
-	saved := hostProbe
-	t.Cleanup(func() { hostProbe = saved })
-	hostProbe = func() method.Probe {
-		return kernelWithout{probe: saved().(*probe), lacks: options}
+// kernelWithout is this machine with the kernel options taken away, as
+// tunbench's preflight sees it: the refusal paths for a kernel that lacks
+// them run on any kernel.
+func kernelWithout(options ...string) bed.Env {
+	env := hostEnv()
+	env.Probe = func() method.Probe {
+		return probeWithout{HostProbe: bed.NewHostProbe().(*bed.HostProbe), lacks: options}
 	}
+	return env
 }
 
-// kernelWithout is the host probe with kernel options taken away.
-type kernelWithout struct {
-	*probe
+// probeWithout is the host probe with kernel options taken away.
+type probeWithout struct {
+	*bed.HostProbe
 	lacks []string
 }
 
-func (p kernelWithout) HasKernel(option, module string) (bool, error) {
+func (p probeWithout) HasKernel(option, module string) (bool, error) {
 	if slices.Contains(p.lacks, option) {
 		return false, nil
 	}
-	return p.probe.HasKernel(option, module)
+	return p.HostProbe.HasKernel(option, module)
 }
 
 // A named offload set is applied on every device of the path and

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,7 @@ func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 	return out
 }
 
-func newMethodsCmd() *cobra.Command {
+func newMethodsCmd(env bed.Env) *cobra.Command {
 	var asJSON bool
 	var options string
 	cmd := &cobra.Command{
@@ -70,7 +71,7 @@ with the command that installs it.`,
 			if options != "" {
 				return printOptions(cmd.OutOrStdout(), registry.Builtin(), options, asJSON)
 			}
-			st := methodStatuses(registry.Builtin(), hostProbe())
+			st := methodStatuses(registry.Builtin(), env.Probe())
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -35,7 +36,7 @@ func TestMTUSweepReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var methods []string
-	for _, st := range methodStatuses(registry.Builtin(), hostProbe()) {
+	for _, st := range methodStatuses(registry.Builtin(), bed.NewHostProbe()) {
 		if st.Ready && slices.Contains(s.Methods, st.Name) {
 			methods = append(methods, st.Name)
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
@@ -55,14 +56,16 @@ type runFlags struct {
 	fragment    bool
 	spp         int
 	skip        bool
+	// env is the machine the run starts from (tests give fakes).
+	env bed.Env
 	// changed reports whether the user set a flag, so that a zero or
 	// empty value given on purpose is validated rather than taken for
 	// "not set".
 	changed func(name string) bool
 }
 
-func newRunCmd() *cobra.Command {
-	var f runFlags
+func newRunCmd(env bed.Env) *cobra.Command {
+	f := runFlags{env: env}
 	cmd := &cobra.Command{
 		Use:   "run [flags]",
 		Short: "Run a benchmark matrix and print the comparison table",
@@ -117,7 +120,7 @@ that --skip-unavailable skips are not failures.`,
 	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell, 1 to 1000 (default 3)")
 	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
 	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
-	fl.StringVar(&f.testbed, "testbed", "", "local (default), vm (the kernel lab), ssh (the hosts of the scenario's ssh section, -f) or kubernetes (the nodes of its kubernetes section, -f)")
+	fl.StringVar(&f.testbed, "testbed", "", bed.Help(nil, true))
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
 	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
@@ -258,8 +261,12 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if err := s.Validate(runner.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
+	tb, err := bed.Lookup(s.Testbed)
+	if err != nil {
+		return err
+	}
 	if f.skip {
-		if s, err = skipUnavailable(s, reg, hostProbe()); err != nil {
+		if s, err = skipUnavailable(s, reg, tb, f.env); err != nil {
 			return err
 		}
 		if !f.quiet {
@@ -271,39 +278,47 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if f.dryRun {
 		return dryRun(stdout, s, reg, nil)
 	}
-	if err := checkHere(s, reg); err != nil {
+	if err := tb.Preflight(s, reg, f.env); err != nil {
 		return err
 	}
-	sess, err := openSession(cmd, f, reg)
+	var lab *runner.LabOptions
+	if tb.Lab {
+		lab = &runner.LabOptions{MemoryMiB: f.vmMemory}
+	}
+	sess, err := openSession(cmd, f, reg, lab)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	var res *runner.Result
-	if s.Testbed == "vm" {
-		res, err = sess.RunVM(cmd.Context(), s, reg, f.vmMemory)
-	} else {
-		res, err = sess.Run(cmd.Context(), s, reg)
-	}
+	res, err := sess.Run(cmd.Context(), s, reg)
 	return runExit(errors.Join(err, printResult(cmd, f, sess, res)), res)
 }
 
 // checkHere refuses, before anything is created, a run this machine
-// cannot carry (preflight; on testbed ssh it asks nothing of this
-// machine, and the hosts are checked, each by its own kernel, when the
-// testbed opens). New and resumed runs go through it alike.
-func checkHere(s scenario.Scenario, reg *method.Registry) error {
-	return preflight(s, reg, hostProbe())
+// cannot carry (the testbed's Preflight; the remote testbeds ask nothing
+// of this machine, and the hosts are checked, each by its own kernel,
+// when the testbed opens). New and resumed runs go through it alike.
+func checkHere(s scenario.Scenario, reg *method.Registry, env bed.Env) error {
+	tb, err := bed.Lookup(s.Testbed)
+	if err != nil {
+		return err
+	}
+	return tb.Preflight(s, reg, env)
 }
 
 // openSession opens the session a run or resume measures in, with the
-// flags' database, export path and output.
-func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.Session, error) {
+// flags' database, export path and output; with lab, a new run runs in
+// the kernel lab.
+func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry, lab *runner.LabOptions) (*runner.Session, error) {
 	stderr := cmd.ErrOrStderr()
 	opt := runner.SessionOptions{
-		DB: f.db, Export: f.export,
-		SSH: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
-			return openRemote(ctx, s, reg, id, stderr)
+		DB: f.db, Export: f.export, Lab: lab,
+		Open: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
+			tb, err := bed.Lookup(s.Testbed)
+			if err != nil {
+				return nil, err
+			}
+			return tb.Open(ctx, s, reg, f.env, id, stderr)
 		},
 	}
 	if !f.quiet {

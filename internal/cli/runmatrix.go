@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -51,7 +52,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 			return fmt.Errorf("--resume continues the stored scenario of the run: drop --%s", name)
 		}
 	}
-	sess, err := openSession(cmd, f, reg)
+	sess, err := openSession(cmd, f, reg, nil)
 	if err != nil {
 		return err
 	}
@@ -60,10 +61,15 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 	if err != nil {
 		return err
 	}
+	for _, name := range []string{s.Testbed, run.Testbed} {
+		if tb, err := bed.Lookup(name); err == nil && tb.Lab {
+			return fmt.Errorf("resume run %s: runs on the %s testbed cannot be resumed yet; start a new run", run.ID, tb.Name)
+		}
+	}
 	if f.dryRun {
 		return dryRun(cmd.OutOrStdout(), s, reg, stored)
 	}
-	if err := checkHere(s, reg); err != nil {
+	if err := checkHere(s, reg, f.env); err != nil {
 		return err
 	}
 	res, err := sess.Resume(cmd.Context(), run.ID, reg)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
@@ -32,7 +33,7 @@ type harnessReport struct {
 // maxSelfbenchRounds bounds --rounds: each round runs two measurements.
 const maxSelfbenchRounds = 100
 
-func newSelfbenchCmd() *cobra.Command {
+func newSelfbenchCmd(env bed.Env) *cobra.Command {
 	var rounds int
 	var dur time.Duration
 	var matrix bool
@@ -56,7 +57,7 @@ func newSelfbenchCmd() *cobra.Command {
 			if dur < time.Second || dur > time.Hour || dur%time.Second != 0 {
 				return fmt.Errorf("--duration %s: use whole seconds from 1s to 1h (iperf3 measures whole seconds)", dur)
 			}
-			if !hasCaps() {
+			if !env.Root() {
 				return fmt.Errorf("not running as root: selfbench builds namespaces; run it as root")
 			}
 			var rep selfReport

@@ -20,13 +20,13 @@ import (
 func TestSkipUnavailable(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
-	fakeKernelWithout(t, "CONFIG_GENEVE", "CONFIG_WIREGUARD")
+	env := kernelWithout("CONFIG_GENEVE", "CONFIG_WIREGUARD")
 	dir := t.TempDir()
 	db := filepath.Join(dir, "r.db")
 	args := []string{"run", "-f", "../../examples/paper-singlestream.yaml", "--methods", "native,geneve,wireguard",
 		"--scale", "0.02", "--reps", "2", "--db", db}
 
-	code, _, stderr := run(t, args...)
+	code, _, stderr := runWith(t, env, args...)
 	if code == 0 || !strings.Contains(stderr, "method geneve: ") || !strings.Contains(stderr, "CONFIG_GENEVE missing") ||
 		!strings.Contains(stderr, "method wireguard: ") {
 		t.Fatalf("unavailable methods without --skip-unavailable: exit %d: %s", code, stderr)
@@ -36,7 +36,7 @@ func TestSkipUnavailable(t *testing.T) {
 	}
 
 	export := filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, append(args, "--skip-unavailable", "--export", export)...)
+	code, stdout, stderr := runWith(t, env, append(args, "--skip-unavailable", "--export", export)...)
 	if code != 0 {
 		t.Fatalf("--skip-unavailable: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -84,9 +84,8 @@ func TestSkipUnavailable(t *testing.T) {
 // With every method unavailable, --skip-unavailable leaves nothing to
 // measure and refuses the run, giving each reason.
 func TestSkipUnavailableNothingLeft(t *testing.T) {
-	fakeKernelWithout(t, "CONFIG_GENEVE")
 	db := filepath.Join(t.TempDir(), "r.db")
-	code, _, stderr := run(t, "run", "--methods", "geneve", "--skip-unavailable", "--db", db)
+	code, _, stderr := runWith(t, kernelWithout("CONFIG_GENEVE"), "run", "--methods", "geneve", "--skip-unavailable", "--db", db)
 	if code == 0 || !strings.Contains(stderr, "--skip-unavailable leaves no method to measure") || !strings.Contains(stderr, "method geneve: not supported on this machine: CONFIG_GENEVE missing") {
 		t.Errorf("exit %d: %s", code, stderr)
 	}

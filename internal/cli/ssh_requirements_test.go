@@ -16,19 +16,17 @@ import (
 // hosts are checked by their own kernels when the testbed opens. The same
 // scenario on the local testbed is refused for this machine's kernel.
 func TestPreflightSSHAsksNothingOfThisMachine(t *testing.T) {
-	fakeKernelWithout(t, "CONFIG_VXLAN", "CONFIG_VETH")
-	saved := hasCaps
-	hasCaps = func() bool { return false }
-	t.Cleanup(func() { hasCaps = saved })
+	env := kernelWithout("CONFIG_VXLAN", "CONFIG_VETH")
+	env.Root = func() bool { return false }
 	reg := registry.Builtin()
 	s := scenario.Default()
 	s.Methods = []string{"native", "vxlan"}
 	s.Testbed = "ssh"
-	if err := checkHere(s, reg); err != nil {
+	if err := checkHere(s, reg, env); err != nil {
 		t.Errorf("testbed ssh refused for this machine: %v", err)
 	}
 	s.Testbed = "local"
-	err := checkHere(s, reg)
+	err := checkHere(s, reg, env)
 	for _, want := range []string{"method vxlan", "CONFIG_VXLAN missing", "testbed local", "CONFIG_VETH missing", "not running as root"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("testbed local: %v, want it to say %q", err, want)

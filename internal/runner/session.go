@@ -32,11 +32,14 @@ type SessionOptions struct {
 	// Notes receives what the session did on the side (leftovers of
 	// killed runs removed, the kernel lab booting); nil discards.
 	Notes io.Writer
-	// SSH opens the hosts of a scenario on testbed ssh (or the nodes on
-	// testbed kubernetes) under run id. The
-	// testbed is closed at the end of the run when it is an io.Closer; a
-	// host left uncleaned then fails the run.
-	SSH func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error)
+	// Open opens the scenario's testbed under run id (its entry in the
+	// testbed registry, internal/bed); nil opens the local namespaces.
+	// The testbed is closed at the end of the run when it is an
+	// io.Closer; a host left uncleaned then fails the run.
+	Open func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error)
+	// Lab, when set, makes Run run the whole scenario in the kernel lab
+	// (the vm testbed, RunVM).
+	Lab *LabOptions
 }
 
 // Session carries runs from the command line to the records: it opens the
@@ -66,6 +69,12 @@ type Result struct {
 	Outcome *Outcome
 	// Lab describes the kernel lab's boot, for a run on testbed vm.
 	Lab *LabBoot
+}
+
+// LabOptions size the kernel lab's guest.
+type LabOptions struct {
+	// MemoryMiB is the guest's memory; the lab's default when zero.
+	MemoryMiB int
 }
 
 // LabBoot is what the kernel lab reports of the guest a run used.
@@ -116,15 +125,15 @@ func (s *Session) Stored(ctx context.Context, id string, reg *method.Registry) (
 	if err := sc.Validate(Catalog(reg)); err != nil {
 		return run, nil, sc, fmt.Errorf("resume run %s: stored scenario is not valid for this tunbench:\n%w", run.ID, err)
 	}
-	if sc.Testbed == "vm" || run.Testbed == "vm" {
-		return run, nil, sc, fmt.Errorf("resume run %s: runs on the vm testbed cannot be resumed yet; start a new run", run.ID)
-	}
 	return run, cells, sc, nil
 }
 
-// Run measures sc as a new run on the local or ssh testbed (RunVM runs
-// testbed vm).
+// Run measures sc as a new run on the testbed Open opens, or in the
+// kernel lab with Lab (RunVM).
 func (s *Session) Run(ctx context.Context, sc scenario.Scenario, reg *method.Registry) (*Result, error) {
+	if s.opt.Lab != nil {
+		return s.RunVM(ctx, sc, reg, s.opt.Lab.MemoryMiB)
+	}
 	return s.measure(ctx, Config{Scenario: sc, Methods: reg})
 }
 
@@ -167,15 +176,12 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 		cfg.Testbed = "vm"
 		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
 	}
-	if cfg.Scenario.Remote() {
-		if s.opt.SSH == nil {
-			return nil, fmt.Errorf("testbed %s: no way to open the hosts was given", cfg.Scenario.Testbed)
-		}
+	if s.opt.Open != nil {
 		if cfg.ID == "" {
 			// The hosts' objects carry the run's id from the start.
 			cfg.ID = testbed.NewID()
 		}
-		tb, openErr := s.opt.SSH(ctx, cfg.Scenario, cfg.ID)
+		tb, openErr := s.opt.Open(ctx, cfg.Scenario, cfg.ID)
 		if openErr != nil {
 			return nil, openErr
 		}
