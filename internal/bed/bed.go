@@ -39,6 +39,9 @@ type Entry struct {
 	// qemu that runs the scenario on its own local testbed
 	// (runner.SessionOptions.Lab); such a run cannot be resumed yet.
 	Lab bool
+	// Scenario is what the scenario's validation asks of the testbed:
+	// its section's checks (scenario.SSHBed...).
+	Scenario scenario.Bed
 	// Class is the reference class of the testbed (scenario.Testbed*),
 	// "" where it cannot be told.
 	Class string
@@ -101,6 +104,23 @@ func Host(version string, buildID func() string) Env {
 // Entries are the testbeds, the default first.
 func Entries() []Entry { return []Entry{local, vm, ssh, kubernetes} }
 
+// Catalog is reg with the testbeds, as the scenario's validation and the
+// plan see them (method.Catalog and scenario.BedCatalog).
+func Catalog(reg *method.Registry) scenario.Catalog { return catalog{method.Catalog{R: reg}} }
+
+type catalog struct{ method.Catalog }
+
+// Beds are the testbeds' checks (scenario.BedCatalog).
+func (catalog) Beds() []scenario.Bed {
+	var out []scenario.Bed
+	for _, e := range Entries() {
+		b := e.Scenario
+		b.Name = e.Name
+		out = append(out, b)
+	}
+	return out
+}
+
 // Lookup returns the testbed called name ("" is the default), or an
 // error that names every testbed.
 func Lookup(name string) (Entry, error) {
@@ -110,6 +130,17 @@ func Lookup(name string) (Entry, error) {
 		}
 	}
 	return Entry{}, fmt.Errorf("unknown testbed %q: use %s", name, Choices(nil))
+}
+
+// Named returns the testbed called name, if there is one (the default
+// only by its name).
+func Named(name string) (Entry, bool) {
+	for _, e := range Entries() {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return Entry{}, false
 }
 
 // Choices names the testbeds offering what keep says (every one when

@@ -45,6 +45,7 @@ var vm = Entry{
 	Name:        "vm",
 	Description: "the kernel lab",
 	Lab:         true,
+	Scenario:    scenario.VMBed,
 	Class:       scenario.TestbedLocalVM,
 	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
 		return preflightHere(s, reg, env, false)

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
@@ -21,6 +20,7 @@ var ssh = Entry{
 	Name:        "ssh",
 	Description: "the hosts of the scenario's ssh section, -f",
 	Remote:      true,
+	Scenario:    scenario.SSHBed,
 	Preflight:   remotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := sshbed.Open(ctx, SSHConfig(s, reg, env, id, log))
@@ -44,6 +44,7 @@ var kubernetes = Entry{
 	Name:        "kubernetes",
 	Description: "the nodes of its kubernetes section, -f",
 	Remote:      true,
+	Scenario:    scenario.KubernetesBed,
 	Preflight:   remotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := kubebed.Open(ctx, KubeConfig(s, reg, env, id, log))
@@ -112,7 +113,7 @@ func methodNeeds(s scenario.Scenario, reg *method.Registry) []sshbed.MethodNeeds
 func SSHConfig(s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) sshbed.Config {
 	// Each host's underlay carries an address of every family the
 	// methods need there (srv6: IPv6, whatever it carries).
-	fams, _ := s.UnderlayFamilies(runner.Catalog(reg))
+	fams, _ := s.UnderlayFamilies(Catalog(reg))
 	if len(fams) == 0 {
 		fams = s.Families
 	}
@@ -129,7 +130,7 @@ func SSHConfig(s scenario.Scenario, reg *method.Registry, env Env, id string, lo
 // KubeConfig is the kubernetes testbed configuration of scenario s for
 // run id.
 func KubeConfig(s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) kubebed.Config {
-	under, by := s.UnderlayFamilies(runner.Catalog(reg))
+	under, by := s.UnderlayFamilies(Catalog(reg))
 	return kubebed.Config{
 		Kube: s.Kubernetes, Families: s.Families, Underlay: under, UnderlayBy: by, MTUs: s.MTUs,
 		ID: id, BuildID: env.BuildID(), Version: env.Version,

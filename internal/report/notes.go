@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/result"
 )
 
@@ -190,7 +191,7 @@ func ccName(cc string) string {
 // records older than that, when the host's default was bbr and no
 // algorithm was asked for.
 func pacingWarning(run result.Run, rows []Summary) string {
-	if run.Testbed != "local" {
+	if e, ok := bed.Named(run.Testbed); !ok || !e.Local {
 		return ""
 	}
 	v := varyingParams(rows)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/stats"
@@ -147,16 +148,15 @@ func BuildReferences(run result.Run, rows []Summary, figures []string) Reference
 }
 
 // testbedClass is the class of the run's testbed, as reference figures
-// name theirs: namespaces on this machine, or VMs on it; "" where it
+// name theirs (its entry's Class: namespaces on this machine, or VMs on
+// it; records without a testbed ran on the default one); "" where it
 // cannot be told (ssh hosts, a cluster).
 func testbedClass(run result.Run) string {
-	switch run.Testbed {
-	case "", "local":
-		return scenario.TestbedOneMachine
-	case "vm":
-		return scenario.TestbedLocalVM
+	e, err := bed.Lookup(run.Testbed)
+	if err != nil {
+		return ""
 	}
-	return ""
+	return e.Class
 }
 
 // testbedNames are the testbed classes as a reader names them.

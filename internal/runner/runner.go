@@ -16,6 +16,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -81,7 +82,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.BackgroundWindow == 0 {
 		cfg.BackgroundWindow = 500 * time.Millisecond
 	}
-	steps := plan.Build(cfg.Scenario, catalog{cfg.Methods})
+	steps := plan.Build(cfg.Scenario, method.Catalog{R: cfg.Methods})
 	start := time.Now()
 	run := result.Run{
 		Schema:   result.SchemaVersion,
@@ -159,55 +160,6 @@ func Remaining(steps []plan.Step, stored []result.Cell) []plan.Step {
 	return out
 }
 
-// catalog adapts a registry for plan and scenario.
-type catalog struct{ r *method.Registry }
-
-func (c catalog) Names() []string { return c.r.Names() }
-
-func (c catalog) Overhead(name, family string) int {
-	m, err := c.r.Get(name)
-	if err != nil {
-		return 0
-	}
-	return m.Overhead(family)
-}
-
-func (c catalog) Families(name string) []string {
-	m, err := c.r.Get(name)
-	if err != nil {
-		return nil
-	}
-	return m.Families()
-}
-
-func (c catalog) CheckOptions(name string, opts map[string]string) error {
-	m, err := c.r.Get(name)
-	if err != nil {
-		return err
-	}
-	_, err = method.ParseOptions(m, opts)
-	return err
-}
-
-// Underlay is the family of the underlay addresses name needs to carry
-// family (scenario.UnderlayCatalog).
-func (c catalog) Underlay(name, family string) string {
-	m, err := c.r.Get(name)
-	if err != nil {
-		return family
-	}
-	return method.UnderlayFamily(m, family)
-}
-
-// Testbeds are the testbeds name runs on, nil for every one
-// (scenario.TestbedCatalog).
-func (c catalog) Testbeds(name string) ([]string, string) {
-	m, err := c.r.Get(name)
-	if err != nil {
-		return nil, ""
-	}
-	return method.Testbeds(m)
-}
-
-// Catalog exposes the registry to scenario validation.
-func Catalog(r *method.Registry) scenario.Catalog { return catalog{r} }
+// Catalog exposes the registry and the testbeds to scenario validation
+// (bed.Catalog).
+func Catalog(r *method.Registry) scenario.Catalog { return bed.Catalog(r) }

@@ -34,7 +34,7 @@ func TestStepFailureKeepsFiguresAndTearsDown(t *testing.T) {
 			sc.Repetitions = 1
 			sc.Duration, sc.Omit, sc.Latency = "1s", "0s", "0s"
 			cfg := Config{Scenario: sc, Methods: method.NewRegistry(m), Bed: bed, ID: testbed.NewID(), BackgroundWindow: 10 * time.Millisecond}
-			steps := plan.Build(sc, catalog{cfg.Methods})
+			steps := plan.Build(sc, method.Catalog{R: cfg.Methods})
 			if len(steps) == 0 {
 				t.Fatal("no step planned")
 			}

@@ -120,9 +120,10 @@ func (k *Kubernetes) ImageOrDefault() string {
 }
 
 // Remote reports whether the run's endpoints are other machines, driven
-// through tunbench agents (testbeds ssh and kubernetes): this machine is
-// then only the controller.
-func (s Scenario) Remote() bool { return s.Testbed == "ssh" || s.Testbed == "kubernetes" }
+// through tunbench agents: the scenario has a section naming them (ssh
+// hosts, kubernetes nodes; validation keeps each to its own testbed), and
+// this machine is then only the controller.
+func (s Scenario) Remote() bool { return s.SSH != nil || s.Kubernetes != nil }
 
 func (s Scenario) validateKubernetes() []error {
 	var errs []error

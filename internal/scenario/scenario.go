@@ -414,30 +414,13 @@ func (s Scenario) Validate(c Catalog) error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if s.SSH != nil && s.Testbed != "ssh" {
-		bad("ssh", "hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
-	}
-	if s.Kubernetes != nil && s.Testbed != "kubernetes" {
-		bad("kubernetes", "a cluster is only used by testbed kubernetes: set testbed: kubernetes or drop the kubernetes section")
-	}
-	switch s.Testbed {
-	case "local", "vm":
-	case "ssh":
-		errs = append(errs, s.validateSSH(c)...)
-	case "kubernetes":
-		errs = append(errs, s.validateKubernetes()...)
-	default:
-		bad("testbed", "unknown testbed %q: use local, vm, ssh or kubernetes", s.Testbed)
-	}
+	errs = append(errs, s.validateBed(c)...)
 	if tc, ok := c.(TestbedCatalog); ok {
 		for _, m := range s.Methods {
 			if beds, why := tc.Testbeds(m); beds != nil && !slices.Contains(beds, s.Testbed) {
 				bad("methods", "%s %s, on testbed %s only: set testbed: %s or drop it", m, why, strings.Join(beds, " or "), beds[0])
 			}
 		}
-	}
-	if s.Kernel != "" && s.Testbed != "vm" {
-		bad("kernel", "a kernel is only booted by testbed vm: set testbed: vm or drop kernel")
 	}
 	if len(s.Methods) == 0 {
 		bad("methods", "empty: list at least one of %s", strings.Join(c.Names(), ", "))

@@ -12,6 +12,11 @@ import (
 
 type catalog struct{}
 
+// Beds are the testbeds as the registry (internal/bed) gives them.
+func (catalog) Beds() []scenario.Bed {
+	return []scenario.Bed{{Name: "local"}, scenario.VMBed, scenario.SSHBed, scenario.KubernetesBed}
+}
+
 func (catalog) Names() []string { return []string{"native", "srv6", "vxlan", "ipip", "pod-network"} }
 
 // Testbeds stands in for the registry's: pod-network is a cluster's.

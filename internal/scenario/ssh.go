@@ -81,7 +81,7 @@ func (s Scenario) SitePairs() [][2]string {
 	var names []string
 	var pairs [][]string
 	switch {
-	case s.Testbed == "kubernetes" && s.Kubernetes != nil:
+	case s.Kubernetes != nil:
 		for _, n := range s.Kubernetes.Nodes {
 			names = append(names, n.Name)
 		}

@@ -1,0 +1,57 @@
+package method
+
+// Catalog is a registry as the scenario's validation and the plan see
+// it (scenario.Catalog, scenario.UnderlayCatalog and
+// scenario.TestbedCatalog).
+type Catalog struct{ R *Registry }
+
+// Names lists the registered methods.
+func (c Catalog) Names() []string { return c.R.Names() }
+
+// Overhead is the bytes per packet name adds for family.
+func (c Catalog) Overhead(name, family string) int {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return 0
+	}
+	return m.Overhead(family)
+}
+
+// Families lists the families name carries.
+func (c Catalog) Families(name string) []string {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return nil
+	}
+	return m.Families()
+}
+
+// CheckOptions checks name's options against its declarations.
+func (c Catalog) CheckOptions(name string, opts map[string]string) error {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return err
+	}
+	_, err = ParseOptions(m, opts)
+	return err
+}
+
+// Underlay is the family of the underlay addresses name needs to carry
+// family (scenario.UnderlayCatalog).
+func (c Catalog) Underlay(name, family string) string {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return family
+	}
+	return UnderlayFamily(m, family)
+}
+
+// Testbeds are the testbeds name runs on, nil for every one
+// (scenario.TestbedCatalog).
+func (c Catalog) Testbeds(name string) ([]string, string) {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return nil, ""
+	}
+	return Testbeds(m)
+}
