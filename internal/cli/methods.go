@@ -26,6 +26,13 @@ type methodStatus struct {
 	Reason         string   `json:"reason,omitempty"`
 }
 
+// here reports whether testbed name runs on this machine's namespaces
+// (the local testbed, whose readiness "tunbench methods" reports).
+func here(name string) bool {
+	e, ok := bed.Named(name)
+	return ok && e.Local
+}
+
 func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 	var out []methodStatus
 	for _, m := range reg.All() {
@@ -42,8 +49,8 @@ func methodStatuses(reg *method.Registry, p method.Probe) []methodStatus {
 			s.Ready = false
 			s.Reason = strings.TrimPrefix(err.Error(), method.ErrNotSupported.Error()+": ")
 		}
-		if beds, why := method.Testbeds(m); beds != nil && !slices.Contains(beds, "local") {
-			// Not on this machine's testbeds.
+		if beds, why := method.Testbeds(m); beds != nil && !slices.ContainsFunc(beds, here) {
+			// Not on this machine's testbed.
 			s.Ready = false
 			s.Reason = fmt.Sprintf("%s: testbed %s (docs/%s.md)", why, strings.Join(beds, " or "), beds[0])
 		}
