@@ -35,7 +35,7 @@ func TestWelchP(t *testing.T) {
 }
 
 func TestCompareIdenticalRuns(t *testing.T) {
-	rr := fixtureDB(t)[0]
+	rr := loadFixtureDB(t)[0]
 	c := Compare(rr.Run, rr.Cells, rr.Run, rr.Cells, CompareOptions{})
 	if c.Verdict != VerdictNoChange || c.Regressions != 0 || len(c.OnlyA)+len(c.OnlyB) != 0 {
 		t.Errorf("identical runs: verdict %q, %d regressions, only %q / %q", c.Verdict, c.Regressions, c.OnlyA, c.OnlyB)
@@ -48,7 +48,7 @@ func TestCompareIdenticalRuns(t *testing.T) {
 }
 
 func TestCompareKnownRegression(t *testing.T) {
-	rr := fixtureDB(t)[0]
+	rr := loadFixtureDB(t)[0]
 	slow := scaleThroughput(rr.Cells, "vxlan", 0.7)
 	c := Compare(rr.Run, rr.Cells, rr.Run, slow, CompareOptions{ThresholdPercent: 5})
 	if c.Regressions == 0 {
@@ -75,7 +75,7 @@ func TestCompareKnownRegression(t *testing.T) {
 
 // TestFixtureComparison: the two real fixture runs compared, as text.
 func TestFixtureComparison(t *testing.T) {
-	runs := fixtureDB(t)
+	runs := loadFixtureDB(t)
 	c := Compare(runs[0].Run, runs[0].Cells, runs[1].Run, runs[1].Cells, CompareOptions{})
 	var b bytes.Buffer
 	if err := WriteComparison(&b, c); err != nil {
@@ -86,7 +86,7 @@ func TestFixtureComparison(t *testing.T) {
 
 // TestCompareOutcomes: the gate's outcome for each kind of second run.
 func TestCompareOutcomes(t *testing.T) {
-	rr := fixtureDB(t)[0]
+	rr := loadFixtureDB(t)[0]
 	edit := func(f func(*result.Cell) bool) []result.Cell {
 		var out []result.Cell
 		for _, c := range rr.Cells {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -27,16 +28,29 @@ import (
 // are withheld: that is what the report must do with such data.
 const fixtureDBPath = "testdata/fixture.db"
 
+// dbPath is fixtureDBPath in this package's directory, whichever package's
+// test reads it.
+func dbPath() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), fixtureDBPath)
+}
+
 // fixtureNames names the fixture runs in golden file names, oldest first.
 var fixtureNames = []string{"matrix", "streams"}
 
-// fixtureDB loads the runs of the fixture database, oldest first. The file
+// loadFixtureDB loads the runs of the fixture database, oldest first. The file
 // is copied first, so that opening it (WAL files, migrations) never writes
 // into testdata/.
-func fixtureDB(t testing.TB) []RunRecords {
+// Records are one stored run and its cells.
+type Records struct {
+	Run   result.Run
+	Cells []result.Cell
+}
+
+func loadFixtureDB(t testing.TB) []Records {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixture.db")
-	copyFile(t, fixtureDBPath, path)
+	copyFile(t, dbPath(), path)
 	st, err := store.Open(path)
 	if err != nil {
 		t.Fatal(err)
@@ -51,13 +65,13 @@ func fixtureDB(t testing.TB) []RunRecords {
 	if len(runs) != len(fixtureNames) {
 		t.Fatalf("fixture database has %d runs, want %d", len(runs), len(fixtureNames))
 	}
-	var out []RunRecords
+	var out []Records
 	for _, r := range runs {
 		run, cells, err := st.Run(ctx, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, RunRecords{Run: run, Cells: cells})
+		out = append(out, Records{Run: run, Cells: cells})
 	}
 	return out
 }

@@ -200,3 +200,14 @@ func emulatedRun() (result.Run, []result.Cell) {
 // no platform fuses it into a multiply-add and the golden files are the
 // same everywhere.
 func step(a, d float64, n int) float64 { return a + float64(d*float64(n)) }
+
+// okCell is a minimal successful repetition: throughput in Gbit/s and CPU.
+func okCell(method string, mtu int, rep int, gbps float64) result.Cell {
+	return result.Cell{
+		Key: method + "/" + string(rune('0'+mtu/1000)), Method: method, Implementation: "kernel",
+		Params:     result.Params{Family: "ipv4", UnderlayMTU: mtu, OverlayMTU: mtu - 50, Offloads: true, Streams: 1},
+		Repetition: rep, Status: result.StatusOK,
+		Throughput: &result.Throughput{BitsPerSecond: gbps * 1e9},
+		CPU:        &result.CPU{Cores: 16, BusyAvg: 25, Split: "approximate", SenderCores: 1, ReceiverCores: 1.5},
+	}
+}

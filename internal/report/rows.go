@@ -144,3 +144,56 @@ func setPercentNative(rows []Summary) {
 		rows[i].PercentNative = &p
 	}
 }
+
+// slug names a parameter set in figure ids: stable, file-name safe.
+// Every parameter a run may vary is in it, so that two figures of one run
+// never share an id (nor the files named after it).
+func (k baselineKey) slug() string {
+	offloads := onOff(k.Offloads)
+	switch {
+	case k.OffloadSet != "" && k.Offloads:
+		offloads = slugLabel(k.OffloadSet)
+	case k.OffloadSet != "":
+		offloads += "-" + slugLabel(k.OffloadSet)
+	}
+	s := fmt.Sprintf("%s-mtu%d-offloads-%s-p%d", k.Family, k.UnderlayMTU, offloads, k.Streams)
+	if k.Pin {
+		s += "-pin"
+	}
+	if k.CongestionControl != "" {
+		s += "-cc-" + k.CongestionControl
+	}
+	if k.MSS > 0 {
+		s += fmt.Sprintf("-mss%d", k.MSS)
+	}
+	if k.Direction != "" && k.Direction != "forward" {
+		s += "-" + slugLabel(k.Direction)
+	}
+	if k.WAN != "" {
+		s += "-wan-" + slugLabel(k.WAN)
+	}
+	if k.SiteA != "" || k.SiteB != "" {
+		s += "-" + slugLabel(k.SiteA) + "-to-" + slugLabel(k.SiteB)
+	}
+	return s
+}
+
+// slugLabel makes a row label file-name safe.
+func slugLabel(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, s)
+}
+
+// groupSlug names a streams group in figure ids.
+func groupSlug(p result.Params) string {
+	k := baselineOf(p)
+	k.Streams = 0
+	return strings.Replace(k.slug(), "-p0", "", 1)
+}

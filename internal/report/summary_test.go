@@ -9,17 +9,6 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 )
 
-// okCell is a minimal successful repetition: throughput in Gbit/s and CPU.
-func okCell(method string, mtu int, rep int, gbps float64) result.Cell {
-	return result.Cell{
-		Key: method + "/" + string(rune('0'+mtu/1000)), Method: method, Implementation: "kernel",
-		Params:     result.Params{Family: "ipv4", UnderlayMTU: mtu, OverlayMTU: mtu - 50, Offloads: true, Streams: 1},
-		Repetition: rep, Status: result.StatusOK,
-		Throughput: &result.Throughput{BitsPerSecond: gbps * 1e9},
-		CPU:        &result.CPU{Cores: 16, BusyAvg: 25, Split: "approximate", SenderCores: 1, ReceiverCores: 1.5},
-	}
-}
-
 func failedCell(method string, mtu, rep int, msg string) result.Cell {
 	c := okCell(method, mtu, rep, 0)
 	c.Status, c.Error, c.Throughput, c.CPU = result.StatusFailed, msg, nil, nil

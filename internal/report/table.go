@@ -265,3 +265,16 @@ func writeWrapped(b *strings.Builder, paragraphs []string, indent string) {
 		}
 	}
 }
+
+// num3 formats a figure with three significant digits, never in exponent
+// form.
+func num3(v float64) string {
+	switch {
+	case v >= 100:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case v >= 10:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	default:
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+}

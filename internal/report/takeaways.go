@@ -126,19 +126,6 @@ func evidence(text string, a, b Figure) string {
 	return strings.TrimSuffix(text, ".") + " (" + sure(a, b) + ")."
 }
 
-// num3 formats a figure with three significant digits, never in exponent
-// form.
-func num3(v float64) string {
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 10:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	default:
-		return strconv.FormatFloat(v, 'f', 2, 64)
-	}
-}
-
 // withCI writes a figure's mean and the half-width of its 95% interval;
 // an unstable figure (CV above 10%) keeps its mark: "62.1 ± 5.9 [CV 12%]".
 func withCI(f Figure) string {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
 )
@@ -70,13 +69,6 @@ func byLabel(rs []Summary) (labels []string, mine map[string][]Summary) {
 		slices.SortFunc(mine[l], func(a, b Summary) int { return cmp.Compare(a.Params.Streams, b.Params.Streams) })
 	}
 	return labels, mine
-}
-
-// groupSlug names a streams group in figure ids.
-func groupSlug(p result.Params) string {
-	k := baselineOf(p)
-	k.Streams = 0
-	return strings.Replace(k.slug(), "-p0", "", 1)
 }
 
 func groupDesc(p result.Params) string {
