@@ -15,13 +15,13 @@ import (
 	"github.com/tunbench/tunbench/internal/store"
 )
 
-// fixtureDB copies the report package's fixture database (two real runs,
-// see internal/report/fixturedb_test.go) and returns its path and run ids,
+// fixtureDB copies the report packages' fixture database (two real runs,
+// see internal/report/internal/fixture/db.go) and returns its path and run ids,
 // oldest first.
 func fixtureDB(t *testing.T) (string, []string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixture.db")
-	src, err := os.Open("../report/testdata/fixture.db")
+	src, err := os.Open("../report/internal/fixture/testdata/fixture.db")
 	if err != nil {
 		t.Fatal(err)
 	}

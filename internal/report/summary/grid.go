@@ -90,6 +90,7 @@ func RenderGrid(w io.Writer, cols []Column, rows []Row) error {
 	return err
 }
 
+// Runes is the width of s in terminal columns (one per rune).
 func Runes(s string) int { return utf8.RuneCountInString(s) }
 
 func pad(s string, width int, left bool) string {

@@ -26,7 +26,7 @@ const (
 // also depends on the method, becomes a column.
 type Varying struct {
 	Family, Underlay, overlay, Offloads, Streams, CC bool
-	// mss: the MSS asked of the load tool (in headings through
+	// MSS: the MSS asked of the load tool (in headings through
 	// extraParams; in sentences through describe).
 	MSS bool
 	// In sentences (describe) only: the offload set's name, pinning,
@@ -34,6 +34,7 @@ type Varying struct {
 	OffloadSet, Pin, Direction, WAN, Sites bool
 }
 
+// VaryingParams says which parameters differ between rows.
 func VaryingParams(rows []Summary) Varying {
 	var v Varying
 	if len(rows) == 0 {
@@ -92,6 +93,7 @@ func RowName(r Summary, v Varying) string {
 	return r.Label + " (" + strings.Join(ps, ", ") + ")"
 }
 
+// Streams names a stream count: "1 stream", "4 streams".
 func Streams(n int) string {
 	if n == 1 {
 		return "1 stream"
@@ -99,6 +101,7 @@ func Streams(n int) string {
 	return fmt.Sprintf("%d streams", n)
 }
 
+// OnOff writes a switch as "on" or "off".
 func OnOff(b bool) string {
 	if b {
 		return "on"

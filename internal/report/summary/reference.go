@@ -709,6 +709,8 @@ func (r ReferenceRow) OursText() string {
 	return s
 }
 
+// RatioText renders ours over the paper's absolute value; Missing when
+// we measured nothing.
 func (r ReferenceRow) RatioText() string {
 	if r.Ours.N == 0 {
 		return Missing

@@ -33,6 +33,7 @@ type BaselineKey struct {
 	CongestionControl string
 }
 
+// BaselineOf is the baseline key of a row with parameters p.
 func BaselineOf(p result.Params) BaselineKey {
 	return BaselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl}
 }

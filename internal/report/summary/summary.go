@@ -266,6 +266,7 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 	return s
 }
 
+// FigureOf summarises xs, measured in unit.
 func FigureOf(unit string, xs []float64) Figure {
 	return Figure{Unit: unit, Summary: stats.Summarize(xs)}
 }

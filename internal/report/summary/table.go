@@ -26,6 +26,7 @@ type TableOptions struct {
 	Methods []string
 }
 
+// Missing stands for a figure that was not measured.
 const Missing = "—"
 
 // Table writes an aligned text table of the run: one row per cell
@@ -115,6 +116,7 @@ func writeRunHeader(b *strings.Builder, run result.Run) {
 	b.WriteString("\n")
 }
 
+// OrDash is s, or Missing when s is empty.
 func OrDash(s string) string {
 	if s == "" {
 		return Missing

@@ -10,7 +10,7 @@ import (
 )
 
 // TestTableWidth checks the widest realistic table: every parameter
-// varying, a 24-character label, large figures and every marker.
+// Varying, a 24-character label, large figures and every marker.
 func TestTableWidth(t *testing.T) {
 	run, _ := fixture.LocalRun()
 	var cells []result.Cell
