@@ -377,11 +377,11 @@ func WriteComparison(w io.Writer, c Comparison) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "run B %s against run A %s: Welch t-test at %s%% confidence, regression threshold %s%%\n\n",
 		c.RunB, c.RunA, fmtFloat(100*c.Confidence), fmtFloat(c.ThresholdPercent))
-	cols := []summary.Column{
+	cols := []summary.GridColumn{
 		{Header: "cell", Left: true}, {Header: "figure", Left: true}, {Header: "A"}, {Header: "B"},
 		{Header: "Δ %"}, {Header: "p"}, {Header: "verdict", Left: true}, {Header: "note", Left: true},
 	}
-	var grid []summary.Row
+	var grid []summary.GridRow
 	for _, r := range c.Rows {
 		verdict := r.Verdict
 		if r.Regression {
@@ -391,7 +391,7 @@ func WriteComparison(w io.Writer, c Comparison) error {
 		if r.PValue >= 0 {
 			p = strconv.FormatFloat(r.PValue, 'f', 3, 64)
 		}
-		grid = append(grid, summary.Row{Cells: []summary.Cell{
+		grid = append(grid, summary.GridRow{Cells: []summary.GridCell{
 			{Text: r.Name}, {Text: r.Metric + " (" + r.Unit + ")"},
 			{Text: summary.Num3(r.MeanA)}, {Text: summary.Num3(r.MeanB)},
 			{Text: strconv.FormatFloat(r.DeltaPercent, 'f', 1, 64)}, {Text: p},

@@ -6,14 +6,14 @@ import (
 	"unicode/utf8"
 )
 
-// Cell is one table entry: text, plus a marker kept in its own slot so that
+// GridCell is one table entry: text, plus a marker kept in its own slot so that
 // right-aligned numbers stay aligned whether or not they carry one.
-type Cell struct {
+type GridCell struct {
 	Text, mark string
 }
 
-// Column describes one table column.
-type Column struct {
+// GridColumn describes one table column.
+type GridColumn struct {
 	Header string
 	Left   bool // left-aligned (text); numbers are right-aligned
 	// join, if set, separates this column from the next instead of the
@@ -22,17 +22,17 @@ type Column struct {
 	join string
 }
 
-// Row is one line of the grid: cells, or a section heading that spans the
-// table (then cells is nil).
-type Row struct {
-	Cells   []Cell
+// GridRow is one line of the grid: cells, or a section heading that spans the
+// table (then Cells is nil).
+type GridRow struct {
+	Cells   []GridCell
 	section string
 }
 
 const gap = "  "
 
 // RenderGrid writes header and rows aligned, with no trailing spaces.
-func RenderGrid(w io.Writer, cols []Column, rows []Row) error {
+func RenderGrid(w io.Writer, cols []GridColumn, rows []GridRow) error {
 	width := make([]int, len(cols)) // whole column, marker slot included
 	markW := make([]int, len(cols))
 	for _, r := range rows {
@@ -49,7 +49,7 @@ func RenderGrid(w io.Writer, cols []Column, rows []Row) error {
 		}
 	}
 	var b strings.Builder
-	line := func(cells []Cell, header bool) {
+	line := func(cells []GridCell, header bool) {
 		var l strings.Builder
 		for i, c := range cells {
 			if i > 0 {
@@ -73,9 +73,9 @@ func RenderGrid(w io.Writer, cols []Column, rows []Row) error {
 		b.WriteString(strings.TrimRight(l.String(), " "))
 		b.WriteByte('\n')
 	}
-	hdr := make([]Cell, len(cols))
+	hdr := make([]GridCell, len(cols))
 	for i, c := range cols {
-		hdr[i] = Cell{Text: c.Header}
+		hdr[i] = GridCell{Text: c.Header}
 	}
 	line(hdr, true)
 	for _, r := range rows {

@@ -234,20 +234,20 @@ func writeHostCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 	hosts := slices.ContainsFunc(rows, func(r Summary) bool {
 		return slices.ContainsFunc(r.HostBusy, func(h HostBusy) bool { return h.Side != SideMachine })
 	})
-	cols := []Column{{Header: "method", Left: true}}
+	cols := []GridColumn{{Header: "method", Left: true}}
 	if hosts {
-		cols = append(cols, Column{Header: "side", Left: true})
+		cols = append(cols, GridColumn{Header: "side", Left: true})
 	}
-	cols = append(cols, Column{Header: "snd CPU"}, Column{Header: "rcv CPU"}, Column{Header: "cores"}, Column{Header: "busy min %"},
-		Column{Header: "avg %"}, Column{Header: "max %"}, Column{Header: "one core ≥95%", Left: true})
-	var grid []Row
+	cols = append(cols, GridColumn{Header: "snd CPU"}, GridColumn{Header: "rcv CPU"}, GridColumn{Header: "cores"}, GridColumn{Header: "busy min %"},
+		GridColumn{Header: "avg %"}, GridColumn{Header: "max %"}, GridColumn{Header: "one core ≥95%", Left: true})
+	var grid []GridRow
 	prev := ""
 	for _, r := range rows {
 		if len(r.HostBusy) == 0 {
 			continue
 		}
 		if h := paramsHeading(r.Params, v); h != "" && h != prev {
-			grid = append(grid, Row{section: h})
+			grid = append(grid, GridRow{section: h})
 			prev = h
 		}
 		approx := r.CPUSplit == SplitApproximate || r.CPUSplit == SplitMixed
@@ -255,9 +255,9 @@ func writeHostCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 			snd, rcv := num(r.SenderCPU, 2, approx), num(r.ReceiverCPU, 2, approx)
 			switch h.Side {
 			case SideSender:
-				rcv = Cell{Text: Missing}
+				rcv = GridCell{Text: Missing}
 			case SideRecv:
-				snd = Cell{Text: Missing}
+				snd = GridCell{Text: Missing}
 			}
 			minText := Missing
 			if h.Min != nil {
@@ -267,13 +267,13 @@ func writeHostCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 			if h.OneCore != nil {
 				one = h.OneCore.String()
 			}
-			line := []Cell{{Text: r.Label}}
+			line := []GridCell{{Text: r.Label}}
 			if hosts {
-				line = append(line, Cell{Text: h.Side})
+				line = append(line, GridCell{Text: h.Side})
 			}
-			line = append(line, snd, rcv, Cell{Text: strconv.Itoa(h.Cores)}, Cell{Text: minText}, num(h.Avg, 1, false),
-				Cell{Text: BusyText(h.Max)}, Cell{Text: one})
-			grid = append(grid, Row{Cells: line})
+			line = append(line, snd, rcv, GridCell{Text: strconv.Itoa(h.Cores)}, GridCell{Text: minText}, num(h.Avg, 1, false),
+				GridCell{Text: BusyText(h.Max)}, GridCell{Text: one})
+			grid = append(grid, GridRow{Cells: line})
 		}
 	}
 	return RenderGrid(b, cols, grid)
@@ -306,17 +306,17 @@ func writeUDPCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 		return nil
 	}
 	b.WriteString("\nudp sizes cpu: generator and tunnel daemons' cores beside the whole host's busy % of all cores\n")
-	cols := []Column{{Header: "method", Left: true}, {Header: "frame"}, {Header: "side", Left: true}, {Header: "snd CPU"},
+	cols := []GridColumn{{Header: "method", Left: true}, {Header: "frame"}, {Header: "side", Left: true}, {Header: "snd CPU"},
 		{Header: "rcv CPU"}, {Header: "busy min %"}, {Header: "avg %"}, {Header: "max %"},
 		{Header: "one core ≥95%", Left: true}}
-	var grid []Row
+	var grid []GridRow
 	prev := ""
 	for _, r := range rows {
 		if r.Tests == nil || !slices.ContainsFunc(r.Tests.UDP, func(u UDPSizeSummary) bool { return len(u.HostBusy) > 0 }) {
 			continue
 		}
 		if h := paramsHeading(r.Params, v); h != "" && h != prev {
-			grid = append(grid, Row{section: h})
+			grid = append(grid, GridRow{section: h})
 			prev = h
 		}
 		for _, u := range r.Tests.UDP {
@@ -324,9 +324,9 @@ func writeUDPCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 				snd, rcv := num(u.SenderCPU, 2, false), num(u.ReceiverCPU, 2, false)
 				switch h.Side {
 				case SideSender:
-					rcv = Cell{Text: Missing}
+					rcv = GridCell{Text: Missing}
 				case SideRecv:
-					snd = Cell{Text: Missing}
+					snd = GridCell{Text: Missing}
 				}
 				minText, one := Missing, Missing
 				if h.Min != nil {
@@ -335,7 +335,7 @@ func writeUDPCPUTable(b *strings.Builder, rows []Summary, v Varying) error {
 				if h.OneCore != nil {
 					one = h.OneCore.String()
 				}
-				grid = append(grid, Row{Cells: []Cell{{Text: r.Label}, {Text: strconv.Itoa(u.FrameBytes)}, {Text: h.Side},
+				grid = append(grid, GridRow{Cells: []GridCell{{Text: r.Label}, {Text: strconv.Itoa(u.FrameBytes)}, {Text: h.Side},
 					snd, rcv, {Text: minText}, num(h.Avg, 1, false), {Text: BusyText(h.Max)}, {Text: one}}})
 			}
 		}

@@ -128,29 +128,29 @@ func OrDash(s string) string {
 // dimension of the matrix, then the figures. When parameters vary, rows are
 // grouped under a heading per parameter set (each with its own native
 // baseline).
-func tableGrid(rows []Summary, v Varying) ([]Column, []Row) {
-	cols := []Column{{Header: "method", Left: true}}
+func tableGrid(rows []Summary, v Varying) ([]GridColumn, []GridRow) {
+	cols := []GridColumn{{Header: "method", Left: true}}
 	if v.overlay {
-		cols = append(cols, Column{Header: "ovl MTU"})
+		cols = append(cols, GridColumn{Header: "ovl MTU"})
 	}
 	cols = append(cols,
-		Column{Header: "Gbit/s", join: " ± "},
-		Column{Header: "CI95", Left: true},
-		Column{Header: "% native"},
-		Column{Header: "p50 µs"},
-		Column{Header: "p99 µs"},
-		Column{Header: "snd CPU"},
-		Column{Header: "rcv CPU"},
-		Column{Header: "Gbit/s/core"},
-		Column{Header: "n"},
+		GridColumn{Header: "Gbit/s", join: " ± "},
+		GridColumn{Header: "CI95", Left: true},
+		GridColumn{Header: "% native"},
+		GridColumn{Header: "p50 µs"},
+		GridColumn{Header: "p99 µs"},
+		GridColumn{Header: "snd CPU"},
+		GridColumn{Header: "rcv CPU"},
+		GridColumn{Header: "Gbit/s/core"},
+		GridColumn{Header: "n"},
 	)
 	var (
-		grid []Row
+		grid []GridRow
 		prev string
 	)
 	for i, r := range rows {
 		if h := paramsHeading(r.Params, v); h != "" && (i == 0 || h != prev) {
-			grid = append(grid, Row{section: h})
+			grid = append(grid, GridRow{section: h})
 			prev = h
 		}
 		var mark string
@@ -160,9 +160,9 @@ func tableGrid(rows []Summary, v Varying) ([]Column, []Row) {
 		if RowOneCore(r) {
 			mark = cmp.Or(mark, " ") + markOneCore
 		}
-		line := []Cell{{Text: r.Label, mark: mark}}
+		line := []GridCell{{Text: r.Label, mark: mark}}
 		if v.overlay {
-			line = append(line, Cell{Text: strconv.Itoa(r.Params.OverlayMTU)})
+			line = append(line, GridCell{Text: strconv.Itoa(r.Params.OverlayMTU)})
 		}
 		approx := r.CPUSplit == SplitApproximate || r.CPUSplit == SplitMixed
 		line = append(line,
@@ -174,9 +174,9 @@ func tableGrid(rows []Summary, v Varying) ([]Column, []Row) {
 			num(r.SenderCPU, 2, approx),
 			num(r.ReceiverCPU, 2, approx),
 			num(r.GbpsPerCore, 2, false),
-			Cell{Text: fmt.Sprintf("%d/%d", r.OK, r.Repetitions)},
+			GridCell{Text: fmt.Sprintf("%d/%d", r.OK, r.Repetitions)},
 		)
-		grid = append(grid, Row{Cells: line})
+		grid = append(grid, GridRow{Cells: line})
 	}
 	return cols, grid
 }
@@ -208,9 +208,9 @@ func paramsHeading(p result.Params, v Varying) string {
 }
 
 // num formats a figure's mean with its markers.
-func num(f Figure, decimals int, approx bool) Cell {
+func num(f Figure, decimals int, approx bool) GridCell {
 	if f.N == 0 {
-		return Cell{Text: Missing}
+		return GridCell{Text: Missing}
 	}
 	var mark string
 	if approx {
@@ -219,22 +219,22 @@ func num(f Figure, decimals int, approx bool) Cell {
 	if f.Unstable() {
 		mark += markUnstable
 	}
-	return Cell{Text: strconv.FormatFloat(f.Mean, 'f', decimals, 64), mark: mark}
+	return GridCell{Text: strconv.FormatFloat(f.Mean, 'f', decimals, 64), mark: mark}
 }
 
 // halfWidth formats the CI95 half-width, empty when undefined.
-func halfWidth(f Figure, decimals int) Cell {
+func halfWidth(f Figure, decimals int) GridCell {
 	if !f.HasCI {
-		return Cell{}
+		return GridCell{}
 	}
-	return Cell{Text: strconv.FormatFloat(f.HalfWidth, 'f', decimals, 64)}
+	return GridCell{Text: strconv.FormatFloat(f.HalfWidth, 'f', decimals, 64)}
 }
 
-func percent(p *float64) Cell {
+func percent(p *float64) GridCell {
 	if p == nil {
-		return Cell{Text: Missing}
+		return GridCell{Text: Missing}
 	}
-	return Cell{Text: strconv.FormatFloat(*p, 'f', 1, 64)}
+	return GridCell{Text: strconv.FormatFloat(*p, 'f', 1, 64)}
 }
 
 // writeProblems lists the repetitions that produced no figures.

@@ -302,19 +302,19 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 	has := func(f func(*TestSummary) bool) bool {
 		return slices.ContainsFunc(rows, func(r Summary) bool { return r.Tests != nil && f(r.Tests) })
 	}
-	name := func(r Summary) Cell { return Cell{Text: RowName(r, v)} }
+	name := func(r Summary) GridCell { return GridCell{Text: RowName(r, v)} }
 	if has(func(t *TestSummary) bool { return t.Parallel.N > 0 }) {
 		b.WriteString("\nparallel: streams spread over iperf3 processes, summed\n")
-		cols := []Column{{Header: "method", Left: true}, {Header: "streams"}, {Header: "procs"},
+		cols := []GridColumn{{Header: "method", Left: true}, {Header: "streams"}, {Header: "procs"},
 			{Header: "Gbit/s", join: " ± "}, {Header: "CI95", Left: true}, {Header: "% native"},
 			{Header: "snd CPU"}, {Header: "rcv CPU"}}
-		var grid []Row
+		var grid []GridRow
 		for _, r := range rows {
 			t := r.Tests
 			if t == nil || t.Parallel.N == 0 {
 				continue
 			}
-			grid = append(grid, Row{Cells: []Cell{name(r), {Text: strconv.Itoa(r.Params.Streams)}, {Text: strconv.Itoa(t.Processes)},
+			grid = append(grid, GridRow{Cells: []GridCell{name(r), {Text: strconv.Itoa(r.Params.Streams)}, {Text: strconv.Itoa(t.Processes)},
 				num(t.Parallel, 2, false), halfWidth(t.Parallel, 2), percent(t.ParallelPercentNative),
 				num(t.ParallelSenderCPU, 2, true), num(t.ParallelReceiverCPU, 2, true)}})
 		}
@@ -324,15 +324,15 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 	}
 	if has(func(t *TestSummary) bool { return t.LoadedP50.N > 0 }) {
 		b.WriteString("\nlatency under load: request/response idle, then while tcp_stream saturates the tunnel\n")
-		cols := []Column{{Header: "method", Left: true}, {Header: "idle p50 µs"}, {Header: "idle p99 µs"},
+		cols := []GridColumn{{Header: "method", Left: true}, {Header: "idle p50 µs"}, {Header: "idle p99 µs"},
 			{Header: "loaded p50 µs"}, {Header: "loaded p99 µs"}, {Header: "p50 ×"}, {Header: "p99 ×"}, {Header: "load Gbit/s"}}
-		var grid []Row
+		var grid []GridRow
 		for _, r := range rows {
 			t := r.Tests
 			if t == nil || t.LoadedP50.N == 0 {
 				continue
 			}
-			grid = append(grid, Row{Cells: []Cell{name(r), num(t.IdleP50, 1, false), num(t.IdleP99, 1, false),
+			grid = append(grid, GridRow{Cells: []GridCell{name(r), num(t.IdleP50, 1, false), num(t.IdleP99, 1, false),
 				num(t.LoadedP50, 1, false), num(t.LoadedP99, 1, false), num(t.P50Ratio, 2, false), num(t.P99Ratio, 2, false),
 				num(t.LoadGbps, 2, false)}})
 		}
@@ -342,21 +342,21 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 	}
 	if has(func(t *TestSummary) bool { return t.PathMTU > 0 }) {
 		b.WriteString("\nmtu probe: largest packet crossing with DF set, then TCP with an MSS one byte above it\n")
-		cols := []Column{{Header: "method", Left: true}, {Header: "configured MTU"}, {Header: "path MTU"},
+		cols := []GridColumn{{Header: "method", Left: true}, {Header: "configured MTU"}, {Header: "path MTU"},
 			{Header: "mismatch", Left: true}, {Header: "MSS probe"}, {Header: "stalled", Left: true}}
-		var grid []Row
-		yes := func(b bool) Cell {
+		var grid []GridRow
+		yes := func(b bool) GridCell {
 			if b {
-				return Cell{Text: "YES"}
+				return GridCell{Text: "YES"}
 			}
-			return Cell{Text: "no"}
+			return GridCell{Text: "no"}
 		}
 		for _, r := range rows {
 			t := r.Tests
 			if t == nil || t.PathMTU == 0 {
 				continue
 			}
-			grid = append(grid, Row{Cells: []Cell{name(r), {Text: strconv.Itoa(t.ConfiguredMTU)}, {Text: strconv.Itoa(t.PathMTU)},
+			grid = append(grid, GridRow{Cells: []GridCell{name(r), {Text: strconv.Itoa(t.ConfiguredMTU)}, {Text: strconv.Itoa(t.PathMTU)},
 				yes(t.MTUMismatch), {Text: strconv.Itoa(t.MSSProbe)}, yes(t.MSSStalled)}})
 		}
 		if err := RenderGrid(b, cols, grid); err != nil {
@@ -365,10 +365,10 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 	}
 	if has(func(t *TestSummary) bool { return len(t.UDP) > 0 }) {
 		b.WriteString("\nudp sizes: tunbench's UDP generator per frame size (one-way delay on one clock)\n")
-		cols := []Column{{Header: "method", Left: true}, {Header: "frame"}, {Header: "payload"}, {Header: "kpps"},
+		cols := []GridColumn{{Header: "method", Left: true}, {Header: "frame"}, {Header: "payload"}, {Header: "kpps"},
 			{Header: "Gbit/s"}, {Header: "% native"}, {Header: "loss %"}, {Header: "ooo"}, {Header: "p50 µs"}, {Header: "p99 µs"},
 			{Header: "jitter µs"}, {Header: "NDR Gbit/s"}, {Header: "PDR Gbit/s"}}
-		var grid []Row
+		var grid []GridRow
 		for _, r := range rows {
 			if r.Tests == nil {
 				continue
@@ -380,7 +380,7 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 				}
 				kpps := u.PacketsPerSecond
 				kpps.Mean /= 1000
-				grid = append(grid, Row{Cells: []Cell{name(r), {Text: frame}, {Text: strconv.Itoa(u.PayloadBytes)},
+				grid = append(grid, GridRow{Cells: []GridCell{name(r), {Text: frame}, {Text: strconv.Itoa(u.PayloadBytes)},
 					num(kpps, 1, false), num(u.Gbps, 3, false), percent(u.PercentNative), num(u.LossPercent, 2, false), num(u.OutOfOrder, 0, false),
 					num(u.DelayP50, 0, false), num(u.DelayP99, 0, false), num(u.Jitter, 1, false),
 					num(u.NDRGbps, 3, false), num(u.PDRGbps, 3, false)}})
@@ -398,9 +398,9 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 			}
 		}
 		fmt.Fprintf(b, "\nderived: header ceiling, line rate, CPU cost per packet (%s)\n", OrDash(basis))
-		cols := []Column{{Header: "method", Left: true}, {Header: "ceiling %"}, {Header: "% ceiling"}, {Header: "% line"},
+		cols := []GridColumn{{Header: "method", Left: true}, {Header: "ceiling %"}, {Header: "% ceiling"}, {Header: "% line"},
 			{Header: "snd ns/pkt"}, {Header: "rcv ns/pkt"}, {Header: "load tool ≥95% core", Left: true}}
-		var grid []Row
+		var grid []GridRow
 		for _, r := range rows {
 			t := r.Tests
 			if t == nil || t.CeilingPercent.N == 0 {
@@ -410,7 +410,7 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 			if len(t.Saturated) > 0 {
 				sat = strings.Join(t.Saturated, ", ")
 			}
-			grid = append(grid, Row{Cells: []Cell{name(r), num(t.CeilingPercent, 1, false), num(t.PercentOfCeiling, 1, false),
+			grid = append(grid, GridRow{Cells: []GridCell{name(r), num(t.CeilingPercent, 1, false), num(t.PercentOfCeiling, 1, false),
 				num(t.PercentOfLineRate, 1, false), num(t.SenderNsPerPacket, 0, false), num(t.ReceiverNsPerPacket, 0, false),
 				{Text: sat}}})
 		}
