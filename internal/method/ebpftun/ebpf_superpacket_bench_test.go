@@ -149,4 +149,3 @@ func iperf3Args(b *testing.B, l *testbed.Local, path *method.Path, seconds int, 
 	}
 	return r.End.SumSent.BitsPerSecond / 1e9
 }
-
