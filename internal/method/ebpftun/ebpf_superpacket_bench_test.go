@@ -41,8 +41,11 @@ const (
 // once too) and with writes of two whole superpackets of the path (-l:
 // no tail), and reports for each the veth's average bytes per transmitted
 // packet (tx_bytes / tx_packets of the sender's underlay device, one per
-// superpacket; the tunnel's include its 50 bytes of headers) and Gbit/s,
-// medians of the rounds (every other round in reverse order).
+// superpacket; the tunnel's include its 50 bytes of headers), Gbit/s and
+// the CPU time of the two iperf3 processes per MB sent (with one stream
+// the veth's receive softirq runs in their context and is charged to
+// them, so this is the path's cost and, unlike Gbit/s, holds on a busy
+// machine), medians of the rounds (every other round in reverse order).
 //
 //	go test -run '^$' -bench BenchmarkSuperpackets -benchtime 1x ./internal/method/ebpftun/
 func BenchmarkSuperpackets(b *testing.B) {
@@ -71,7 +74,7 @@ func BenchmarkSuperpackets(b *testing.B) {
 				variant{p.name + "-nodelay", p.path, []string{"-N"}},
 				variant{p.name + "-whole", p.path, []string{"-l", strconv.Itoa(2 * p.sp)}})
 		}
-		size, gbps := map[string][]float64{}, map[string][]float64{}
+		size, gbps, cost := map[string][]float64{}, map[string][]float64{}, map[string][]float64{}
 		for round := range rounds {
 			order := slices.Clone(variants)
 			if round%2 == 1 {
@@ -79,17 +82,19 @@ func BenchmarkSuperpackets(b *testing.B) {
 			}
 			for _, v := range order {
 				before := txStats(b, l.A)
-				g := iperf3Args(b, l, v.path, seconds, v.args...)
+				g, c := iperf3Args(b, l, v.path, seconds, v.args...)
 				after := txStats(b, l.A)
 				s := float64(after.TxBytes-before.TxBytes) / float64(after.TxPackets-before.TxPackets)
 				size[v.name] = append(size[v.name], s)
 				gbps[v.name] = append(gbps[v.name], g)
-				b.Logf("round %d %s: %.2f Gbit/s, %.0f bytes per veth packet", round+1, v.name, g, s)
+				cost[v.name] = append(cost[v.name], c)
+				b.Logf("round %d %s: %.2f Gbit/s, %.0f bytes per veth packet, %.0f CPU µs per MB", round+1, v.name, g, s, c)
 			}
 		}
 		for _, v := range variants {
 			b.ReportMetric(stats.Median(size[v.name]), v.name+"-B/pkt")
 			b.ReportMetric(stats.Median(gbps[v.name]), v.name+"-Gbps")
+			b.ReportMetric(stats.Median(cost[v.name]), v.name+"-cpu-µs/MB")
 		}
 	}
 }
@@ -121,8 +126,9 @@ func txStats(b *testing.B, ep *testbed.Endpoint) *netlink.LinkStatistics {
 }
 
 // iperf3Args sends one TCP stream from path.A to path.B for seconds with
-// extra iperf3 client arguments and returns the sender's Gbit/s.
-func iperf3Args(b *testing.B, l *testbed.Local, path *method.Path, seconds int, args ...string) float64 {
+// extra iperf3 client arguments and returns the sender's Gbit/s and the
+// CPU time of client and server per MB sent, in µs.
+func iperf3Args(b *testing.B, l *testbed.Local, path *method.Path, seconds int, args ...string) (gbps, cpuPerMB float64) {
 	b.Helper()
 	ctx := context.Background()
 	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")
@@ -145,12 +151,20 @@ func iperf3Args(b *testing.B, l *testbed.Local, path *method.Path, seconds int, 
 	var r struct {
 		End struct {
 			SumSent struct {
+				Bytes         float64 `json:"bytes"`
+				Seconds       float64 `json:"seconds"`
 				BitsPerSecond float64 `json:"bits_per_second"`
 			} `json:"sum_sent"`
+			CPU struct {
+				Host   float64 `json:"host_total"`
+				Remote float64 `json:"remote_total"`
+			} `json:"cpu_utilization_percent"`
 		} `json:"end"`
 	}
 	if err := json.Unmarshal(out, &r); err != nil || r.End.SumSent.BitsPerSecond == 0 {
 		b.Fatalf("%s: no result (%v):\n%s", strings.Join(argv, " "), err, out)
 	}
-	return r.End.SumSent.BitsPerSecond / 1e9
+	sent := r.End.SumSent
+	cpu := (r.End.CPU.Host + r.End.CPU.Remote) / 100 * sent.Seconds
+	return sent.BitsPerSecond / 1e9, cpu * 1e6 / (sent.Bytes / 1e6)
 }
