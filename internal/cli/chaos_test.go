@@ -18,7 +18,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -259,20 +259,20 @@ func runIDOf(t *testing.T, db string) string {
 	if code != 0 {
 		return ""
 	}
-	var doc report.Document
+	var doc export.Document
 	if json.Unmarshal([]byte(out), &doc) != nil {
 		return ""
 	}
 	return doc.Run.ID
 }
 
-func exportCells(t *testing.T, db, id string) report.Document {
+func exportCells(t *testing.T, db, id string) export.Document {
 	t.Helper()
 	code, out, errOut := run(t, "results", "export", "--db", db, "--format", "json", id)
 	if code != 0 {
 		t.Fatalf("export %s: %s", id, errOut)
 	}
-	var doc report.Document
+	var doc export.Document
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("export %s: %v", id, err)
 	}

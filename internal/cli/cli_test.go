@@ -20,7 +20,7 @@ import (
 	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -195,8 +195,8 @@ func TestRunExportsJSON(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
-	code, stdout, stderr := run(t, "run", "--db", db, "--export", export, "--quiet",
+	db, exportPath := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
+	code, stdout, stderr := run(t, "run", "--db", db, "--export", exportPath, "--quiet",
 		"--methods", "native,vxlan", "--duration", "1s", "--omit", "0s", "--latency", "1s", "--reps", "2")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
@@ -204,11 +204,11 @@ func TestRunExportsJSON(t *testing.T) {
 	if !strings.Contains(stdout, "vxlan") || !strings.Contains(stdout, "% native") {
 		t.Errorf("table lacks vxlan or %% native:\n%s", stdout)
 	}
-	data, err := os.ReadFile(export)
+	data, err := os.ReadFile(exportPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc report.Document
+	var doc export.Document
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}
@@ -492,7 +492,7 @@ func TestNoSecretsInResults(t *testing.T) {
 	home, _ := os.UserHomeDir()
 	before := snapshot(t, home)
 	dir := t.TempDir()
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
+	db, exportPath := filepath.Join(dir, "r.db"), filepath.Join(dir, "run.json")
 
 	// Collect secrets from the directory of this process's run (its lock
 	// file is open here), not from other runs on the machine.
@@ -513,7 +513,7 @@ func TestNoSecretsInResults(t *testing.T) {
 			}
 		}
 	}()
-	code, stdout, stderr := run(t, "run", "--db", db, "--export", export, "--methods", strings.Join(methods, ","),
+	code, stdout, stderr := run(t, "run", "--db", db, "--export", exportPath, "--methods", strings.Join(methods, ","),
 		"--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
 	close(done)
 	<-collected
@@ -550,7 +550,7 @@ func TestNoSecretsInResults(t *testing.T) {
 		}
 		places["report file "+filepath.Base(f)] = string(data)
 	}
-	for name, path := range map[string]string{"export": export, "database": db, "database wal": db + "-wal"} {
+	for name, path := range map[string]string{"export": exportPath, "database": db, "database wal": db + "-wal"} {
 		data, err := os.ReadFile(path)
 		if err != nil && !os.IsNotExist(err) {
 			t.Fatal(err)
@@ -567,8 +567,8 @@ func TestNoSecretsInResults(t *testing.T) {
 			t.Errorf("key-shaped text in the %s: %q", name, keyShaped.FindString(text))
 		}
 	}
-	var doc report.Document
-	data, _ := os.ReadFile(export)
+	var doc export.Document
+	data, _ := os.ReadFile(exportPath)
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}

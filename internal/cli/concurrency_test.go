@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 )
 
@@ -74,7 +74,7 @@ func TestConcurrentRunsShareOneDatabase(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("export %s: exit %d: %s", id, code, stderr)
 		}
-		var doc report.Document
+		var doc export.Document
 		if err := json.Unmarshal([]byte(out), &doc); err != nil {
 			t.Fatal(err)
 		}

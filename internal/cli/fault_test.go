@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"golang.org/x/sys/unix"
@@ -83,7 +83,7 @@ func (r *faultRun) cellsOf() map[string]result.Cell {
 	if err != nil {
 		r.t.Fatalf("no export: %v\n%s", err, r.stderr.String())
 	}
-	var doc report.Document
+	var doc export.Document
 	if err := json.Unmarshal(data, &doc); err != nil {
 		r.t.Fatal(err)
 	}

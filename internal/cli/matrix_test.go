@@ -18,7 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -83,7 +83,7 @@ func TestDryRunCreatesNothing(t *testing.T) {
 // runExport runs tunbench in this process with args into a fresh
 // database and export, skipping without root or iperf3, fails t on a
 // non-zero exit, and returns the export and the table.
-func runExport(t *testing.T, args ...string) (report.Document, string) {
+func runExport(t *testing.T, args ...string) (export.Document, string) {
 	t.Helper()
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
@@ -96,13 +96,13 @@ func runExport(t *testing.T, args ...string) (report.Document, string) {
 	return exportOf(t, export), stdout
 }
 
-func exportOf(t *testing.T, path string) report.Document {
+func exportOf(t *testing.T, path string) export.Document {
 	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var doc report.Document
+	var doc export.Document
 	if err := json.Unmarshal(data, &doc); err != nil {
 		t.Fatal(err)
 	}

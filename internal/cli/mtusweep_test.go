@@ -10,7 +10,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/render"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -68,7 +68,7 @@ func TestMTUSweepReport(t *testing.T) {
 	if code, _, stderr := run(t, "report", "--db", db, "-o", html, r.ID); code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
 	}
-	files, err := os.ReadDir(report.ReportFilesDir(html))
+	files, err := os.ReadDir(render.ReportFilesDir(html))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +98,8 @@ func TestMTUSweepReport(t *testing.T) {
 			t.Errorf("no methods-side-by-side figure at %s", mss)
 		}
 	}
-	var sweep *report.Chart
-	for _, c := range report.Charts(r, cells) {
+	var sweep *render.Chart
+	for _, c := range render.Charts(r, cells) {
 		if strings.Contains(c.ID, "-mss-lines-") {
 			if sweep != nil {
 				t.Errorf("two throughput-against-MSS figures: %s and %s", sweep.ID, c.ID)

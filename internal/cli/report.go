@@ -9,7 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/compare"
+	"github.com/tunbench/tunbench/internal/report/render"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/store"
 )
@@ -38,7 +39,7 @@ the environment are highlighted. RUN is a run id, a unique prefix of one, or
 				return err
 			}
 			defer st.Close()
-			var runs []report.RunRecords
+			var runs []render.RunRecords
 			seen := map[string]bool{}
 			for _, id := range args {
 				run, cells, err := st.Run(cmd.Context(), id)
@@ -49,10 +50,10 @@ the environment are highlighted. RUN is a run id, a unique prefix of one, or
 					continue // the same run twice would only repeat itself
 				}
 				seen[run.ID] = true
-				runs = append(runs, report.RunRecords{Run: run, Cells: cells})
+				runs = append(runs, render.RunRecords{Run: run, Cells: cells})
 			}
-			filesDir := report.ReportFilesDir(output)
-			b, err := report.Build(runs, filepath.Base(filesDir))
+			filesDir := render.ReportFilesDir(output)
+			b, err := render.Build(runs, filepath.Base(filesDir))
 			if err != nil {
 				return err
 			}
@@ -158,22 +159,22 @@ Exit status, so that a CI pipeline can gate on it:
 			if err != nil {
 				return err
 			}
-			c := report.Compare(runA, cellsA, runB, cellsB, report.CompareOptions{Confidence: confidence, ThresholdPercent: th, AllowMissing: allowMissing})
+			c := compare.Compare(runA, cellsA, runB, cellsB, compare.CompareOptions{Confidence: confidence, ThresholdPercent: th, AllowMissing: allowMissing})
 			if asJSON {
-				err = report.ComparisonJSON(cmd.OutOrStdout(), c)
+				err = compare.ComparisonJSON(cmd.OutOrStdout(), c)
 			} else {
-				err = report.WriteComparison(cmd.OutOrStdout(), c)
+				err = compare.WriteComparison(cmd.OutOrStdout(), c)
 			}
 			if err != nil {
 				return err
 			}
 			switch c.Outcome {
-			case report.OutcomeNoCommon:
+			case compare.OutcomeNoCommon:
 				return &exitError{code: ExitNoCommon, err: fmt.Errorf("compare: runs %s and %s have no cell in common, so nothing was compared; compare runs of the same matrix", runA.ID, runB.ID)}
-			case report.OutcomeLost:
+			case compare.OutcomeLost:
 				return &exitError{code: ExitLost, err: fmt.Errorf("compare: %d cell(s) ok in run %s are missing or failed in run %s; --allow-missing accepts them if the matrix changed on purpose",
 					len(c.Lost), runA.ID, runB.ID)}
-			case report.OutcomeRegression:
+			case compare.OutcomeRegression:
 				return &exitError{code: ExitRegression, err: fmt.Errorf("compare: %d figure(s) of run %s regress by more than %s against run %s",
 					c.Regressions, runB.ID, threshold, runA.ID)}
 			}
@@ -182,7 +183,7 @@ Exit status, so that a CI pipeline can gate on it:
 	}
 	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
 	cmd.Flags().StringVar(&threshold, "threshold", "5%", "a significantly worse figure regresses when it changes by more than this")
-	cmd.Flags().Float64Var(&confidence, "confidence", report.DefaultConfidence, "two-sided confidence level of the t-test")
+	cmd.Flags().Float64Var(&confidence, "confidence", compare.DefaultConfidence, "two-sided confidence level of the t-test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	cmd.Flags().BoolVar(&allowMissing, "allow-missing", false, "accept cells ok in run A that are missing or failed in run B (list them, exit 0 unless a figure regressed)")
 	return cmd

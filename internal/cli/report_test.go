@@ -10,18 +10,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/compare"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/store"
 )
 
-// fixtureDB copies the report package's fixture database (two real runs,
-// see internal/report/fixturedb_test.go) and returns its path and run ids,
+// fixtureDB copies the report packages' fixture database (two real runs,
+// see internal/report/internal/fixture/db.go) and returns its path and run ids,
 // oldest first.
 func fixtureDB(t *testing.T) (string, []string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "fixture.db")
-	src, err := os.Open("../report/testdata/fixture.db")
+	src, err := os.Open("../report/internal/fixture/testdata/fixture.db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,19 +215,19 @@ func TestCompareCommand(t *testing.T) {
 		if code != ExitLost {
 			t.Fatalf("exit %d, want %d: %s", code, ExitLost, stderr)
 		}
-		var c report.Comparison
+		var c compare.Comparison
 		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
 			t.Fatalf("--json output does not parse: %v\n%s", err, stdout)
 		}
-		if c.Schema != report.CompareSchema || c.Confidence != 0.95 || len(c.Rows) == 0 {
+		if c.Schema != compare.CompareSchema || c.Confidence != 0.95 || len(c.Rows) == 0 {
 			t.Errorf("comparison: schema %q, confidence %g, %d rows", c.Schema, c.Confidence, len(c.Rows))
 		}
 		// The streams run has 4-stream cells the matrix run lacks.
 		if len(c.OnlyA) == 0 || len(c.OnlyB) == 0 {
 			t.Errorf("cells in only one run not listed: only A %q, only B %q", c.OnlyA, c.OnlyB)
 		}
-		if c.Outcome != report.OutcomeLost || len(c.Lost) == 0 {
-			t.Errorf("outcome %q with %d lost cells, want %q", c.Outcome, len(c.Lost), report.OutcomeLost)
+		if c.Outcome != compare.OutcomeLost || len(c.Lost) == 0 {
+			t.Errorf("outcome %q with %d lost cells, want %q", c.Outcome, len(c.Lost), compare.OutcomeLost)
 		}
 		for _, l := range c.Lost {
 			if l.Status != "missing" {

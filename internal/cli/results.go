@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
+	"github.com/tunbench/tunbench/internal/report/summary"
 	"github.com/tunbench/tunbench/internal/store"
 )
 
@@ -55,7 +56,7 @@ one, or "latest" (the default).`,
 			if err != nil {
 				return err
 			}
-			return report.Table(cmd.OutOrStdout(), run, cells, report.TableOptions{})
+			return summary.Table(cmd.OutOrStdout(), run, cells, summary.TableOptions{})
 		},
 	}
 	var format, output string
@@ -91,11 +92,11 @@ column per figure.`,
 			}
 			switch format {
 			case "csv":
-				return report.CSV(w, run, cells)
+				return export.CSV(w, run, cells)
 			case "csv-wide":
-				return report.WideCSV(w, run, cells)
+				return export.WideCSV(w, run, cells)
 			}
-			return report.JSON(w, run, cells)
+			return export.JSON(w, run, cells)
 		},
 	}
 	export.Flags().StringVar(&format, "format", "json", "json, csv (tidy) or csv-wide")

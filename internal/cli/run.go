@@ -13,7 +13,8 @@ import (
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
+	"github.com/tunbench/tunbench/internal/report/summary"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -337,10 +338,10 @@ func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runn
 	if f.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(report.NewDocument(res.Run, res.Cells)); err != nil {
+		if err := enc.Encode(export.NewDocument(res.Run, res.Cells)); err != nil {
 			return err
 		}
-	} else if err := report.Table(stdout, res.Run, res.Cells, report.TableOptions{}); err != nil {
+	} else if err := summary.Table(stdout, res.Run, res.Cells, summary.TableOptions{}); err != nil {
 		return err
 	}
 	if f.quiet {

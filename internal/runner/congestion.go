@@ -175,12 +175,13 @@ type pinReply struct {
 // opPinCongestion, on the endpoint's host, makes the connections to Dst
 // start with CC: it looks up the route the kernel uses for Dst (in
 // whichever table the host's rules lead to) and adds, in the same table,
-// a host route to Dst with the same device, gateway and source and the
-// congctl metric, marked with testbed.RouteProtocol and recorded in the
-// site's journal first. A route to Dst that carries CC already needs
-// nothing. A host route to Dst through one of the method's devices (a
-// daemon's, such as charon's in table 220 to kernel-libipsec's TUN
-// device) is the method's: it gets CC in place and goes with the method.
+// a host route to Dst with the same device, gateway, source and metrics
+// (the path MTU among them) and the congctl metric, marked with
+// testbed.RouteProtocol and recorded in the site's journal first. A
+// route to Dst that carries CC already needs nothing. A host route to Dst
+// through one of the method's devices (a daemon's, such as charon's in
+// table 220 to kernel-libipsec's TUN device) is the method's: it gets CC
+// in place (its metrics kept) and goes with the method.
 // Any other route with another algorithm, an encapsulation or several
 // next hops, or that is a host route itself, is left as it is and
 // described.
@@ -202,8 +203,8 @@ var opPinCongestion = testbed.NewOp("congestion.pin", func(_ context.Context, ep
 	exact := r.Dst != nil && r.Dst.String() == testbed.PrefixNet(host).String()
 	if exact && r.Congctl == "" && r.Encap == nil && len(r.MultiPath) == 0 {
 		if link, err := h.LinkByIndex(r.LinkIndex); err == nil && slices.Contains(a.Devices, link.Attrs().Name) {
-			same := &netlink.Route{LinkIndex: r.LinkIndex, Dst: r.Dst, Gw: r.Gw, Src: r.Src, Table: r.Table, Scope: r.Scope,
-				Type: unix.RTN_UNICAST, Protocol: r.Protocol, Priority: r.Priority, Congctl: a.CC}
+			same := withMetrics(&netlink.Route{LinkIndex: r.LinkIndex, Dst: r.Dst, Gw: r.Gw, Src: r.Src, Table: r.Table, Scope: r.Scope,
+				Type: unix.RTN_UNICAST, Protocol: r.Protocol, Priority: r.Priority, Congctl: a.CC}, &r)
 			if err := h.RouteReplace(same); err != nil {
 				return pinReply{}, fmt.Errorf("set congctl %s on route %s: %w", a.CC, r, err)
 			}
@@ -216,8 +217,8 @@ var opPinCongestion = testbed.NewOp("congestion.pin", func(_ context.Context, ep
 	case r.Congctl != "" || r.Encap != nil || len(r.MultiPath) > 0 || exact:
 		return pinReply{Left: r.String()}, nil
 	}
-	pin := &netlink.Route{LinkIndex: r.LinkIndex, Dst: testbed.PrefixNet(host), Gw: r.Gw, Src: r.Src, Table: r.Table,
-		Scope: r.Scope, Type: unix.RTN_UNICAST, Protocol: testbed.RouteProtocol, Congctl: a.CC}
+	pin := withMetrics(&netlink.Route{LinkIndex: r.LinkIndex, Dst: testbed.PrefixNet(host), Gw: r.Gw, Src: r.Src, Table: r.Table,
+		Scope: r.Scope, Type: unix.RTN_UNICAST, Protocol: testbed.RouteProtocol, Congctl: a.CC}, &r)
 	if ep.Dir != "" {
 		if err := testbed.WriteUndo(ep.Dir, a.Journal, testbed.Undo{Kind: testbed.UndoRoute, Addrs: []string{host.String()}, Table: r.Table}); err != nil {
 			return pinReply{}, err
@@ -231,6 +232,20 @@ var opPinCongestion = testbed.NewOp("congestion.pin", func(_ context.Context, ep
 	}
 	return pinReply{Dst: host, Table: r.Table}, nil
 })
+
+// withMetrics gives route the metrics of from besides the congestion
+// control: the path MTU above all. A method's overlay route through the
+// underlay (the ebpf-* methods') carries the overlay MTU as its mtu
+// metric; a pin without it let TCP size its segments for the underlay
+// device, 50 bytes too large once encapsulated (docs/performance.md).
+func withMetrics(route, from *netlink.Route) *netlink.Route {
+	route.MTU, route.MTULock = from.MTU, from.MTULock
+	route.AdvMSS, route.Hoplimit, route.Window = from.AdvMSS, from.Hoplimit, from.Window
+	route.Rtt, route.RttVar, route.Ssthresh, route.Cwnd = from.Rtt, from.RttVar, from.Ssthresh, from.Cwnd
+	route.Reordering, route.InitCwnd, route.InitRwnd, route.QuickACK = from.Reordering, from.InitCwnd, from.InitRwnd, from.QuickACK
+	route.Features, route.RtoMin, route.RtoMinLock, route.FastOpenNoCookie = from.Features, from.RtoMin, from.RtoMinLock, from.FastOpenNoCookie
+	return route
+}
 
 // unpinArgs are opUnpinCongestion's.
 type unpinArgs struct {

@@ -142,3 +142,37 @@ func TestPinCongestionMethodRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPinCongestionKeepsMTU: on a remote host, the host route that pins
+// the algorithm keeps the metrics of the route it copies, the path MTU
+// above all. The ebpf-* methods route the overlay prefix through the
+// underlay with the overlay MTU as the route's mtu metric; a pin without
+// it gave their connections an MSS for the underlay's MTU (1448 instead
+// of 1398 at 1500), segments 50 bytes too large once encapsulated, which
+// the veth drops (docs/performance.md, the ssh gap of ebpf-geneve).
+func TestPinCongestionKeepsMTU(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	l, pair, _ := testbedtest.AgentPair(t, 1500)
+	ns := l.A.Namespace
+	if out, err := exec.Command("ip", "-n", ns, "route", "add", "198.19.7.0/24", "via", testbed.UnderlayB4.Addr().String(),
+		"dev", l.A.Dev, "mtu", "1450", "advmss", "1398").CombinedOutput(); err != nil {
+		t.Fatalf("ip route add: %v: %s", err, out)
+	}
+	if _, err := setCongestion(pair, "cubic"); err != nil {
+		t.Fatal(err)
+	}
+	peer := netip.MustParseAddr("198.19.7.2")
+	pins, left, err := pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: peer})
+	if err != nil || len(left) != 0 || len(pins) != 2 {
+		t.Fatalf("pin: %v (left %q, %d pins)", err, left, len(pins))
+	}
+	got := routeTo(t, ns, peer)
+	for _, want := range []string{"congctl cubic", "mtu 1450", "advmss 1398"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("pinned route to %s: %q, want %s", peer, got, want)
+		}
+	}
+	if err := unpinCongestion(pins); err != nil {
+		t.Fatal(err)
+	}
+}

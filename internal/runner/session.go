@@ -11,7 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
@@ -219,7 +219,7 @@ func writeExport(path string, run result.Run, cells []result.Cell) error {
 	if err != nil {
 		return fmt.Errorf("write export: %w", err)
 	}
-	if err := report.JSON(fh, run, cells); err != nil {
+	if err := export.JSON(fh, run, cells); err != nil {
 		fh.Close()
 		return fmt.Errorf("write export %s: %w", path, err)
 	}

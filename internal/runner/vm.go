@@ -14,7 +14,7 @@ import (
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
-	"github.com/tunbench/tunbench/internal/report"
+	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
 
@@ -108,7 +108,7 @@ func (s *Session) RunVM(ctx context.Context, sc scenario.Scenario, reg *method.R
 	if importErr != nil {
 		return nil, importErr
 	}
-	var doc report.Document
+	var doc export.Document
 	data, err := os.ReadFile(filepath.Join(share, "guest.json"))
 	if err == nil {
 		err = json.Unmarshal(data, &doc)
