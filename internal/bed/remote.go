@@ -6,16 +6,16 @@ import (
 	"io"
 	"slices"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // ssh runs on the hosts of the scenario's ssh section, each driven over
-// SSH by an agent of this binary (sshbed).
+// SSH by an agent of this binary (agentbed).
 var ssh = Entry{
 	Name:        "ssh",
 	Description: "the hosts of the scenario's ssh section, -f",
@@ -23,18 +23,18 @@ var ssh = Entry{
 	Scenario:    scenario.SSHBed,
 	Preflight:   remotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) (testbed.Testbed, error) {
-		tb, err := sshbed.Open(ctx, SSHConfig(s, reg, env, id, log))
+		tb, err := agentbed.Open(ctx, SSHConfig(s, reg, env, id, log))
 		if err != nil {
 			return nil, fmt.Errorf("ssh testbed:\n%w", indent(err))
 		}
 		return tb, nil
 	},
 	Clean: func(ctx context.Context, c CleanJob, env Env) ([]string, error) {
-		lines, err := sshbed.Clean(ctx, SSHConfig(c.Scenario, c.Methods, env, c.Run, nil), c.Run)
+		lines, err := agentbed.Clean(ctx, SSHConfig(c.Scenario, c.Methods, env, c.Run, nil), c.Run)
 		return lines, wrapRemoteClean(err)
 	},
 	OnEachSite: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, argv []string) ([]string, error) {
-		return sshbed.OnEachSite(ctx, SSHConfig(s, reg, env, "", nil), func(string) []string { return argv })
+		return agentbed.OnEachSite(ctx, SSHConfig(s, reg, env, "", nil), func(string) []string { return argv })
 	},
 }
 
@@ -99,25 +99,25 @@ func tools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
 // methodNeeds are the scenario's methods and their requirements, which
 // the remote testbeds check on every host (their kernel options against
 // the host's own kernel) before anything is created there.
-func methodNeeds(s scenario.Scenario, reg *method.Registry) []sshbed.MethodNeeds {
-	var out []sshbed.MethodNeeds
+func methodNeeds(s scenario.Scenario, reg *method.Registry) []agentbed.MethodNeeds {
+	var out []agentbed.MethodNeeds
 	for _, name := range s.Methods {
 		if m, err := reg.Get(name); err == nil {
-			out = append(out, sshbed.MethodNeeds{Name: name, Requirements: m.Requirements()})
+			out = append(out, agentbed.MethodNeeds{Name: name, Requirements: m.Requirements()})
 		}
 	}
 	return out
 }
 
 // SSHConfig is the ssh testbed configuration of scenario s for run id.
-func SSHConfig(s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) sshbed.Config {
+func SSHConfig(s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) agentbed.Config {
 	// Each host's underlay carries an address of every family the
 	// methods need there (srv6: IPv6, whatever it carries).
 	fams, _ := s.UnderlayFamilies(Catalog(reg))
 	if len(fams) == 0 {
 		fams = s.Families
 	}
-	return sshbed.Config{
+	return agentbed.Config{
 		SSH: s.SSH, Families: fams, MTUs: s.MTUs, Offloads: s.Offloads,
 		ID: id, BuildID: env.BuildID(), Version: env.Version,
 		Tools:              tools(s, reg),
@@ -154,6 +154,6 @@ func placesInPods(s scenario.Scenario, reg *method.Registry) bool {
 }
 
 var (
-	_ testbed.Testbed = (*sshbed.Testbed)(nil)
+	_ testbed.Testbed = (*agentbed.Testbed)(nil)
 	_ testbed.Testbed = (*kubebed.Testbed)(nil)
 )

@@ -13,13 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -87,7 +87,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	}
 	ctx := context.Background()
 	sshID, kubeID := testbed.NewID(), testbed.NewID()
-	stb, err := sshbed.Open(ctx, sshbed.Config{SSH: ssh.SSH, Families: ssh.Families, MTUs: ssh.MTUs, ID: sshID, BuildID: bid,
+	stb, err := agentbed.Open(ctx, agentbed.Config{SSH: ssh.SSH, Families: ssh.Families, MTUs: ssh.MTUs, ID: sshID, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
 		}})

@@ -7,9 +7,9 @@ import (
 	"path"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
@@ -108,7 +108,7 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 		}
 	}
 	if len(ssh.Sites) > 0 {
-		lines, err := sshbed.OnEachSite(ctx, sshbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
+		lines, err := agentbed.OnEachSite(ctx, agentbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 			Connect: func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
 				s := t.sites[st.Name]
 				if s.workload == nil {

@@ -6,7 +6,7 @@
 // subresource, on the node's own file system (chroot) or, with
 // kubernetes.tools: image, in the agent container with the image's tools,
 // with the same stdin/stdout protocol as over SSH. From there on the ssh testbed's code
-// runs unchanged (sshbed over an exec transport): host checks, the agent,
+// runs unchanged (agentbed over an exec transport): host checks, the agent,
 // pairs, lost hosts cleaned and reconnected, the end of the run.
 //
 // The method pod-network asks for endpoints in ordinary pods
@@ -34,9 +34,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
@@ -64,9 +64,9 @@ type Config struct {
 	// empty).
 	Binary string
 	// Tools, Methods and CongestionControls are checked on every node as
-	// on ssh hosts (sshbed.Config).
+	// on ssh hosts (agentbed.Config).
 	Tools              []sshhost.Tool
-	Methods            []sshbed.MethodNeeds
+	Methods            []agentbed.MethodNeeds
 	CongestionControls []string
 	// PodNetwork is set when the run measures the pod network: an
 	// ordinary pod per node is kept as well.
@@ -87,7 +87,7 @@ func PodSite(node string) string { return node + podSuffix }
 type Testbed struct {
 	cfg   Config
 	cl    *kubehost.Cluster
-	inner *sshbed.Testbed
+	inner *agentbed.Testbed
 
 	mu    sync.Mutex
 	sites map[string]*site
@@ -105,7 +105,7 @@ type site struct {
 }
 
 // Open checks access and the nodes, creates the run's pods, and starts an
-// agent on every node (sshbed.Open over exec streams). Problems are
+// agent on every node (agentbed.Open over exec streams). Problems are
 // reported per node, all at once; the access check and the nodes' state
 // before anything is created in the cluster.
 func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
@@ -196,7 +196,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	inner, err := sshbed.Open(ctx, sshbed.Config{
+	inner, err := agentbed.Open(ctx, agentbed.Config{
 		SSH: ssh, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
@@ -384,7 +384,7 @@ func (t *Testbed) podHost(ctx context.Context, st *site) (*sshhost.Host, error) 
 // by its cgroup (cgroupfs "pod<uid>", systemd "pod<uid with _>").
 const pidScript = `u=$1; s=$(echo "$u" | tr - _); for f in /proc/[0-9]*/cgroup; do if grep -q -e "pod$u" -e "pod$s" "$f" 2>/dev/null; then p=${f#/proc/}; echo "${p%/cgroup}"; exit 0; fi; done; exit 0`
 
-// connect is sshbed's Config.Connect: a Host on the site, its pods made
+// connect is agentbed's Config.Connect: a Host on the site, its pods made
 // anew when they are gone (deleted, evicted), and the site as it is now.
 func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
 	t.mu.Lock()

@@ -1,4 +1,4 @@
-package sshbed_test
+package agentbed_test
 
 import (
 	"context"
@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/store"
@@ -38,7 +38,7 @@ func tunbench(t testing.TB) (string, string) {
 	t.Helper()
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "tunbench-sshbed-test-")
+		dir, err := os.MkdirTemp("", "tunbench-agentbed-test-")
 		if err != nil {
 			buildErr = err
 			return
@@ -82,13 +82,13 @@ func sshScenario(sites *sshtest.Sites, bin string, methods ...string) scenario.S
 
 // config is the testbed configuration a run of s uses, dialing each site
 // from inside its namespace.
-func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) sshbed.Config {
+func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) agentbed.Config {
 	bin, bid := tunbench(t)
 	ns := map[string]string{}
 	for _, st := range sites.Site {
 		ns[st.Config.Name] = st.Namespace
 	}
-	return sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
+	return agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
 		Tools: []sshhost.Tool{{Program: "iperf3"}},
 		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
@@ -112,7 +112,7 @@ func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func
 	}
 	id := testbed.NewID()
 	ctx := context.Background()
-	tb, err := sshbed.Open(ctx, config(t, sites, s, id))
+	tb, err := agentbed.Open(ctx, config(t, sites, s, id))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestSSHUnknownHostKeyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SSH.KnownHosts = empty
-	_, err := sshbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
+	_, err := agentbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
 	if !errors.Is(err, sshhost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
 	}
@@ -303,7 +303,7 @@ func TestSSHMissingToolsReportedPerHost(t *testing.T) {
 	id := testbed.NewID()
 	cfg := config(t, sites, s, id)
 	cfg.Tools = append(cfg.Tools, sshhost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
-	_, err := sshbed.Open(context.Background(), cfg)
+	_, err := agentbed.Open(context.Background(), cfg)
 	for _, st := range sites.Site {
 		want := "host " + st.Config.Name + " lacks tunbench-no-such-tool: apt-get install -y --no-install-recommends no-such-package"
 		if err == nil || !strings.Contains(err.Error(), want) {

@@ -1,4 +1,4 @@
-package sshbed
+package agentbed
 
 import (
 	"context"

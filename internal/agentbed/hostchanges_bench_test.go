@@ -1,4 +1,4 @@
-package sshbed_test
+package agentbed_test
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 
 	"github.com/vishvananda/netns"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/store"
@@ -36,7 +36,7 @@ import (
 //     the medians (target at most 2 s). Each variant goes first in half
 //     the rounds.
 //
-//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/sshbed/
+//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/agentbed/
 func BenchmarkHostChanges(b *testing.B) {
 	sites := sshtest.New(b, 2, sshtest.Management())
 	bin, bid := tunbench(b)
@@ -67,8 +67,8 @@ func BenchmarkHostChanges(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	open := func(s scenario.Scenario, id string) *sshbed.Testbed {
-		tb, err := sshbed.Open(ctx, sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
+	open := func(s scenario.Scenario, id string) *agentbed.Testbed {
+		tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
 			ID: id, BuildID: bid, Version: "devel", Binary: bin, Dial: dialer(ns)})
 		if err != nil {
 			b.Fatal(err)

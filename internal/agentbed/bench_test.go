@@ -1,4 +1,4 @@
-package sshbed_test
+package agentbed_test
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshbed"
 	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/store"
@@ -32,7 +32,7 @@ var benchFamilies = []string{"native", "vxlan", "srv6", "wireguard-go", "ipsec",
 // most 1 s) and M-ssh/local (geometric mean of the rounds' ratios, each
 // testbed first in half the rounds; target within the run's noise of 1).
 //
-//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/sshbed/
+//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/agentbed/
 func BenchmarkSSHvsLocal(b *testing.B) {
 	for _, m := range benchFamilies {
 		b.Run(m, func(b *testing.B) { benchSSHvsLocal(b, m) })
@@ -62,7 +62,7 @@ func benchSSHvsLocal(b *testing.B, method string) {
 	local.Testbed, local.SSH = "local", nil
 	ctx := context.Background()
 	id := testbed.NewID()
-	tb, err := sshbed.Open(ctx, sshbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
+	tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: dialer(ns)})
 	if err != nil {
 		b.Fatal(err)

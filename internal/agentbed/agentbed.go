@@ -1,10 +1,12 @@
-// Package sshbed is the ssh testbed: real hosts reached over SSH. On each
-// host tunbench runs itself as an agent ("tunbench agent", this binary,
-// copied there), so the same plan, methods, load drivers and samplers run
-// on the hosts unchanged: an endpoint on a host is a testbed.Endpoint
-// whose commands, files, netlink calls and ops go to that host's agent.
+// Package agentbed is the agent testbed: real hosts, each reached over a
+// transport (SSH for the ssh testbed, by default; a pod's exec stream for
+// kubernetes, through Config.Connect). On each host tunbench runs itself
+// as an agent ("tunbench agent", this binary, copied there), so the same
+// plan, methods, load drivers and samplers run on the hosts unchanged: an
+// endpoint on a host is a testbed.Endpoint whose commands, files, netlink
+// calls and ops go to that host's agent.
 //
-// One SSH connection and one agent serve a host for the whole run. Every
+// One connection and one agent serve a host for the whole run. Every
 // object created on a host carries the run's prefix; when the controller
 // goes, each agent kills what it started and removes the run's devices and
 // directory there. A host whose connection is lost is cleaned (tunbench
@@ -14,7 +16,7 @@
 // scenario names, and never a host's default route; with ssh.host_changes
 // it sets that device's MTU and offload features per cell and puts them
 // back from a journal on the host (hostchanges.go).
-package sshbed
+package agentbed
 
 import (
 	"context"
@@ -112,7 +114,7 @@ type host struct {
 // reads) before anything is created on any host.
 func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
-		return nil, errors.New("sshbed: the ssh testbed needs at least two sites")
+		return nil, errors.New("agentbed: the ssh testbed needs at least two sites")
 	}
 	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
 	n := len(cfg.SSH.Sites)
@@ -335,7 +337,7 @@ func (t *Testbed) Name() string { return "ssh" }
 // whose connection was lost is cleaned and reconnected first.
 func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, error) {
 	if spec.A == "" || spec.B == "" {
-		return nil, errors.New("sshbed: a cell on the ssh testbed names its two sites")
+		return nil, errors.New("agentbed: a cell on the ssh testbed names its two sites")
 	}
 	if err := testbed.CheckNetwork("ssh", spec); err != nil {
 		return nil, err
@@ -367,7 +369,7 @@ func (t *Testbed) site(ctx context.Context, name string) (*host, error) {
 	h := t.hosts[name]
 	t.mu.Unlock()
 	if h == nil {
-		return nil, fmt.Errorf("sshbed: unknown site %q", name)
+		return nil, fmt.Errorf("agentbed: unknown site %q", name)
 	}
 	select {
 	case <-h.agent.Done():
@@ -545,7 +547,7 @@ func (c Config) localBinary() (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("sshbed: find this tunbench: %w", err)
+		return "", fmt.Errorf("agentbed: find this tunbench: %w", err)
 	}
 	return exe, nil
 }
