@@ -81,7 +81,7 @@ if [ "$mode" = test ]; then
   pkill -x ovs-vswitchd 2>/dev/null || true
   pkill -x ovsdb-server 2>/dev/null || true
   # openssh-server is there for the ssh testbed's tests, which run private
-  # sshd instances inside their own namespaces (internal/sshhost/sshtest);
+  # sshd instances inside their own namespaces (internal/remotehost/sshtest);
   # a system sshd the package may start is left alone: it may be how this
   # machine is reached.
   # containerd, runc, etcd-server and containernetworking-plugins are for

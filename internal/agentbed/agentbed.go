@@ -31,8 +31,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -52,7 +52,7 @@ type Config struct {
 	// Binary is this tunbench, copied to hosts (os.Executable when empty).
 	Binary string
 	// Tools are the programs every host needs (load tools, methods').
-	Tools []sshhost.Tool
+	Tools []remotehost.Tool
 	// Methods are the run's methods and their requirements. Every host
 	// is checked against each when the testbed opens: kernel options by
 	// the host's own kernel config and modules, programs (with Tools)
@@ -72,7 +72,7 @@ type Config struct {
 	// exec stream) and the site as it is now (a pod made anew has a new
 	// address). It is called for every connection, reconnections and
 	// cleanups included.
-	Connect func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error)
+	Connect func(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error)
 	// Networks says, per site, where its agent serves (Hello.Network):
 	// "" the host's own network stack, testbed.NetworkPod a pod's.
 	Networks map[string]string
@@ -91,8 +91,8 @@ type Testbed struct {
 // host is one site: its SSH connection, agent and endpoint description.
 type host struct {
 	site  scenario.Site
-	ssh   *sshhost.Host
-	sess  *sshhost.Session
+	ssh   *remotehost.Host
+	sess  *remotehost.Session
 	agent *testbed.AgentConn
 	hello testbed.Hello
 	exe   string
@@ -164,9 +164,9 @@ func (t *Testbed) logf(format string, args ...any) {
 }
 
 // sshConfig is how to log in to st.
-func (t *Testbed) sshConfig(st scenario.Site) sshhost.Config {
-	c := sshhost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
-		IdentityFile: sshhost.ExpandHome(st.Identity), KnownHosts: sshhost.ExpandHome(t.cfg.SSH.KnownHosts)}
+func (t *Testbed) sshConfig(st scenario.Site) remotehost.Config {
+	c := remotehost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
+		IdentityFile: remotehost.ExpandHome(st.Identity), KnownHosts: remotehost.ExpandHome(t.cfg.SSH.KnownHosts)}
 	if t.cfg.Dial != nil {
 		c.Dial = t.cfg.Dial(st.Name)
 	}
@@ -206,7 +206,7 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 }
 
 // login reaches st: over SSH, or through Config.Connect.
-func (t *Testbed) login(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
+func (t *Testbed) login(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
 	if t.cfg.Connect != nil {
 		return t.cfg.Connect(ctx, st)
 	}
@@ -214,7 +214,7 @@ func (t *Testbed) login(ctx context.Context, st scenario.Site) (*sshhost.Host, s
 	if err := c.Validate(); err != nil {
 		return nil, st, err
 	}
-	sh, err := sshhost.Dial(ctx, c)
+	sh, err := remotehost.Dial(ctx, c)
 	return sh, st, err
 }
 
@@ -264,7 +264,7 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 
 // sessionCloser ends the agent: EOF on its standard input makes it clean
 // up and exit; Close then waits for it.
-type sessionCloser struct{ s *sshhost.Session }
+type sessionCloser struct{ s *remotehost.Session }
 
 func (c sessionCloser) Close() error {
 	_ = c.s.Stdin.Close()
@@ -524,7 +524,7 @@ func OnEachSite(ctx context.Context, cfg Config, args func(site string) []string
 // or this build copied to a directory of its own (a binary found there is
 // this one). It is the one place that decides which tunbench a host runs,
 // for run, clean, ebpf stats and the kubernetes testbed alike.
-func (c Config) install(ctx context.Context, sh *sshhost.Host) (string, error) {
+func (c Config) install(ctx context.Context, sh *remotehost.Host) (string, error) {
 	if c.SSH.Binary != "" {
 		return c.SSH.Binary, nil
 	}

@@ -15,11 +15,11 @@ import (
 
 	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/remotehost"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -89,7 +89,7 @@ func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) 
 		ns[st.Config.Name] = st.Namespace
 	}
 	return agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
-		Tools: []sshhost.Tool{{Program: "iperf3"}},
+		Tools: []remotehost.Tool{{Program: "iperf3"}},
 		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
 		},
@@ -215,7 +215,7 @@ func TestSSHUnknownHostKeyRefused(t *testing.T) {
 	}
 	s.SSH.KnownHosts = empty
 	_, err := agentbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
-	if !errors.Is(err, sshhost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
+	if !errors.Is(err, remotehost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
 	}
 }
@@ -302,7 +302,7 @@ func TestSSHMissingToolsReportedPerHost(t *testing.T) {
 	s := sshScenario(sites, bin, "native")
 	id := testbed.NewID()
 	cfg := config(t, sites, s, id)
-	cfg.Tools = append(cfg.Tools, sshhost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
+	cfg.Tools = append(cfg.Tools, remotehost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
 	_, err := agentbed.Open(context.Background(), cfg)
 	for _, st := range sites.Site {
 		want := "host " + st.Config.Name + " lacks tunbench-no-such-tool: apt-get install -y --no-install-recommends no-such-package"

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/agentbed"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 

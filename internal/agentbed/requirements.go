@@ -10,7 +10,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 )
 
 // MethodNeeds is one method of the run and what it needs of a host.
@@ -23,7 +23,7 @@ type MethodNeeds struct {
 // anything is created on it. *sshHost is the real one; tests fake it.
 type hostChecker interface {
 	// MissingTools returns the tools the host lacks.
-	MissingTools(ctx context.Context, tools []sshhost.Tool) ([]sshhost.Tool, error)
+	MissingTools(ctx context.Context, tools []remotehost.Tool) ([]remotehost.Tool, error)
 	// CongestionControls returns the algorithms the host offers.
 	CongestionControls(ctx context.Context, want []string) ([]string, error)
 	// Kernel returns what decides which kernel options the host can use.
@@ -32,7 +32,7 @@ type hostChecker interface {
 
 // sshHost checks a host over its SSH connection, with commands run
 // there: nothing is copied to or started on the host.
-type sshHost struct{ *sshhost.Host }
+type sshHost struct{ *remotehost.Host }
 
 // Kernel reads the host's kernel config and modules over SSH (uname -r,
 // then the files hostinfo.ReadKernel reads, each with cat, read when
@@ -53,7 +53,7 @@ func (h sshHost) Kernel(ctx context.Context) (hostinfo.Kernel, error) {
 // /proc/modules and modules.dep for every "=m" option it is asked about).
 type sshFiles struct {
 	ctx   context.Context
-	h     *sshhost.Host
+	h     *remotehost.Host
 	mu    sync.Mutex
 	read  map[string]fileRead
 	names map[string]namesRead
@@ -99,15 +99,15 @@ func (f *sshFiles) FileNames(dir string) ([]string, error) {
 
 // tools are the programs every host needs: cfg.Tools and the programs
 // the methods require, each once.
-func (c Config) tools() []sshhost.Tool {
+func (c Config) tools() []remotehost.Tool {
 	tools := slices.Clone(c.Tools)
 	for _, m := range c.Methods {
 		for _, r := range m.Requirements {
 			if r.Program == "" {
 				continue
 			}
-			t := sshhost.Tool{Program: r.Program, Package: r.Package, Install: r.Install}
-			if !slices.ContainsFunc(tools, func(have sshhost.Tool) bool { return have.Program == t.Program }) {
+			t := remotehost.Tool{Program: r.Program, Package: r.Package, Install: r.Install}
+			if !slices.ContainsFunc(tools, func(have remotehost.Tool) bool { return have.Program == t.Program }) {
 				tools = append(tools, t)
 			}
 		}
@@ -133,7 +133,7 @@ func (c Config) checkHost(ctx context.Context, name string, h hostChecker, logf 
 	if err != nil {
 		return fmt.Errorf("site %s: %w", name, err)
 	}
-	if r := sshhost.MissingReport(name, missing); r != "" {
+	if r := remotehost.MissingReport(name, missing); r != "" {
 		gaps = append(gaps, r)
 	}
 	if want := c.CongestionControls; slices.ContainsFunc(want, func(cc string) bool { return cc != "" }) {

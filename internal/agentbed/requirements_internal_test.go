@@ -10,7 +10,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 )
 
 // fakeHost is a host as checkHost sees it: the programs on its PATH, the
@@ -24,8 +24,8 @@ type fakeHost struct {
 	kernelRead int
 }
 
-func (f *fakeHost) MissingTools(_ context.Context, tools []sshhost.Tool) ([]sshhost.Tool, error) {
-	var lack []sshhost.Tool
+func (f *fakeHost) MissingTools(_ context.Context, tools []remotehost.Tool) ([]remotehost.Tool, error) {
+	var lack []remotehost.Tool
 	for _, t := range tools {
 		if !slices.Contains(f.programs, t.Program) {
 			lack = append(lack, t)
@@ -58,7 +58,7 @@ func kernelWith(config string) hostinfo.Kernel {
 func TestRequirementsReport(t *testing.T) {
 	probed := false
 	cfg := Config{
-		Tools:              []sshhost.Tool{{Program: "iperf3"}},
+		Tools:              []remotehost.Tool{{Program: "iperf3"}},
 		CongestionControls: []string{"bbr"},
 		Methods: []MethodNeeds{
 			{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}},

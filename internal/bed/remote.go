@@ -9,8 +9,8 @@ import (
 	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -73,10 +73,10 @@ func wrapRemoteClean(err error) error {
 
 // tools lists what every host of a remote run needs: the load tools of
 // the scenario's tests and the programs of its methods.
-func tools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
-	tools := []sshhost.Tool{{Program: "iperf3"}}
+func tools(s scenario.Scenario, reg *method.Registry) []remotehost.Tool {
+	tools := []remotehost.Tool{{Program: "iperf3"}}
 	if s.LatencyTool == "sockperf" && s.HasTest(scenario.TestTCPRR) {
-		tools = append(tools, sshhost.Tool{Program: "sockperf"})
+		tools = append(tools, remotehost.Tool{Program: "sockperf"})
 	}
 	for _, name := range s.Methods {
 		m, err := reg.Get(name)
@@ -87,7 +87,7 @@ func tools(s scenario.Scenario, reg *method.Registry) []sshhost.Tool {
 			if r.Program == "" {
 				continue
 			}
-			t := sshhost.Tool{Program: r.Program, Package: r.Package, Install: r.Install}
+			t := remotehost.Tool{Program: r.Program, Package: r.Package, Install: r.Install}
 			if !slices.Contains(tools, t) {
 				tools = append(tools, t)
 			}

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 )
 
 const ccSysctl = "/proc/sys/net/ipv4/tcp_congestion_control"

@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/ebpf"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
 )
 
 // TestPreflightSSHAsksNothingOfThisMachine: on testbed ssh this machine

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubehost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,7 +109,7 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 	}
 	if len(ssh.Sites) > 0 {
 		lines, err := agentbed.OnEachSite(ctx, agentbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
-			Connect: func(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
+			Connect: func(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
 				s := t.sites[st.Name]
 				if s.workload == nil {
 					return t.nodeHost(s), st, nil
@@ -130,7 +130,7 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 }
 
 // live reports whether run's agent holds its lock on h's node.
-func live(ctx context.Context, h *sshhost.Host, run string) bool {
+func live(ctx context.Context, h *remotehost.Host, run string) bool {
 	defer h.Close()
 	lock := path.Join(testbed.LockDir, run+".lock")
 	out, _, err := h.Run(ctx, "sh", "-c", `[ -e "$1" ] || { echo dead; exit 0; }; command -v flock >/dev/null || { echo live; exit 0; }; if flock -n "$1" true; then echo dead; else echo live; fi`, "sh", lock)

@@ -36,8 +36,8 @@ import (
 
 	"github.com/tunbench/tunbench/internal/agentbed"
 	"github.com/tunbench/tunbench/internal/kubehost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/sshhost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +65,7 @@ type Config struct {
 	Binary string
 	// Tools, Methods and CongestionControls are checked on every node as
 	// on ssh hosts (agentbed.Config).
-	Tools              []sshhost.Tool
+	Tools              []remotehost.Tool
 	Methods            []agentbed.MethodNeeds
 	CongestionControls []string
 	// PodNetwork is set when the run measures the pod network: an
@@ -230,7 +230,7 @@ func (c Config) needs(family string) []string {
 // for its namespace.
 func openCluster(cfg Config) (*kubehost.Cluster, error) {
 	k := cfg.Kube
-	return kubehost.Open(kubehost.Config{Kubeconfig: sshhost.ExpandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
+	return kubehost.Open(kubehost.Config{Kubeconfig: remotehost.ExpandHome(k.Kubeconfig), Context: k.Context, Namespace: k.NamespaceOrDefault(), Dial: cfg.Dial})
 }
 
 // siteNames returns the sites in scenario order, each node's own before
@@ -291,7 +291,7 @@ func (t *Testbed) prepare(ctx context.Context, agent *kubehost.Pod) {
 const bindScript = `r=$1; for d in /lib/modules /boot; do s=$r$d; [ -d "$s" ] || s=$r/usr$d; [ -d "$s" ] || continue; mkdir -p "$d" && mount --bind "$s" "$d" || exit 1; done`
 
 // nodeHost is a Host on st's node (its agent pod).
-func (t *Testbed) nodeHost(st *site) *sshhost.Host {
+func (t *Testbed) nodeHost(st *site) *remotehost.Host {
 	return t.cl.Host(st.agent, st.node, t.prefix()...)
 }
 
@@ -300,7 +300,7 @@ func (t *Testbed) nodeHost(st *site) *sshhost.Host {
 // pod's interface and address; prefix lengths as configured there.
 func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 	out := scenario.Site{Name: st.name, Address: st.node, Dev: st.want.Dev}
-	var h *sshhost.Host
+	var h *remotehost.Host
 	want := map[string]string{"ipv4": st.want.IPv4, "ipv6": st.want.IPv6}
 	if st.workload == nil {
 		h = t.nodeHost(st)
@@ -366,7 +366,7 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 // podHost is a Host in st's ordinary pod's network namespace, entered
 // from the node's agent pod (host pids) with nsenter: the node's, or the
 // image's with tools: image.
-func (t *Testbed) podHost(ctx context.Context, st *site) (*sshhost.Host, error) {
+func (t *Testbed) podHost(ctx context.Context, st *site) (*remotehost.Host, error) {
 	h := t.nodeHost(st)
 	defer h.Close()
 	out, _, err := h.Run(ctx, "sh", "-c", pidScript, "sh", string(st.workload.UID))
@@ -386,7 +386,7 @@ const pidScript = `u=$1; s=$(echo "$u" | tr - _); for f in /proc/[0-9]*/cgroup; 
 
 // connect is agentbed's Config.Connect: a Host on the site, its pods made
 // anew when they are gone (deleted, evicted), and the site as it is now.
-func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*sshhost.Host, scenario.Site, error) {
+func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
 	t.mu.Lock()
 	s := t.sites[st.Name]
 	t.mu.Unlock()

@@ -4,7 +4,7 @@
 // (SelfSubjectAccessReview), describes nodes, creates one pod per node
 // (an "agent" pod: privileged, host network and pid namespace, the node's
 // root at /host; or an ordinary "workload" pod), waits for them to run,
-// deletes a run's pods by label, and gives each pod an *sshhost.Host whose
+// deletes a run's pods by label, and gives each pod an *remotehost.Host whose
 // commands run through the pod's exec subresource (WebSocket, falling back
 // to SPDY, as kubectl does), so that everything the ssh testbed does over
 // SSH (commands, the agent's RPC over a long-lived session, files,

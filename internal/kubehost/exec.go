@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -34,9 +34,9 @@ var NodeCheckInterval = 5 * time.Second
 // fault.
 var ProbeTimeout = 5 * time.Second
 
-// Host returns an *sshhost.Host named name whose commands run in pod's
+// Host returns an *remotehost.Host named name whose commands run in pod's
 // container through the exec subresource, as prefix followed by
-// ["/bin/sh", "-c", CMD] (CMD is what sshhost builds). For an agent pod,
+// ["/bin/sh", "-c", CMD] (CMD is what remotehost builds). For an agent pod,
 // prefix ["chroot", "/host"] runs the node's own tools, and ["chroot",
 // "/host", "nsenter", "-t", PID, "-n"] runs them in another network
 // namespace; the prefix must exec the shell, not fork it (chroot and
@@ -48,14 +48,14 @@ var ProbeTimeout = 5 * time.Second
 // Unknown (the kubelet stopped posting status), or when a stream breaks
 // without an exit status and a new exec cannot be opened (the kubelet
 // does not answer: NodeCheckInterval). Close the Host to stop watching.
-func (c *Cluster) Host(pod *Pod, name string, prefix ...string) *sshhost.Host {
+func (c *Cluster) Host(pod *Pod, name string, prefix ...string) *remotehost.Host {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &execTransport{c: c, pod: pod, prefix: append([]string(nil), prefix...), ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	go t.watch()
-	return sshhost.NewHost(sshhost.Config{Name: name}, t)
+	return remotehost.NewHost(remotehost.Config{Name: name}, t)
 }
 
-// execTransport is an sshhost.Transport over a pod's exec subresource.
+// execTransport is an remotehost.Transport over a pod's exec subresource.
 type execTransport struct {
 	c      *Cluster
 	pod    *Pod
@@ -253,7 +253,7 @@ func (t *execTransport) executor(argv []string) (remotecommand.Executor, error) 
 	})
 }
 
-func (t *execTransport) NewSession() (sshhost.TransportSession, error) {
+func (t *execTransport) NewSession() (remotehost.TransportSession, error) {
 	select {
 	case <-t.done:
 		return nil, t.err
@@ -340,17 +340,17 @@ func (s *execSession) Start(cmd string, stdin io.Reader, stdout, stderr io.Write
 				<-s.t.done
 				cause = s.t.err
 			}
-			err = fmt.Errorf("%w: %v", sshhost.ErrNoExitStatus, cause)
+			err = fmt.Errorf("%w: %v", remotehost.ErrNoExitStatus, cause)
 		case err == nil:
 			// A stream whose kubelet died ends as a zero exit does (no
 			// status on the error channel reads as success): make sure
 			// the kubelet still answers.
 			if s.t.checkKubelet() {
 				<-s.t.done
-				err = fmt.Errorf("%w: %v", sshhost.ErrNoExitStatus, s.t.err)
+				err = fmt.Errorf("%w: %v", remotehost.ErrNoExitStatus, s.t.err)
 			}
 		case errors.As(err, &ce):
-			err = &sshhost.StatusError{Status: ce.ExitStatus()}
+			err = &remotehost.StatusError{Status: ce.ExitStatus()}
 		default:
 			s.mu.Lock()
 			closed := s.closed
@@ -358,7 +358,7 @@ func (s *execSession) Start(cmd string, stdin io.Reader, stdout, stderr io.Write
 			if !closed && s.t.ctx.Err() == nil {
 				s.t.probe(fmt.Errorf("a stream broke (%w)", err))
 			}
-			err = fmt.Errorf("%w: %s: %v", sshhost.ErrNoExitStatus, s.t.pod, err)
+			err = fmt.Errorf("%w: %s: %v", remotehost.ErrNoExitStatus, s.t.pod, err)
 		}
 		if s.stdoutW != nil {
 			s.stdoutW.Close()

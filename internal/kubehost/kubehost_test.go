@@ -18,8 +18,8 @@ import (
 
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
-	"github.com/tunbench/tunbench/internal/sshhost"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/remotehost"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -89,7 +89,7 @@ func TestRealCluster(t *testing.T) {
 	// One agent pod per node, Running and answering an exec.
 	const run = "kt1"
 	var pods []*kubehost.Pod
-	var hosts []*sshhost.Host
+	var hosts []*remotehost.Host
 	begin := time.Now()
 	for _, n := range kc.Nodes {
 		p, err := c.CreatePod(ctx, kubehost.PodSpec{Node: n.Name, RunID: run, Role: kubehost.RoleAgent, Image: kc.Image})
@@ -131,7 +131,7 @@ func TestRealCluster(t *testing.T) {
 			t.Errorf("Run = %q, %q, %v", out, errb, err)
 		}
 		_, _, err = h.Run(ctx, "sh", "-c", "echo oops >&2; exit 3")
-		var ee *sshhost.ExitError
+		var ee *remotehost.ExitError
 		if !errors.As(err, &ee) || ee.Status != 3 || string(ee.Stderr) != "oops\n" {
 			t.Errorf("Run(exit 3) = %v, want exit status 3 with stderr oops", err)
 		}
@@ -190,7 +190,7 @@ func TestRealCluster(t *testing.T) {
 		if err != nil || len(names) != 1 || names[0] != p {
 			t.Errorf("FileNames = %v, %v", names, err)
 		}
-		missing, err := h.MissingTools(ctx, []sshhost.Tool{{Program: "sh"}, {Program: "no-such-tool-kt"}})
+		missing, err := h.MissingTools(ctx, []remotehost.Tool{{Program: "sh"}, {Program: "no-such-tool-kt"}})
 		if err != nil || len(missing) != 1 || missing[0].Program != "no-such-tool-kt" {
 			t.Errorf("MissingTools = %v, %v", missing, err)
 		}
@@ -250,7 +250,7 @@ func TestRealCluster(t *testing.T) {
 		}
 		sess.Close()
 		sshtest.WaitDead(t, sess.Pid, 5*time.Second)
-		var ee *sshhost.ExitError
+		var ee *remotehost.ExitError
 		if err := sess.Wait(); !errors.As(err, &ee) {
 			t.Errorf("Wait after Close = %v, want an exit status", err)
 		}
@@ -288,7 +288,7 @@ func TestRealCluster(t *testing.T) {
 			t.Fatal("Done not closed 10s after the pod was deleted")
 		}
 		t.Logf("deleted pod seen after %v: %v", time.Since(start).Round(time.Millisecond), h2.Err())
-		if !errors.Is(h2.Err(), sshhost.ErrConnectionLost) || !strings.Contains(h2.Err().Error(), pods[1].Name) || !strings.Contains(h2.Err().Error(), "node2") {
+		if !errors.Is(h2.Err(), remotehost.ErrConnectionLost) || !strings.Contains(h2.Err().Error(), pods[1].Name) || !strings.Contains(h2.Err().Error(), "node2") {
 			t.Errorf("Err = %v, want ErrConnectionLost naming the pod and node", h2.Err())
 		}
 		if err := sess.Wait(); err == nil || !strings.Contains(err.Error(), pods[1].Name) {
@@ -396,13 +396,13 @@ func TestRealClusterKubeletLost(t *testing.T) {
 		t.Fatal("Done not closed 15s after the kubelet stopped")
 	}
 	t.Logf("lost kubelet seen after %v: %v", time.Since(start).Round(time.Millisecond), h.Err())
-	if !errors.Is(h.Err(), sshhost.ErrConnectionLost) || !strings.Contains(h.Err().Error(), p.Name) || !strings.Contains(h.Err().Error(), "node2") {
+	if !errors.Is(h.Err(), remotehost.ErrConnectionLost) || !strings.Contains(h.Err().Error(), p.Name) || !strings.Contains(h.Err().Error(), "node2") {
 		t.Errorf("Err = %v, want ErrConnectionLost naming the pod and node", h.Err())
 	}
-	if err := sess.Wait(); !errors.Is(err, sshhost.ErrConnectionLost) {
+	if err := sess.Wait(); !errors.Is(err, remotehost.ErrConnectionLost) {
 		t.Errorf("Wait of the command on the lost node = %v, want ErrConnectionLost", err)
 	}
-	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, sshhost.ErrConnectionLost) {
+	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, remotehost.ErrConnectionLost) {
 		t.Errorf("Run on the lost node = %v, want ErrConnectionLost", err)
 	}
 }

@@ -18,7 +18,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"sigs.k8s.io/yaml"
 
-	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 )
 
 func testCtx(t *testing.T, d time.Duration) context.Context {
@@ -405,8 +405,8 @@ func TestHostPodDeleted(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Done not closed 5s after the pod was deleted")
 	}
-	want := "sshhost: host node1: connection lost: pod default/tunbench-r2-agent-node1 on node node1: the pod was deleted"
-	if !errors.Is(h.Err(), sshhost.ErrConnectionLost) || h.Err().Error() != want {
+	want := "remotehost: host node1: connection lost: pod default/tunbench-r2-agent-node1 on node node1: the pod was deleted"
+	if !errors.Is(h.Err(), remotehost.ErrConnectionLost) || h.Err().Error() != want {
 		t.Errorf("Err = %v, want %s", h.Err(), want)
 	}
 }

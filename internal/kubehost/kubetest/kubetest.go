@@ -1,5 +1,5 @@
 // Package kubetest gives tests a real two-node Kubernetes cluster on this
-// machine, assembled from served parts as internal/sshhost/sshtest
+// machine, assembled from served parts as internal/remotehost/sshtest
 // assembles real sshd hosts: kube-apiserver, kube-controller-manager and
 // two kubelets built from the k8s.io/kubernetes module at Version (the
 // wrapper module tools/k8s, see Binaries), Debian's etcd, containerd, runc
@@ -59,7 +59,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"

@@ -1,4 +1,4 @@
-package sshhost_test
+package remotehost_test
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/sshhost"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/remotehost"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"golang.org/x/crypto/ssh"
 	"golang.org/x/crypto/ssh/agent"
 	"golang.org/x/crypto/ssh/knownhosts"
@@ -44,9 +44,9 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
-func dial(t *testing.T, ctx context.Context, c sshhost.Config) *sshhost.Host {
+func dial(t *testing.T, ctx context.Context, c remotehost.Config) *remotehost.Host {
 	t.Helper()
-	h, err := sshhost.Dial(ctx, c)
+	h, err := remotehost.Dial(ctx, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,21 +83,21 @@ func TestDialRun(t *testing.T) {
 
 	h := dial(t, ctx, s.Site[0].Config)
 	_, _, err := h.Run(ctx, "sh", "-c", "echo bad thing >&2; exit 7")
-	var ee *sshhost.ExitError
+	var ee *remotehost.ExitError
 	if !errors.As(err, &ee) || ee.Status != 7 || strings.TrimSpace(string(ee.Stderr)) != "bad thing" {
 		t.Fatalf("Run of a failing command: %v, want an ExitError with status 7 and its stderr", err)
 	}
-	if want := `sshhost: host s0: sh -c 'echo bad thing >&2; exit 7': exit status 7: bad thing`; err.Error() != want {
+	if want := `remotehost: host s0: sh -c 'echo bad thing >&2; exit 7': exit status 7: bad thing`; err.Error() != want {
 		t.Errorf("error = %q\nwant    %q", err, want)
 	}
 	if err := h.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
 	<-h.Done()
-	if !errors.Is(h.Err(), sshhost.ErrClosed) {
+	if !errors.Is(h.Err(), remotehost.ErrClosed) {
 		t.Errorf("Err after Close = %v, want ErrClosed", h.Err())
 	}
-	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, sshhost.ErrClosed) {
+	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, remotehost.ErrClosed) {
 		t.Errorf("Run after Close = %v, want ErrClosed", err)
 	}
 }
@@ -130,7 +130,7 @@ func TestQuotingRoundTrip(t *testing.T) {
 	// An argv[0] that looks like an assignment runs as a command (and is
 	// not found), not as an assignment.
 	_, _, err = h.Run(ctx, "TUNBENCH_X=1", "true")
-	var ee *sshhost.ExitError
+	var ee *remotehost.ExitError
 	if !errors.As(err, &ee) || ee.Status != 127 {
 		t.Errorf("Run(\"TUNBENCH_X=1\", \"true\") = %v, want exit status 127 (command not found)", err)
 	}
@@ -148,12 +148,12 @@ func TestUnknownHostKey(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		h, err := sshhost.Dial(ctx, c)
+		h, err := remotehost.Dial(ctx, c)
 		if err == nil {
 			h.Close()
 			t.Fatalf("%s known_hosts: Dial succeeded", kh)
 		}
-		if !errors.Is(err, sshhost.ErrUnknownHostKey) {
+		if !errors.Is(err, remotehost.ErrUnknownHostKey) {
 			t.Errorf("%s known_hosts: %v, want ErrUnknownHostKey", kh, err)
 		}
 		fp := ssh.FingerprintSHA256(site.HostKey)
@@ -179,12 +179,12 @@ func TestChangedHostKey(t *testing.T) {
 	if err := os.WriteFile(c.KnownHosts, []byte(line), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	h, err := sshhost.Dial(ctx, c)
+	h, err := remotehost.Dial(ctx, c)
 	if err == nil {
 		h.Close()
 		t.Fatal("Dial accepted a changed host key")
 	}
-	if !errors.Is(err, sshhost.ErrHostKeyChanged) {
+	if !errors.Is(err, remotehost.ErrHostKeyChanged) {
 		t.Fatalf("%v, want ErrHostKeyChanged", err)
 	}
 	for _, want := range []string{
@@ -343,7 +343,7 @@ func TestMissingTools(t *testing.T) {
 	s := sshtest.New(t, 1)
 	ctx := testCtx(t)
 	h := dial(t, ctx, s.Site[0].Config)
-	missing, err := h.MissingTools(ctx, []sshhost.Tool{
+	missing, err := h.MissingTools(ctx, []remotehost.Tool{
 		{Program: "sh"},
 		{Program: "tunbench-no-such-tool", Package: "tunbench-no-such-package"},
 		{Program: "ip", Package: "iproute2"},
@@ -352,7 +352,7 @@ func TestMissingTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := sshhost.MissingReport(h.Name(), missing)
+	got := remotehost.MissingReport(h.Name(), missing)
 	want := "host s0 lacks tunbench-no-such-tool, it's absent: apt-get install -y --no-install-recommends tunbench-no-such-package it's absent"
 	if got != want {
 		t.Errorf("report %q\nwant   %q", got, want)
@@ -381,13 +381,13 @@ func TestKilledSSHDDetected(t *testing.T) {
 		t.Fatal("Done not closed 5s after sshd was killed")
 	}
 	t.Logf("lost connection seen after %v: %v", time.Since(start).Round(time.Millisecond), h.Err())
-	if !errors.Is(h.Err(), sshhost.ErrConnectionLost) {
+	if !errors.Is(h.Err(), remotehost.ErrConnectionLost) {
 		t.Errorf("Err = %v, want ErrConnectionLost", h.Err())
 	}
-	if err := sess.Wait(); !errors.Is(err, sshhost.ErrConnectionLost) {
+	if err := sess.Wait(); !errors.Is(err, remotehost.ErrConnectionLost) {
 		t.Errorf("Wait of a command on the lost host = %v, want ErrConnectionLost", err)
 	}
-	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, sshhost.ErrConnectionLost) {
+	if _, _, err := h.Run(ctx, "true"); !errors.Is(err, remotehost.ErrConnectionLost) {
 		t.Errorf("Run on the lost host = %v, want ErrConnectionLost", err)
 	}
 	if err := site.RestartSSHD(); err != nil {
@@ -414,14 +414,14 @@ func TestSilentHostDetected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer site.SignalSSHD(syscall.SIGCONT)
-	limit := sshhost.KeepaliveInterval*time.Duration(sshhost.KeepaliveMissed+1) + 2*time.Second
+	limit := remotehost.KeepaliveInterval*time.Duration(remotehost.KeepaliveMissed+1) + 2*time.Second
 	select {
 	case <-h.Done():
 	case <-time.After(limit):
 		t.Fatalf("Done not closed %v after the host fell silent", limit)
 	}
 	t.Logf("silent host seen after %v: %v", time.Since(start).Round(time.Millisecond), h.Err())
-	if !errors.Is(h.Err(), sshhost.ErrConnectionLost) || !strings.Contains(h.Err().Error(), "keepalives") {
+	if !errors.Is(h.Err(), remotehost.ErrConnectionLost) || !strings.Contains(h.Err().Error(), "keepalives") {
 		t.Errorf("Err = %v, want ErrConnectionLost from keepalives", h.Err())
 	}
 }
@@ -488,7 +488,7 @@ func TestStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ee *sshhost.ExitError
+	var ee *remotehost.ExitError
 	if err := sess.Wait(); !errors.As(err, &ee) || ee.Status != 3 || string(ee.Stderr) != "oops\n" {
 		t.Errorf("Wait = %v, want exit status 3 with stderr oops", err)
 	}
@@ -528,7 +528,7 @@ func TestStart(t *testing.T) {
 func BenchmarkRun(b *testing.B) {
 	s := sshtest.New(b, 1)
 	ctx := context.Background()
-	h, err := sshhost.Dial(ctx, s.Site[0].Config)
+	h, err := remotehost.Dial(ctx, s.Site[0].Config)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -545,7 +545,7 @@ func BenchmarkDial(b *testing.B) {
 	s := sshtest.New(b, 1)
 	ctx := context.Background()
 	for b.Loop() {
-		h, err := sshhost.Dial(ctx, s.Site[0].Config)
+		h, err := remotehost.Dial(ctx, s.Site[0].Config)
 		if err != nil {
 			b.Fatal(err)
 		}

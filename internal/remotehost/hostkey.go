@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"crypto/ed25519"
@@ -43,11 +43,11 @@ func newHostKeyChecker(c Config) (*hostKeyChecker, error) {
 	if _, err := os.Stat(path); err == nil {
 		files = append(files, path)
 	} else if !errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("sshhost: host %s: known_hosts: %w", c.Name, err)
+		return nil, fmt.Errorf("remotehost: host %s: known_hosts: %w", c.Name, err)
 	}
 	db, err := knownhosts.New(files...)
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: host %s: read known_hosts %s: %w: fix or remove the line it names", c.Name, path, err)
+		return nil, fmt.Errorf("remotehost: host %s: read known_hosts %s: %w: fix or remove the line it names", c.Name, path, err)
 	}
 	return &hostKeyChecker{cfg: c, path: path, db: db}, nil
 }
@@ -104,20 +104,20 @@ func (h *hostKeyChecker) check(hostport string, remote net.Addr, key ssh.PublicK
 	var re *knownhosts.RevokedError
 	switch {
 	case errors.As(err, &re):
-		h.err = fmt.Errorf("sshhost: host %s (%s): %w: it offers %s %s, marked @revoked at %s: a revoked key is never accepted; if the host has a new key, replace the line",
+		h.err = fmt.Errorf("remotehost: host %s (%s): %w: it offers %s %s, marked @revoked at %s: a revoked key is never accepted; if the host has a new key, replace the line",
 			c.Name, c.hostPort(), ErrHostKeyRevoked, key.Type(), fp, re.Revoked.Filename+":"+fmt.Sprint(re.Revoked.Line))
 	case errors.As(err, &ke) && len(ke.Want) == 0:
-		h.err = fmt.Errorf("sshhost: host %s (%s): %w %s %s, not in %s: to accept it, check the fingerprint %s against the host's `ssh-keygen -lf %s`, then run `%s`",
+		h.err = fmt.Errorf("remotehost: host %s (%s): %w %s %s, not in %s: to accept it, check the fingerprint %s against the host's `ssh-keygen -lf %s`, then run `%s`",
 			c.Name, c.hostPort(), ErrUnknownHostKey, key.Type(), fp, h.path, fp, hostKeyPub(key), keyscanLine(c, key, h.path))
 	case errors.As(err, &ke):
 		var known []string
 		for _, k := range ke.Want {
 			known = append(known, fmt.Sprintf("%s %s at %s:%d", k.Key.Type(), ssh.FingerprintSHA256(k.Key), k.Filename, k.Line))
 		}
-		h.err = fmt.Errorf("sshhost: host %s (%s): %w: it offers %s %s, known_hosts has %s: if the host was reinstalled, check the fingerprint %s against the host's `ssh-keygen -lf %s`, remove the old key with `ssh-keygen -f %s -R %s` and accept the new one with `%s`; otherwise someone may be intercepting the connection",
+		h.err = fmt.Errorf("remotehost: host %s (%s): %w: it offers %s %s, known_hosts has %s: if the host was reinstalled, check the fingerprint %s against the host's `ssh-keygen -lf %s`, remove the old key with `ssh-keygen -f %s -R %s` and accept the new one with `%s`; otherwise someone may be intercepting the connection",
 			c.Name, c.hostPort(), ErrHostKeyChanged, key.Type(), fp, strings.Join(known, ", "), fp, hostKeyPub(key), shellQuote(h.path), shellQuote(knownhosts.Normalize(c.hostPort())), keyscanLine(c, key, h.path))
 	default:
-		h.err = fmt.Errorf("sshhost: host %s (%s): check host key against %s: %w", c.Name, c.hostPort(), h.path, err)
+		h.err = fmt.Errorf("remotehost: host %s (%s): check host key against %s: %w", c.Name, c.hostPort(), h.path, err)
 	}
 	return h.err
 }

@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"fmt"
@@ -32,12 +32,12 @@ func safeRune(r rune) bool {
 // NUL byte, which no argv can carry.
 func QuoteArgv(argv []string) (string, error) {
 	if len(argv) == 0 {
-		return "", fmt.Errorf("sshhost: empty argv: give the program to run")
+		return "", fmt.Errorf("remotehost: empty argv: give the program to run")
 	}
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		if strings.IndexByte(a, 0) >= 0 {
-			return "", fmt.Errorf("sshhost: argument %d of %q holds a NUL byte, which no command line can carry", i, argv[0])
+			return "", fmt.Errorf("remotehost: argument %d of %q holds a NUL byte, which no command line can carry", i, argv[0])
 		}
 		q[i] = shellQuote(a)
 	}

@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"bufio"
@@ -28,7 +28,7 @@ func (e *ExitError) Error() string {
 	if e.Signal != "" {
 		how = "killed by signal " + e.Signal
 	}
-	msg := fmt.Sprintf("sshhost: host %s: %s: %s", e.Host, displayArgv(e.Argv), how)
+	msg := fmt.Sprintf("remotehost: host %s: %s: %s", e.Host, displayArgv(e.Argv), how)
 	if s := strings.TrimSpace(string(e.Stderr)); s != "" {
 		msg += ": " + s
 	}
@@ -69,7 +69,7 @@ func wrapScript(cmd string) string { return "echo $$; " + cmd }
 func (h *Host) Run(ctx context.Context, argv ...string) (stdout, stderr []byte, err error) {
 	cmd, err := QuoteArgv(argv)
 	if err != nil {
-		return nil, nil, fmt.Errorf("sshhost: host %s: %w", h.cfg.Name, err)
+		return nil, nil, fmt.Errorf("remotehost: host %s: %w", h.cfg.Name, err)
 	}
 	return h.run(ctx, argv, wrapExec(cmd), nil)
 }
@@ -97,9 +97,9 @@ func (h *Host) run(ctx context.Context, argv []string, cmd string, stdin io.Read
 	case err = <-waited:
 	case <-ctx.Done():
 		h.kill(s, hw.pid, waited)
-		return nil, errb.Bytes(), fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), context.Cause(ctx))
+		return nil, errb.Bytes(), fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), context.Cause(ctx))
 	case <-h.done:
-		return nil, errb.Bytes(), fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
+		return nil, errb.Bytes(), fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
 	}
 	if hw.bad {
 		return nil, errb.Bytes(), noisyShellErr(h.cfg.Name, argv, string(hw.line))
@@ -167,7 +167,7 @@ func (e errNoisyShell) Error() string { return "not a pid: " + e.line }
 // noisyShellErr says what to do when the login shell printed something
 // before the command's output.
 func noisyShellErr(name string, argv []string, line string) error {
-	return fmt.Errorf("sshhost: host %s: %s: the login shell printed %q before the command ran, which would corrupt its output: make the remote user's shell startup files (~/.bashrc) quiet for non-interactive shells", name, displayArgv(argv), firstLine(line))
+	return fmt.Errorf("remotehost: host %s: %s: the login shell printed %q before the command ran, which would corrupt its output: make the remote user's shell startup files (~/.bashrc) quiet for non-interactive shells", name, displayArgv(argv), firstLine(line))
 }
 
 func (hw *headerWriter) Write(p []byte) (int, error) {
@@ -198,12 +198,12 @@ func (hw *headerWriter) Write(p []byte) (int, error) {
 // sessionErr words an error opening or starting a session.
 func (h *Host) sessionErr(argv []string, err error) error {
 	if lost := h.Err(); lost != nil {
-		return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
+		return fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
 	}
 	if !h.ssh {
-		return fmt.Errorf("sshhost: host %s: %s: open session: %w", h.cfg.Name, displayArgv(argv), err)
+		return fmt.Errorf("remotehost: host %s: %s: open session: %w", h.cfg.Name, displayArgv(argv), err)
 	}
-	return fmt.Errorf("sshhost: host %s: %s: open session: %w (OpenSSH allows MaxSessions, 10 by default, at once per connection)", h.cfg.Name, displayArgv(argv), err)
+	return fmt.Errorf("remotehost: host %s: %s: open session: %w (OpenSSH allows MaxSessions, 10 by default, at once per connection)", h.cfg.Name, displayArgv(argv), err)
 }
 
 // exitErr turns the error of TransportSession.Wait into this package's.
@@ -224,18 +224,18 @@ func (h *Host) exitErr(argv []string, err error, stderr []byte) error {
 		// the remote sshd) went away.
 		select {
 		case <-h.done:
-			return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
+			return fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
 		case <-time.After(KeepaliveInterval * time.Duration(KeepaliveMissed+1)):
 		}
 		if !h.ssh {
-			return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
+			return fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 		}
-		return fmt.Errorf("sshhost: host %s: %s: session ended without an exit status (was sshd's session process killed?)", h.cfg.Name, displayArgv(argv))
+		return fmt.Errorf("remotehost: host %s: %s: session ended without an exit status (was sshd's session process killed?)", h.cfg.Name, displayArgv(argv))
 	}
 	if lost := h.Err(); lost != nil {
-		return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
+		return fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), lost)
 	}
-	return fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
+	return fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 }
 
 // Session is a long-running remote command started by Start: its stdin
@@ -272,7 +272,7 @@ type Session struct {
 func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 	cmd, err := QuoteArgv(argv)
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: host %s: %w", h.cfg.Name, err)
+		return nil, fmt.Errorf("remotehost: host %s: %w", h.cfg.Name, err)
 	}
 	if err := h.Err(); err != nil {
 		return nil, err
@@ -288,7 +288,7 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 	}
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
+		return nil, fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), err)
 	}
 	if err := s.Start(wrapExec(cmd), nil, nil, ss.stderr); err != nil {
 		s.Close()
@@ -303,7 +303,7 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 			err = h.exitErr(argv, err, ss.stderr.Bytes())
 		case <-h.done:
 			s.Close()
-			err = fmt.Errorf("sshhost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
+			err = fmt.Errorf("remotehost: host %s: %s: %w", h.cfg.Name, displayArgv(argv), h.err)
 		}
 		ss.err = err
 		close(ss.waited)
@@ -342,7 +342,7 @@ func (h *Host) Start(ctx context.Context, argv ...string) (*Session, error) {
 		if errors.As(err, &noisy) {
 			return nil, noisyShellErr(h.cfg.Name, argv, noisy.line)
 		}
-		return nil, fmt.Errorf("sshhost: host %s: start %s: %w", h.cfg.Name, displayArgv(argv), err)
+		return nil, fmt.Errorf("remotehost: host %s: start %s: %w", h.cfg.Name, displayArgv(argv), err)
 	}
 	ss.Stdout = br
 	ss.stop = context.AfterFunc(ctx, ss.kill)

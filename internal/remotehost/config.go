@@ -1,5 +1,6 @@
-// Package sshhost connects to the hosts of an ssh testbed: one SSH
-// connection per host (golang.org/x/crypto/ssh), its host key verified
+// Package remotehost is a host of a remote testbed reached over a
+// Transport. Over SSH (the ssh testbed) it makes one connection per host
+// (golang.org/x/crypto/ssh), its host key verified
 // against a known_hosts file, kept alive and watched so that a lost host is
 // noticed within seconds. Over that connection it runs commands (argv
 // quoted for the remote shell), starts long-running ones whose stdin and
@@ -19,7 +20,7 @@
 // The remote login shell must be POSIX-like (sh, bash, dash, zsh): argv is
 // joined with single-quote quoting, which csh and fish do not read the
 // same way.
-package sshhost
+package remotehost
 
 import (
 	"context"
@@ -81,22 +82,22 @@ func (c Config) Validate() error {
 	}
 	switch {
 	case strings.TrimSpace(c.Addr) == "":
-		return fmt.Errorf("sshhost: host %s: addr is empty: give the host's address or DNS name", name)
+		return fmt.Errorf("remotehost: host %s: addr is empty: give the host's address or DNS name", name)
 	case strings.ContainsAny(c.Addr, " \t\n/@"):
-		return fmt.Errorf("sshhost: host %s: addr %q is not an address or DNS name: give it without port, user or path (port and user have their own fields)", name, c.Addr)
+		return fmt.Errorf("remotehost: host %s: addr %q is not an address or DNS name: give it without port, user or path (port and user have their own fields)", name, c.Addr)
 	case c.Port < 1 || c.Port > 65535:
-		return fmt.Errorf("sshhost: host %s: port %d is out of range: give 1-65535, or 0 for 22", name, c.Port)
+		return fmt.Errorf("remotehost: host %s: port %d is out of range: give 1-65535, or 0 for 22", name, c.Port)
 	case strings.ContainsAny(c.User, " \t\n@:"):
-		return fmt.Errorf("sshhost: host %s: user %q is not a login name: give the remote user alone (default root)", name, c.User)
+		return fmt.Errorf("remotehost: host %s: user %q is not a login name: give the remote user alone (default root)", name, c.User)
 	}
 	if c.IdentityFile != "" {
 		if _, err := os.Stat(c.IdentityFile); err != nil {
-			return fmt.Errorf("sshhost: host %s: identity_file: %w: give an existing private key, or leave it empty to use ssh-agent or ~/.ssh/id_*", name, err)
+			return fmt.Errorf("remotehost: host %s: identity_file: %w: give an existing private key, or leave it empty to use ssh-agent or ~/.ssh/id_*", name, err)
 		}
 	}
 	if c.KnownHosts != "" {
 		if st, err := os.Stat(c.KnownHosts); err == nil && st.IsDir() {
-			return fmt.Errorf("sshhost: host %s: known_hosts %s is a directory: give a known_hosts file", name, c.KnownHosts)
+			return fmt.Errorf("remotehost: host %s: known_hosts %s is a directory: give a known_hosts file", name, c.KnownHosts)
 		}
 	}
 	return nil
@@ -111,7 +112,7 @@ func (c Config) knownHostsPath() (string, error) {
 	if p == "" {
 		home, err := os.UserHomeDir()
 		if err != nil {
-			return "", fmt.Errorf("sshhost: host %s: known_hosts: no home directory (%w): set known_hosts", c.Name, err)
+			return "", fmt.Errorf("remotehost: host %s: known_hosts: no home directory (%w): set known_hosts", c.Name, err)
 		}
 		p = filepath.Join(home, ".ssh", "known_hosts")
 	}

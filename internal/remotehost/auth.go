@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"errors"
@@ -18,20 +18,20 @@ func authMethods(c Config) ([]ssh.AuthMethod, io.Closer, error) {
 	if c.IdentityFile != "" {
 		s, err := loadSigner(c.IdentityFile)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sshhost: host %s: identity_file: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("remotehost: host %s: identity_file: %w", c.Name, err)
 		}
 		return []ssh.AuthMethod{ssh.PublicKeys(s)}, nil, nil
 	}
 	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" {
 		conn, err := net.Dial("unix", sock)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sshhost: host %s: ssh-agent at SSH_AUTH_SOCK=%s: %w: start the agent, or set identity_file", c.Name, sock, err)
+			return nil, nil, fmt.Errorf("remotehost: host %s: ssh-agent at SSH_AUTH_SOCK=%s: %w: start the agent, or set identity_file", c.Name, sock, err)
 		}
 		return []ssh.AuthMethod{ssh.PublicKeysCallback(agent.NewClient(conn).Signers)}, conn, nil
 	}
 	home, err := os.UserHomeDir()
 	if err != nil {
-		return nil, nil, fmt.Errorf("sshhost: host %s: %w: no identity_file, no SSH_AUTH_SOCK and no home directory: set identity_file", c.Name, errNoIdentity)
+		return nil, nil, fmt.Errorf("remotehost: host %s: %w: no identity_file, no SSH_AUTH_SOCK and no home directory: set identity_file", c.Name, errNoIdentity)
 	}
 	var signers []ssh.Signer
 	for _, name := range defaultIdentities {
@@ -41,12 +41,12 @@ func authMethods(c Config) ([]ssh.AuthMethod, io.Closer, error) {
 		}
 		s, err := loadSigner(p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("sshhost: host %s: %w", c.Name, err)
+			return nil, nil, fmt.Errorf("remotehost: host %s: %w", c.Name, err)
 		}
 		signers = append(signers, s)
 	}
 	if len(signers) == 0 {
-		return nil, nil, fmt.Errorf("sshhost: host %s: %w: identity_file is empty, SSH_AUTH_SOCK is not set and none of ~/.ssh/id_ed25519, id_ecdsa, id_rsa exists: set identity_file or start ssh-agent", c.Name, errNoIdentity)
+		return nil, nil, fmt.Errorf("remotehost: host %s: %w: identity_file is empty, SSH_AUTH_SOCK is not set and none of ~/.ssh/id_ed25519, id_ecdsa, id_rsa exists: set identity_file or start ssh-agent", c.Name, errNoIdentity)
 	}
 	return []ssh.AuthMethod{ssh.PublicKeys(signers...)}, nil, nil
 }

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/sshhost"
-	"github.com/tunbench/tunbench/internal/sshhost/sshtest"
+	"github.com/tunbench/tunbench/internal/remotehost"
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -36,7 +36,7 @@ func TestBridgeThreeSites(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	h, err := sshhost.Dial(ctx, s0.Config)
+	h, err := remotehost.Dial(ctx, s0.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestPresentKernelConfig(t *testing.T) {
 	defer cancel()
 	_, procGz := os.Stat("/proc/config.gz")
 	for i, site := range s.Site {
-		h, err := sshhost.Dial(ctx, site.Config)
+		h, err := remotehost.Dial(ctx, site.Config)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"errors"
@@ -79,7 +79,7 @@ func newHost(cfg Config, tr Transport, where string, isSSH bool) *Host {
 	h := &Host{cfg: cfg, tr: tr, ssh: isSSH, done: make(chan struct{})}
 	go func() {
 		err := tr.Wait()
-		h.fail(fmt.Errorf("sshhost: host %s: %w: %v", where, ErrConnectionLost, errOrEOF(err)))
+		h.fail(fmt.Errorf("remotehost: host %s: %w: %v", where, ErrConnectionLost, errOrEOF(err)))
 	}()
 	return h
 }

@@ -38,7 +38,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/sshhost"
+	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -78,7 +78,7 @@ type Site struct {
 	// Config dials this site's sshd as root with the test's key and
 	// known_hosts; its Dial connects from inside the site's namespace
 	// (the test process itself lives outside every site).
-	Config sshhost.Config
+	Config remotehost.Config
 	// Namespace is the site's network namespace.
 	Namespace string
 	// Dev is the site's underlay device.
@@ -255,7 +255,7 @@ func (s *Sites) build(n int, o options) error {
 		if out, err := exec.Command(SSHD, "-t", "-f", site.config).CombinedOutput(); err != nil {
 			return fmt.Errorf("%s -t -f %s: %v: %s", SSHD, site.config, err, out)
 		}
-		site.Config = sshhost.Config{
+		site.Config = remotehost.Config{
 			Name:         fmt.Sprintf("s%d", i),
 			Addr:         site.Addr4,
 			Port:         22,

@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // written (and a running binary at path is replaced, not overwritten).
 func (h *Host) WriteFile(ctx context.Context, p string, r io.Reader, mode os.FileMode) error {
 	if p == "" || strings.HasSuffix(p, "/") {
-		return fmt.Errorf("sshhost: host %s: write file: path %q names no file", h.cfg.Name, p)
+		return fmt.Errorf("remotehost: host %s: write file: path %q names no file", h.cfg.Name, p)
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
@@ -29,7 +29,7 @@ func (h *Host) WriteFile(ctx context.Context, p string, r io.Reader, mode os.Fil
 		t, mode.Perm(), t, t, q, t)
 	_, _, err := h.run(ctx, []string{"write", p}, wrapScript(cmd), r)
 	if err != nil {
-		return fmt.Errorf("sshhost: host %s: write %s: %w", h.cfg.Name, p, err)
+		return fmt.Errorf("remotehost: host %s: write %s: %w", h.cfg.Name, p, err)
 	}
 	return nil
 }
@@ -43,7 +43,7 @@ const notExistStatus = 66
 func (h *Host) notExist(p string, err error) error {
 	var ee *ExitError
 	if errors.As(err, &ee) && ee.Status == notExistStatus {
-		return fmt.Errorf("sshhost: host %s: %w", h.cfg.Name, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist})
+		return fmt.Errorf("remotehost: host %s: %w", h.cfg.Name, &fs.PathError{Op: "read", Path: p, Err: fs.ErrNotExist})
 	}
 	return err
 }
@@ -105,19 +105,19 @@ func firstLine(s string) string {
 // build is always uploaded.
 func (h *Host) InstallSelf(ctx context.Context, dir, localVersion, localBinary string) (string, error) {
 	if !path.IsAbs(dir) {
-		return "", fmt.Errorf("sshhost: host %s: install dir %q is not absolute: give an absolute remote directory", h.cfg.Name, dir)
+		return "", fmt.Errorf("remotehost: host %s: install dir %q is not absolute: give an absolute remote directory", h.cfg.Name, dir)
 	}
 	remote := path.Join(dir, "tunbench")
 	if localVersion != "devel" && localVersion != "" {
 		if v, err := h.remoteVersion(ctx, remote); err == nil && v == localVersion {
 			return remote, nil
 		} else if ctx.Err() != nil || h.Err() != nil {
-			return "", fmt.Errorf("sshhost: host %s: check %s: %w", h.cfg.Name, remote, err)
+			return "", fmt.Errorf("remotehost: host %s: check %s: %w", h.cfg.Name, remote, err)
 		}
 	}
 	f, err := os.Open(localBinary)
 	if err != nil {
-		return "", fmt.Errorf("sshhost: host %s: install tunbench: %w", h.cfg.Name, err)
+		return "", fmt.Errorf("remotehost: host %s: install tunbench: %w", h.cfg.Name, err)
 	}
 	defer f.Close()
 	if _, _, err := h.Run(ctx, "mkdir", "-p", "--", dir); err != nil {
@@ -128,10 +128,10 @@ func (h *Host) InstallSelf(ctx context.Context, dir, localVersion, localBinary s
 	}
 	v, err := h.remoteVersion(ctx, remote)
 	if err != nil {
-		return "", fmt.Errorf("sshhost: host %s: uploaded %s to %s, but it does not run: %w (is the host another architecture or OS? build tunbench for it)", h.cfg.Name, localBinary, remote, err)
+		return "", fmt.Errorf("remotehost: host %s: uploaded %s to %s, but it does not run: %w (is the host another architecture or OS? build tunbench for it)", h.cfg.Name, localBinary, remote, err)
 	}
 	if v != localVersion {
-		return "", fmt.Errorf("sshhost: host %s: uploaded %s to %s, but it prints version %s, not %s: give the binary of this tunbench", h.cfg.Name, localBinary, remote, v, localVersion)
+		return "", fmt.Errorf("remotehost: host %s: uploaded %s to %s, but it prints version %s, not %s: give the binary of this tunbench", h.cfg.Name, localBinary, remote, v, localVersion)
 	}
 	return remote, nil
 }
@@ -176,7 +176,7 @@ func (h *Host) CongestionControls(ctx context.Context, want []string) ([]string,
 	b.WriteString(`; do case " $have " in *" $a "*) ;; *) modprobe "tcp_$a" >/dev/null 2>&1 ;; esac; done` + "\ncat " + avail)
 	out, _, err := h.run(ctx, []string{"cat", avail}, wrapScript(b.String()), nil)
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: host %s: read the congestion control algorithms: %w", h.cfg.Name, err)
+		return nil, fmt.Errorf("remotehost: host %s: read the congestion control algorithms: %w", h.cfg.Name, err)
 	}
 	return strings.Fields(string(out)), nil
 }
@@ -191,14 +191,14 @@ func (h *Host) MissingTools(ctx context.Context, tools []Tool) ([]Tool, error) {
 	b.WriteString("for p in")
 	for _, t := range tools {
 		if t.Program == "" || strings.ContainsAny(t.Program, "\n\x00") {
-			return nil, fmt.Errorf("sshhost: host %s: tool %q: give a program name", h.cfg.Name, t.Program)
+			return nil, fmt.Errorf("remotehost: host %s: tool %q: give a program name", h.cfg.Name, t.Program)
 		}
 		b.WriteString(" " + shellQuote(t.Program))
 	}
 	b.WriteString(`; do command -v "$p" >/dev/null 2>&1 || printf '%s\n' "$p"; done`)
 	out, _, err := h.run(ctx, []string{"command", "-v", "..."}, wrapScript(b.String()), nil)
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: host %s: look for tools: %w", h.cfg.Name, err)
+		return nil, fmt.Errorf("remotehost: host %s: look for tools: %w", h.cfg.Name, err)
 	}
 	missing := map[string]bool{}
 	for _, l := range strings.Split(string(bytes.TrimSpace(out)), "\n") {

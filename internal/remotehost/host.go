@@ -1,4 +1,4 @@
-package sshhost
+package remotehost
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 var ErrConnectionLost = errors.New("connection lost")
 
 // ErrClosed is what Err returns after Close.
-var ErrClosed = errors.New("sshhost: connection closed")
+var ErrClosed = errors.New("remotehost: connection closed")
 
 // Keepalives: a keepalive@openssh.com request every KeepaliveInterval; the
 // connection counts as lost once KeepaliveMissed requests in a row got no
@@ -75,7 +75,7 @@ func Dial(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	conn, err := dial(ctx, "tcp", cfg.hostPort())
 	if err != nil {
-		return nil, fmt.Errorf("sshhost: host %s: connect to %s: %w", cfg.Name, cfg.hostPort(), err)
+		return nil, fmt.Errorf("remotehost: host %s: connect to %s: %w", cfg.Name, cfg.hostPort(), err)
 	}
 	// The handshake has no context: a deadline on the connection, and
 	// closing it on cancel, bound it.
@@ -94,14 +94,14 @@ func Dial(ctx context.Context, cfg Config) (*Host, error) {
 			sc.Close()
 		}
 		conn.Close()
-		return nil, fmt.Errorf("sshhost: host %s: ssh handshake with %s: %w", cfg.Name, cfg.hostPort(), context.Cause(ctx))
+		return nil, fmt.Errorf("remotehost: host %s: ssh handshake with %s: %w", cfg.Name, cfg.hostPort(), context.Cause(ctx))
 	}
 	if err != nil {
 		conn.Close()
 		if checker.err != nil {
 			return nil, checker.err
 		}
-		return nil, fmt.Errorf("sshhost: host %s: ssh handshake with %s as %s: %w", cfg.Name, cfg.hostPort(), cfg.User, err)
+		return nil, fmt.Errorf("remotehost: host %s: ssh handshake with %s as %s: %w", cfg.Name, cfg.hostPort(), cfg.User, err)
 	}
 	_ = conn.SetDeadline(time.Time{})
 	tr := newSSHTransport(ssh.NewClient(sc, chans, reqs))
