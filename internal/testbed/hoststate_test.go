@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,66 @@ func TestHostDevWatchdog(t *testing.T) {
 	}
 	if err := hd.Arm(ctx, 0); err != nil {
 		t.Errorf("disarm: %v", err)
+	}
+}
+
+// TestAgentPutsBackWhenControllerVanishes: the controller goes the way a
+// SIGKILLed one over SSH goes (sshd closes the agent's standard input
+// and the reading end of its standard output at once) while the cell's
+// processes still run and write output: the agent must still kill them,
+// put the underlay device back to its journaled state, remove the site
+// directory and exit by itself, however its writes to the dead output
+// fail.
+func TestAgentPutsBackWhenControllerVanishes(t *testing.T) {
+	l := testbedtest.New(t, 0)
+	h := testbed.Hello{ID: testbed.NewID(), Site: "vanish", Dev: l.B.Dev, Root: t.TempDir()}
+	agent := testbedtest.StartAgent(t, l.B.Namespace, h)
+	ep := agent.Conn.Endpoint("b", agent.Hello)
+	hd := testbed.HostDev{EP: ep}
+	ctx := context.Background()
+	orig, err := hd.Save(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hd.SetMTU(ctx, 9000); err != nil {
+		t.Fatal(err)
+	}
+	if err := nic.SetOffloads(l.B.NS, l.B.Dev, false); err != nil {
+		t.Fatal(err)
+	}
+	// A chatty process (its output keeps coming as events) and a quiet
+	// one (its exit is an event once the agent kills it).
+	var out strings.Builder
+	chatty := ep.Command(ctx, "sh", "-c", "while :; do echo tick; sleep 0.01; done")
+	chatty.Stdout = &out
+	quiet := ep.Command(ctx, "sleep", "100")
+	for _, c := range []*testbed.Cmd{chatty, quiet} {
+		if err := ep.Start(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pids := []int{chatty.Pid(), quiet.Pid()}
+	agent.Vanish()
+	how := agent.Exited(15 * time.Second)
+	if how == "" {
+		t.Fatal("the agent still runs 15 s after its controller vanished")
+	}
+	if how != "exit status 0" {
+		t.Errorf("the agent ended with %s, want exit status 0 after its cleanup", how)
+	}
+	now, err := testbed.ReadDevice(l.B.NS, l.B.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orig.Lines(), now.Lines()); diff != "" {
+		t.Errorf("the device after the agent's end (-journaled +now):\n%s", diff)
+	}
+	if _, err := os.Stat(ep.Dir); !os.IsNotExist(err) {
+		t.Errorf("site directory %s after the agent's end: %v", ep.Dir, err)
+	}
+	for _, pid := range pids {
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
+			t.Errorf("process %d of the agent still runs", pid)
+		}
 	}
 }
