@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -161,7 +162,8 @@ func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) e
 		}
 		switch req.Kind {
 		case "hello":
-			a.reply(req.ID, nil, a.hello(req.Hello, version))
+			settled, err := a.hello(req.Hello, version)
+			a.reply(req.ID, settled, err)
 		case "stdin":
 			a.stdin(req)
 		default:
@@ -298,22 +300,25 @@ func response(id uint64, out []byte, err error) agentResp {
 	return r
 }
 
-func (a *agent) hello(h *Hello, version string) error {
+// hello takes the run's lock, puts back what dead runs' journals still
+// owe this host (SettleDeadJournals) and records the agent. Its reply is
+// what was put back, gob-encoded []string.
+func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	if h == nil {
-		return errors.New("agent: empty hello")
+		return nil, errors.New("agent: empty hello")
 	}
 	if a.ep != nil {
-		return errors.New("agent: hello twice")
+		return nil, errors.New("agent: hello twice")
 	}
 	if h.Version != version {
-		return fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
+		return nil, fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
 	}
 	if !ValidID(h.ID) {
-		return fmt.Errorf("agent: invalid run id %q", h.ID)
+		return nil, fmt.Errorf("agent: invalid run id %q", h.ID)
 	}
 	dir := SiteDir(h.Root, h.ID, h.Site)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("agent: create %s: %w", dir, err)
+		return nil, fmt.Errorf("agent: create %s: %w", dir, err)
 	}
 	// A shared lock: "tunbench clean" on this host leaves a live run's
 	// objects alone (sites sharing one machine share the lock file).
@@ -321,7 +326,7 @@ func (a *agent) hello(h *Hello, version string) error {
 	// lock directory in between.
 	lock, err := createLock(h.ID)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// unlock drops the lock of a refused hello, and its file when no
 	// other agent of the run holds it, as the agent's end does.
@@ -333,12 +338,30 @@ func (a *agent) hello(h *Hello, version string) error {
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		unlock()
-		return fmt.Errorf("agent: lock run %s: %w", h.ID, err)
+		return nil, fmt.Errorf("agent: lock run %s: %w", h.ID, err)
+	}
+	// Before this run changes anything here: what a dead run's journal
+	// still owes the host goes back (its agent was killed before it could
+	// put it back), so that this run never journals it as the original.
+	// What cannot be put back is said, and left to clean (a Save of a
+	// device still owed refuses by itself).
+	restored, err := SettleDeadJournals(h.Root, h.ID)
+	var settled []string
+	for _, r := range restored {
+		settled = append(settled, r.Name)
+	}
+	if err != nil {
+		settled = append(settled, "not put back (run tunbench clean there): "+err.Error())
+	}
+	var reply bytes.Buffer
+	if err := gob.NewEncoder(&reply).Encode(settled); err != nil {
+		unlock()
+		return nil, err
 	}
 	nl, err := netlink.NewHandle()
 	if err != nil {
 		unlock()
-		return fmt.Errorf("agent: netlink: %w", err)
+		return nil, fmt.Errorf("agent: netlink: %w", err)
 	}
 	// The agent records itself as the run's processes are recorded, so
 	// that cleaning the site after a lost connection ends it too; an
@@ -346,11 +369,11 @@ func (a *agent) hello(h *Hello, version string) error {
 	if err := writePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
 		nl.Close()
 		unlock()
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.id, a.lock = h.ID, lock
 	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
-	return nil
+	return reply.Bytes(), nil
 }
 
 // handle executes req and returns its response, and what to do once

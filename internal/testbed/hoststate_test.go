@@ -14,6 +14,7 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
 
 // hostDevFixture is side a's underlay device of a local testbed, with
@@ -170,5 +171,76 @@ func TestAgentPutsBackWhenControllerVanishes(t *testing.T) {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {
 			t.Errorf("process %d of the agent still runs", pid)
 		}
+	}
+}
+
+// TestAgentSettlesDeadJournal: a run killed with its agent (no one put
+// the device back) left the underlay at MTU 9000 with offloads off and
+// its journal holding the original. The next run's agent puts the device
+// back at its hello, before anything else, says so, and its Save
+// journals the true original; a journal of a run still alive makes Save
+// refuse instead of taking that run's change for the original.
+func TestAgentSettlesDeadJournal(t *testing.T) {
+	l := testbedtest.New(t, 0)
+	root := t.TempDir()
+	orig, err := testbed.ReadDevice(l.B.NS, l.B.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := testbed.NewID()
+	if err := testbed.WriteUndo(testbed.SiteDir(root, dead, "s"), "device-"+l.B.Dev,
+		testbed.Undo{Kind: testbed.UndoDevice, Dev: l.B.Dev, MTU: orig.MTU, Features: orig.Features}); err != nil {
+		t.Fatal(err)
+	}
+	if err := nic.SetMTU(l.B.NS, l.B.Dev, 9000); err != nil {
+		t.Fatal(err)
+	}
+	if err := nic.SetOffloads(l.B.NS, l.B.Dev, false); err != nil {
+		t.Fatal(err)
+	}
+	agent := testbedtest.StartAgent(t, l.B.Namespace, testbed.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
+	if got := strings.Join(agent.Conn.Settled(), "; "); !strings.Contains(got, "mtu 9000 → 1500") || !strings.Contains(got, "tx-tcp-segmentation on") {
+		t.Errorf("Settled() = %q, want the MTU and TSO put back", got)
+	}
+	now, err := testbed.ReadDevice(l.B.NS, l.B.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orig.Lines(), now.Lines()); diff != "" {
+		t.Errorf("the device after the next run's hello (-original +now):\n%s", diff)
+	}
+	if _, err := os.Stat(filepath.Join(testbed.SiteDir(root, dead, "s"), "undo")); !os.IsNotExist(err) {
+		t.Errorf("the dead run's journal is still there after it was applied: %v", err)
+	}
+	hd := testbed.HostDev{EP: agent.Conn.Endpoint("b", agent.Hello)}
+	saved, err := hd.Save(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(orig.Lines(), saved.Lines()); diff != "" {
+		t.Errorf("Save journaled (-original +saved):\n%s", diff)
+	}
+
+	// A live run's journal for the device: Save refuses.
+	live := testbed.NewID()
+	if err := os.MkdirAll(testbed.LockDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(testbed.LockDir, live+".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close(); _ = os.Remove(lock.Name()) })
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	if err := testbed.WriteUndo(testbed.SiteDir(root, live, "s"), "device-"+l.B.Dev,
+		testbed.Undo{Kind: testbed.UndoDevice, Dev: l.B.Dev, MTU: 9000}); err != nil {
+		t.Fatal(err)
+	}
+	other := testbedtest.StartAgent(t, l.B.Namespace, testbed.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
+	_, err = testbed.HostDev{EP: other.Conn.Endpoint("b", other.Hello)}.Save(context.Background())
+	if err == nil || !strings.Contains(err.Error(), live+" (alive)") {
+		t.Errorf("Save with a live run's journal for the device: %v, want a refusal naming run %s", err, live)
 	}
 }
