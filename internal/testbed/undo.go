@@ -32,7 +32,9 @@ type Undo struct {
 	// directory Path under BPFPinRoot), UndoRoute (delete the host
 	// route Addrs[0] of protocol RouteProtocol from table Table) or
 	// UndoDevice (put Dev back to MTU and Features, the host's own device
-	// a run with ssh.host_changes changed).
+	// a run with ssh.host_changes changed) or UndoDelLink (delete Dev, a
+	// device a daemon of the run creates under a name of its own, such
+	// as OVS's ovs-netdev, when it is there).
 	Kind  string   `json:"kind"`
 	Dev   string   `json:"dev,omitempty"`
 	From  string   `json:"from,omitempty"`
@@ -55,6 +57,9 @@ const (
 	UndoSysctl = "sysctl"
 	UndoUnpin  = "unpin"
 	UndoRoute  = "route"
+	// UndoDelLink is recorded only for a device that did not exist
+	// before the run.
+	UndoDelLink = "dellink"
 )
 
 // RouteProtocol marks the routes tunbench adds to a host's own tables
@@ -288,6 +293,15 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", nil
 		}
 		return u.Dev + " " + strings.Join(changed, ", "), nil
+	case UndoDelLink:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // never created, or gone
+		}
+		if err := h.LinkDel(link); err != nil {
+			return "", fmt.Errorf("delete %s: %w", u.Dev, err)
+		}
+		return "device " + u.Dev + " removed", nil
 	case UndoRoute:
 		if len(u.Addrs) != 1 {
 			return "", fmt.Errorf("route undo with %d destinations, want 1", len(u.Addrs))

@@ -87,6 +87,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err := os.MkdirAll(pins, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	addDummy(t, h, "jtap0")
 
 	root := t.TempDir()
 	dir := testbed.SiteDir(root, id, "j")
@@ -96,6 +97,10 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
 		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
 		"route":  {Kind: testbed.UndoRoute, Addrs: []string{pinned.String()}, Table: unix.RT_TABLE_MAIN},
+		// A daemon's own device (ovs-netdev), left when it was killed,
+		// and one that was never created.
+		"tap":   {Kind: testbed.UndoDelLink, Dev: "jtap0"},
+		"never": {Kind: testbed.UndoDelLink, Dev: "jnever0"},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -120,6 +125,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
 		"addresses 198.18.7.1/24 on jund0",
 		"bpf pins " + pins,
+		"device jtap0 removed",
 		"route 198.18.7.9/32 removed from table 254",
 		"tc programs detached from jund0",
 	}

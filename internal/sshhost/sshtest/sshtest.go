@@ -104,7 +104,6 @@ type Site struct {
 	// test's directory (Sites.Dir), kept visible there.
 	private bool
 	shared  string
-	locks   []string
 }
 
 // privateDirs are the directories PrivateFiles makes private to a site:
@@ -129,8 +128,9 @@ type options struct{ management, private bool }
 
 // PrivateFiles gives every site a file system of its own where tunbench
 // writes: its sshd runs in a mount namespace of its own where
-// testbed.DefaultRoot (/run/tunbench: run directories, journals, locks)
-// and scenario.DefaultSSHDir (/var/tmp/tunbench: the tunbench copied to
+// testbed.DefaultRoot (/run/tunbench: run directories and journals; the
+// run locks in testbed.LockDir stay the machine's, as its network
+// namespaces do) and scenario.DefaultSSHDir (/var/tmp/tunbench: the tunbench copied to
 // the host) are fresh tmpfs mounts only that site's sessions see, as on
 // separate hosts. Nothing of a run is then visible to the test, the
 // controller or another site at the same path; Site.Path shows a site's
@@ -227,9 +227,6 @@ func (s *Sites) build(n int, o options) error {
 			private:   o.private,
 			shared:    s.Dir,
 		})
-		for _, id := range s.ids {
-			s.Site[i].locks = append(s.Site[i].locks, filepath.Join(testbed.LockDir, id+".lock"))
-		}
 	}
 	if err := s.link(n, prefix); err != nil {
 		return err
@@ -395,7 +392,7 @@ func (site *Site) startSSHD() error {
 	// exec when the site presents a kernel config of its own).
 	argv := []string{"ip", "netns", "exec", site.Namespace}
 	if site.private {
-		argv = append(argv, "sh", "-c", privateScript, "sh", site.shared, filepath.Join(site.dir, "private"), privateDirs[0], privateDirs[1], strings.Join(site.locks, " "))
+		argv = append(argv, "sh", "-c", privateScript, "sh", site.shared, filepath.Join(site.dir, "private"), privateDirs[0], privateDirs[1], testbed.LockDir)
 	}
 	if site.kernelView != "" {
 		argv = append(argv, "sh", "-c", kernelViewScript, "sh", site.kernelView)
@@ -451,21 +448,18 @@ exec "$@"`
 // is mounted on a staging directory $2 first, $1 bound into it, and the
 // whole moved onto $3.
 //
-// The test's run ids stay locked there too: the lock files $5 (held by
-// the test) are bound into the private lock directory, so that a
-// "tunbench clean" on the site leaves the test's namespaces and
-// directory alone, as it does on a shared file system.
+// The lock directory $5 (testbed.LockDir) stays the machine's, bound into
+// the tmpfs: network namespaces are the machine's too, and a "tunbench
+// clean" on a site must see every live run's lock, this test's and those
+// of other tests on the machine, to leave their namespaces alone.
 const privateScript = `set -e
 shared=$1 stage=$2 run=$3 inst=$4 locks=$5
 shift 5
 mkdir -p "$stage" "$inst"
 mount -t tmpfs -o mode=0755 tunbench-sshtest "$stage"
-mkdir -p "$stage/${shared##*/}" "$stage/locks"
+mkdir -p "$stage/${shared##*/}" "$stage/${locks##*/}"
 mount --bind "$shared" "$stage/${shared##*/}"
-for l in $locks; do
-	touch "$stage/locks/${l##*/}"
-	mount --bind "$l" "$stage/locks/${l##*/}"
-done
+mount --bind "$locks" "$stage/${locks##*/}"
 mount --move "$stage" "$run"
 mount -t tmpfs -o mode=0755 tunbench-sshtest "$inst"
 exec "$@"`
