@@ -57,7 +57,8 @@ func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration
 
 // hostState is a site as a user would check it after a crash, one line
 // per fact: every device with its MTU and addresses, every ethtool
-// feature of the underlay, routes (IPv4 and IPv6, every table), xfrm
+// feature of the underlay, routes (IPv4 and IPv6, every table) and
+// rules, xfrm
 // states and policies, qdiscs and tc filters on the underlay, BPF pins,
 // the processes living there besides sshd, and the files under the
 // site's /run/tunbench (its own, with PrivateFiles) but the test's.
@@ -86,6 +87,8 @@ func hostState(t *testing.T, sites *sshtest.Sites, st *sshtest.Site) []string {
 	}
 	add("route", "ip", "-n", ns, "route", "show", "table", "all")
 	add("route6", "ip", "-n", ns, "-6", "route", "show", "table", "all")
+	add("rule", "ip", "-n", ns, "rule")
+	add("rule6", "ip", "-n", ns, "-6", "rule")
 	add("xfrm state", "ip", "-n", ns, "xfrm", "state")
 	add("xfrm policy", "ip", "-n", ns, "xfrm", "policy")
 	add("qdisc", "tc", "-n", ns, "qdisc", "show", "dev", st.Dev)

@@ -221,7 +221,10 @@ func TestAgentSettlesDeadJournal(t *testing.T) {
 		t.Errorf("Save journaled (-original +saved):\n%s", diff)
 	}
 
-	// A live run's journal for the device: Save refuses.
+	// That run ends; a live run's journal for the device: Save refuses.
+	if err := agent.Conn.Close(); err != nil {
+		t.Fatal(err)
+	}
 	live := testbed.NewID()
 	if err := os.MkdirAll(testbed.LockDir, 0o700); err != nil {
 		t.Fatal(err)

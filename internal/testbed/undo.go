@@ -60,7 +60,13 @@ const (
 	// UndoDelLink is recorded only for a device that did not exist
 	// before the run.
 	UndoDelLink = "dellink"
+	// UndoDelAddr takes Addrs, which the run added, off Dev.
+	UndoDelAddr = "deladdr"
 )
+
+// IsRunDevice reports whether name is a device a run created (named
+// DevicePrefix(id)-...): it goes with the run, and needs no journal.
+func IsRunDevice(name string) bool { return runOfDevice(name) != "" }
 
 // RouteProtocol marks the routes tunbench adds to a host's own tables
 // (the rtm_protocol of "ip route", shown as 241): a route is deleted only
@@ -293,6 +299,30 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", nil
 		}
 		return u.Dev + " " + strings.Join(changed, ", "), nil
+	case UndoDelAddr:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // the device is gone, and its addresses with it
+		}
+		var gone []string
+		for _, s := range u.Addrs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return "", fmt.Errorf("address %q: %w", s, err)
+			}
+			err = h.AddrDel(link, &netlink.Addr{IPNet: PrefixNet(p)})
+			if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+				continue
+			}
+			if err != nil {
+				return "", fmt.Errorf("take %s off %s: %w", s, u.Dev, err)
+			}
+			gone = append(gone, s)
+		}
+		if len(gone) == 0 {
+			return "", nil
+		}
+		return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
 	case UndoDelLink:
 		link, err := h.LinkByName(u.Dev)
 		if err != nil {

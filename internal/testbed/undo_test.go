@@ -88,6 +88,14 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	addDummy(t, h, "jtap0")
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loAddr := &netlink.Addr{IPNet: testbed.PrefixNet(netip.MustParsePrefix("198.18.7.5/32"))}
+	if err := h.AddrAdd(lo, loAddr); err != nil {
+		t.Fatal(err)
+	}
 
 	root := t.TempDir()
 	dir := testbed.SiteDir(root, id, "j")
@@ -101,6 +109,8 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		// and one that was never created.
 		"tap":   {Kind: testbed.UndoDelLink, Dev: "jtap0"},
 		"never": {Kind: testbed.UndoDelLink, Dev: "jnever0"},
+		// An address the run put on a device of the host's (lo).
+		"lo": {Kind: testbed.UndoDelAddr, Dev: "lo", Addrs: []string{"198.18.7.5/32"}},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -123,6 +133,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	sort.Strings(restored)
 	want := []string{
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
+		"address 198.18.7.5/32 taken off lo",
 		"addresses 198.18.7.1/24 on jund0",
 		"bpf pins " + pins,
 		"device jtap0 removed",
