@@ -34,11 +34,11 @@ var sshChaosMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "ebpf
 // the ring: s0 → s1 → s2 → s0), with host_changes sweeping the MTU and
 // the offloads, reached over the management network, without
 // ssh.binary: the controller copies itself to each host, as for a user.
-func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration string) string {
+func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration, matrix string) string {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: %s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\nmtus: [1500, 9000]\noffloads: [on, off]\n",
-		strings.Join(methods, ", "), duration)
+	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: %s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n%s",
+		strings.Join(methods, ", "), duration, matrix)
 	var pairs []string
 	for i := range sites.Site {
 		pairs = append(pairs, fmt.Sprintf("[%s, %s]", siteName(sites, i), siteName(sites, (i+1)%len(sites.Site))))
@@ -167,7 +167,7 @@ func TestChaosSSH(t *testing.T) {
 		delay := time.Duration(500+rng.IntN(24500)) * time.Millisecond
 		perm := rng.Perm(len(sshChaosMethods))
 		methods := []string{sshChaosMethods[perm[0]], sshChaosMethods[perm[1]]}
-		scen := chaosSSHYAML(t, sites, methods, "1s")
+		scen := chaosSSHYAML(t, sites, methods, "1s", "mtus: [1500, 9000]\noffloads: [on, off]\n")
 		db := filepath.Join(dir, fmt.Sprintf("r%d.db", kill))
 		cmd := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -37,7 +37,6 @@ func AddLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix
 	return nil
 }
 
-//
 // On a device that is not the run's own (lo, the underlay: devices that
 // outlive the run), the address goes into the site's journal first
 // (testbed.UndoDelAddr), so that when the run dies before its teardown
