@@ -37,19 +37,8 @@ func AddLink(ep *testbed.Endpoint, link netlink.Link, mtu int, addr netip.Prefix
 	return nil
 }
 
-// On a device that is not the run's own (lo, the underlay: devices that
-// outlive the run), the address goes into the site's journal first
-// (testbed.UndoDelAddr), so that when the run dies before its teardown
-// takes it off, the agent's end or tunbench clean does. The entry stays
-// until then; deleting an address already gone is nothing.
 func AddAddr(ep *testbed.Endpoint, link netlink.Link, addr netip.Prefix) error {
 	a := &netlink.Addr{IPNet: testbed.PrefixNet(addr)}
-	if name := link.Attrs().Name; !testbed.IsRunDevice(name) && !ep.Local() {
-		if err := ep.RecordUndo("addr-"+name+"-"+strings.ReplaceAll(addr.String(), "/", "_"),
-			testbed.Undo{Kind: testbed.UndoDelAddr, Dev: name, Addrs: []string{addr.String()}}); err != nil {
-			return fmt.Errorf("%s: journal %s on %s: %w", ep.Side, addr, name, err)
-		}
-	}
 	if addr.Addr().Is6() {
 		a.Flags = unix.IFA_F_NODAD
 	}

@@ -2,7 +2,9 @@ package testbed_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -137,6 +140,19 @@ func TestAgentPutsBackWhenControllerVanishes(t *testing.T) {
 	if err := nic.SetOffloads(l.B.NS, l.B.Dev, false); err != nil {
 		t.Fatal(err)
 	}
+	// An overlay address on lo, as the IPsec and eBPF methods add them:
+	// journaled by the agent in the same op.
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loAddr := &netlink.Addr{IPNet: testbed.PrefixNet(netip.MustParsePrefix("198.19.0.9/32"))}
+	if err := ep.NL.AddrAdd(lo, loAddr); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(ep.Dir, "undo", "addr-lo-198.19.0.9_32")); err != nil {
+		t.Errorf("the address on lo is not journaled: %v", err)
+	}
 	// A chatty process (its output keeps coming as events) and a quiet
 	// one (its exit is an event once the agent kills it).
 	var out strings.Builder
@@ -166,6 +182,9 @@ func TestAgentPutsBackWhenControllerVanishes(t *testing.T) {
 	}
 	if _, err := os.Stat(ep.Dir); !os.IsNotExist(err) {
 		t.Errorf("site directory %s after the agent's end: %v", ep.Dir, err)
+	}
+	if out, _ := exec.Command("ip", "-n", l.B.Namespace, "addr", "show", "dev", "lo").Output(); strings.Contains(string(out), "198.19.0.9") {
+		t.Errorf("the overlay address is still on lo after the agent's end:\n%s", out)
 	}
 	for _, pid := range pids {
 		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err == nil {

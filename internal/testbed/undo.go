@@ -62,6 +62,10 @@ const (
 	UndoDelLink = "dellink"
 	// UndoDelAddr takes Addrs, which the run added, off Dev.
 	UndoDelAddr = "deladdr"
+	// UndoDelRule deletes the routing rules (IPv4 and IPv6) that look up
+	// Table, which a daemon of the run adds (charon's table 220); it is
+	// recorded only when the host had no such rule.
+	UndoDelRule = "delrule"
 )
 
 // IsRunDevice reports whether name is a device a run created (named
@@ -323,6 +327,27 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", nil
 		}
 		return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
+	case UndoDelRule:
+		n := 0
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			rules, err := h.RuleList(fam)
+			if err != nil {
+				return "", fmt.Errorf("list rules: %w", err)
+			}
+			for _, r := range rules {
+				if r.Table != u.Table {
+					continue
+				}
+				if err := h.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+					return "", fmt.Errorf("delete the rule to table %d: %w", u.Table, err)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return "", nil
+		}
+		return fmt.Sprintf("%d rules to table %d removed", n, u.Table), nil
 	case UndoDelLink:
 		link, err := h.LinkByName(u.Dev)
 		if err != nil {

@@ -92,6 +92,11 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rule := netlink.NewRule()
+	rule.Table, rule.Priority = 4242, 4242
+	if err := h.RuleAdd(rule); err != nil {
+		t.Fatal(err)
+	}
 	loAddr := &netlink.Addr{IPNet: testbed.PrefixNet(netip.MustParsePrefix("198.18.7.5/32"))}
 	if err := h.AddrAdd(lo, loAddr); err != nil {
 		t.Fatal(err)
@@ -111,6 +116,8 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"never": {Kind: testbed.UndoDelLink, Dev: "jnever0"},
 		// An address the run put on a device of the host's (lo).
 		"lo": {Kind: testbed.UndoDelAddr, Dev: "lo", Addrs: []string{"198.18.7.5/32"}},
+		// A daemon's rule to its table (charon's 220).
+		"rule": {Kind: testbed.UndoDelRule, Table: 4242},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -133,6 +140,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	sort.Strings(restored)
 	want := []string{
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
+		"1 rules to table 4242 removed",
 		"address 198.18.7.5/32 taken off lo",
 		"addresses 198.18.7.1/24 on jund0",
 		"bpf pins " + pins,
