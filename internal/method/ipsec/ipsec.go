@@ -224,6 +224,14 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 	if err := ep.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
 		return nil, fmt.Errorf("write strongswan.conf: %w", err)
 	}
+	// A killed charon leaves its rule to table 220 on a host's own
+	// namespace (a testbed namespace goes with its rule): the journal
+	// takes it out then, unless the host had one before.
+	if !ep.Local() {
+		if err := journalCharonRule(ep); err != nil {
+			return nil, err
+		}
+	}
 	// unshare execs sh, which execs charon: the pid stays charon's.
 	p, err := method.StartDaemon(ep, "charon", c.logPath(),
 		[]string{"STRONGSWAN_CONF=" + charonRun + "/strongswan.conf"},
@@ -664,6 +672,8 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 		}
 		if err := ipsecCleanNamespace(ep); err != nil {
 			errs = append(errs, err)
+		} else if err := ep.ForgetUndo(charonRuleUndo); err != nil {
+			errs = append(errs, err)
 		}
 		if err := ep.RemoveAll(filepath.Join(method.SideRoot(env, ep), name+"-"+ep.Side)); err != nil {
 			errs = append(errs, err)
@@ -674,6 +684,27 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 
 // charonTable is the routing table charon installs its routes in.
 const charonTable = 220
+
+// charonRuleUndo names the journal entry of charon's rule to its table.
+const charonRuleUndo = "ipsec-rule-220"
+
+// journalCharonRule records, unless ep's host already has a rule to
+// charonTable, that the rule charon is about to add must go when the run
+// dies (testbed.UndoDelRule).
+func journalCharonRule(ep *testbed.Endpoint) error {
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := ep.NL.RuleList(fam)
+		if err != nil {
+			return fmt.Errorf("%s: list rules: %w", ep.Side, err)
+		}
+		for _, r := range rules {
+			if r.Table == charonTable {
+				return nil
+			}
+		}
+	}
+	return ep.RecordUndo(charonRuleUndo, testbed.Undo{Kind: testbed.UndoDelRule, Table: charonTable})
+}
 
 // ipsecCleanNamespace removes from ep's namespace what the IPsec methods
 // may have left: overlay host addresses on lo, routes in table 220 and
