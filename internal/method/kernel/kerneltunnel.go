@@ -53,7 +53,7 @@ func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
 	name := tunnelName(env, kt.suffix)
 	for i, ep := range env.Endpoints() {
 		peer := env.Peer(ep)
-		err := method.FakeKernelErr(kt.config, unix.EOPNOTSUPP)
+		err := env.FakeKernelErr(kt.config, unix.EOPNOTSUPP)
 		if err == nil {
 			err = kt.create(ep, name, ep.Addr(kt.underlay), peer.Addr(kt.underlay))
 		}

@@ -26,11 +26,17 @@ import (
 // of both namespaces as they were before Setup.
 func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
 	t.Helper()
+	return SetupFaults(t, m, family, mtu, opts, nil)
+}
+
+// SetupFaults is Setup with faults injected into the set-up (Env.Faults).
+func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults) (*testbed.Local, *method.Env, *method.Path) {
+	t.Helper()
 	l := testbedtest.New(t, mtu)
 	env := &method.Env{
 		A: l.A, B: l.B, Family: family, UnderlayMTU: mtu,
 		OverlayMTU: mtu - m.Overhead(family),
-		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts,
+		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Faults: faults,
 	}
 	before := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
 	ctx := context.Background()

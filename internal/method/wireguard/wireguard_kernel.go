@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -16,7 +17,11 @@ import (
 // the outer packets use the measured family.
 //
 // Options: "port", the UDP listen port of both sides (default 51820).
-type WireGuard struct{}
+type WireGuard struct {
+	// handshakeTimeout, when not zero (tests only), replaces
+	// wgHandshakeTimeout.
+	handshakeTimeout time.Duration
+}
 
 // The kernel device travels to a remote agent.
 func init() { testbed.RegisterWireTypes(&netlink.Wireguard{}) }
@@ -38,7 +43,7 @@ func (WireGuard) Requirements() []method.Requirement {
 
 // Setup creates a WireGuard device on each side with the overlay MTU and
 // address, configures keys and peers, and waits for the first handshake.
-func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
+func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	sides, err := wgPlan(env, "wireguard")
 	if err != nil {
 		return nil, err
@@ -46,7 +51,7 @@ func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 	var ctl [2]wgControl
 	for i, s := range sides {
 		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev}}
-		err := method.FakeKernelErr("CONFIG_WIREGUARD", unix.EOPNOTSUPP)
+		err := env.FakeKernelErr("CONFIG_WIREGUARD", unix.EOPNOTSUPP)
 		if err == nil {
 			err = method.AddLink(s.ep, link, env.OverlayMTU, s.addr)
 		}
@@ -65,7 +70,7 @@ func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 	fail := func(i int, what string) error {
 		return fmt.Errorf("%s: kernel wireguard: %s", sides[i].ep.Side, what)
 	}
-	if err := wgWaitHandshake(ctx, sides, ctl, wgHandshakeTimeout, fail); err != nil {
+	if err := wgWaitHandshake(ctx, sides, ctl, orDefault(m.handshakeTimeout), fail); err != nil {
 		return nil, err
 	}
 	return &method.Path{
