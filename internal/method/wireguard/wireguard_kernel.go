@@ -9,7 +9,6 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // WireGuard is the kernel's WireGuard device, one per side, configured
@@ -50,16 +49,9 @@ func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, er
 	}
 	var ctl [2]wgControl
 	for i, s := range sides {
-		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev}}
-		err := env.FakeKernelErr("CONFIG_WIREGUARD", unix.EOPNOTSUPP)
-		if err == nil {
-			err = method.AddLink(s.ep, link, env.OverlayMTU, s.addr)
-		}
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			// rtnetlink's answer to a link kind the kernel does not have.
-			return nil, fmt.Errorf("%s: create wireguard %s: %w: kernel lacks CONFIG_WIREGUARD (%w)", s.ep.Side, s.dev, method.ErrNotSupported, err)
-		}
-		if err != nil {
+		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev, MTU: env.OverlayMTU}}
+		plan := method.Plan{Links: []method.PlanLink{{Link: link, Config: "CONFIG_WIREGUARD", MTU: env.OverlayMTU, Addr: s.addr}}}
+		if err := plan.Apply(env, s.ep); err != nil {
 			return nil, err
 		}
 		ctl[i] = wgKernel{ep: s.ep, dev: s.dev}
