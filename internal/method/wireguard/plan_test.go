@@ -5,6 +5,9 @@ import (
 	"flag"
 	"fmt"
 	"net/netip"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -122,6 +125,68 @@ func TestWireGuardNotSupportedRecorded(t *testing.T) {
 	for _, l := range rec.A.Lines() {
 		if strings.HasPrefix(l, "ip link add") {
 			t.Errorf("a: %s on a kernel without WireGuard", l)
+		}
+	}
+}
+
+// uapiArgs has the fields of the wireguard.uapi op's arguments.
+type uapiArgs struct{ Sock, Req string }
+
+// uapiKey is a key in a UAPI request.
+var uapiKey = regexp.MustCompile(`(private_key|public_key|preshared_key)=[0-9a-f]{64}`)
+
+// answerUserspace makes r answer a userspace WireGuard daemon: program
+// prints version, the daemon (started through unshare) creates its
+// device and socket and removes the device as it exits, a UAPI set is
+// recorded as "uapi set" with its lines (keys <key>), a UAPI get shows a
+// handshake.
+func answerUserspace(r *testbedtest.Recorder, program, version string) {
+	r.AnswerCommands(func(argv []string) testbedtest.Answer {
+		if len(argv) == 2 && argv[0] == program && argv[1] == "--version" {
+			return testbedtest.Answer{Output: version + "\n"}
+		}
+		if argv[0] == "unshare" && slices.Contains(argv, program) {
+			dev := argv[len(argv)-1]
+			if err := r.Know(dev, "tun"); err != nil {
+				return testbedtest.Answer{Err: err}
+			}
+			return testbedtest.Answer{Runs: true, OnStop: func() { r.Forget(dev) }}
+		}
+		return testbedtest.Answer{Err: fmt.Errorf("unexpected command %q", argv)}
+	})
+	testbedtest.AnswerOp(r, "unix.accepts", func(string) (string, bool, error) { return "", true, nil })
+	testbedtest.AnswerOp(r, "wireguard.uapi", func(a uapiArgs) (string, []string, error) {
+		if strings.HasPrefix(a.Req, "get=1") {
+			return "", []string{"public_key=" + strings.Repeat("0", 64), "last_handshake_time_sec=1", "last_handshake_time_nsec=0"}, nil
+		}
+		req := uapiKey.ReplaceAllString(strings.TrimSpace(a.Req), "$1="+testbedtest.KeyText)
+		return "uapi " + filepath.Base(a.Sock) + " " + strings.ReplaceAll(req, "\n", " "), nil, nil
+	})
+	testbedtest.AnswerOp(r, "udp.kick", func(to netip.AddrPort) (string, struct{}, error) {
+		return "send udp to " + to.String(), struct{}{}, nil
+	})
+}
+
+// TestWireGuardUserspacePlans is TestWireGuardPlans for wireguard-go and
+// boringtun: the daemon each side starts (in its private mount
+// namespace), the device and UAPI configuration, and the teardown.
+func TestWireGuardUserspacePlans(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		m                method.Method
+		program, version string
+	}{
+		{wireguard.NewWireGuardGo(), "wireguard-go", "wireguard-go v0.0.20230223"},
+		{wireguard.NewBoringTun(), "boringtun-cli", "boringtun 0.6.0"},
+	} {
+		for _, family := range tt.m.Families() {
+			t.Run(tt.m.Name()+"-"+family, func(t *testing.T) {
+				t.Parallel()
+				rec := methodtest.RecordEnv(tt.m, family, nil)
+				answerUserspace(rec.A, tt.program, tt.version)
+				answerUserspace(rec.B, tt.program, tt.version)
+				testbedtest.Golden(t, tt.m.Name()+"-"+family, methodtest.Record(t, tt.m, rec), *update)
+			})
 		}
 	}
 }

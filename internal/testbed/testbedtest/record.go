@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -51,9 +52,11 @@ type Recorder struct {
 	pols   []netlink.XfrmPolicy
 	files  map[string][]byte
 	ops    map[string]func(args []byte) (line string, result []byte, err error)
-	cmds   func(argv []string) (output string, err error)
+	cmds   func(argv []string) Answer
 	pid    int
 }
+
+var recorders atomic.Int64
 
 // NewRecordingEndpoint returns endpoint side ("a" or "b") of a testbed
 // whose underlay device dev carries the side's usual underlay addresses
@@ -71,7 +74,9 @@ func NewRecordingEndpoint(side, dev string) (*testbed.Endpoint, *Recorder) {
 		&netlink.Device{LinkAttrs: netlink.LinkAttrs{Name: "lo", Index: 1, MTU: 65536}},
 		&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: dev, Index: 2, MTU: 1500}},
 	}
-	ep := testbed.NewEndpoint(side, "", dev, r)
+	// A host name of its own: what is cached per host (program versions)
+	// is asked of each recorder.
+	ep := testbed.NewEndpoint(side, fmt.Sprintf("recorder-%d", recorders.Add(1)), dev, r)
 	ep.NL = r
 	ep.Dir = RecordDir
 	ep.Addr4, ep.Addr6 = testbed.UnderlayA4, testbed.UnderlayA6
@@ -116,9 +121,21 @@ func AnswerOp[A, R any](r *Recorder, name string, fn func(a A) (line string, res
 	}
 }
 
+// Answer is how a command started on a recording host behaves.
+type Answer struct {
+	// Output is what it writes (to its output file for a daemon).
+	Output string
+	// Err is its exit status.
+	Err error
+	// Runs keeps it running until it is signalled: a daemon. OnStop, when
+	// set, runs then (to forget a device the daemon removes as it exits).
+	Runs   bool
+	OnStop func()
+}
+
 // AnswerCommands makes r answer the commands started on it with fn's
-// output and error (by default: no output, success).
-func (r *Recorder) AnswerCommands(fn func(argv []string) (output string, err error)) {
+// answer (by default: no output, success at once).
+func (r *Recorder) AnswerCommands(fn func(argv []string) Answer) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.cmds = fn
@@ -130,37 +147,85 @@ func (r *Recorder) AnswerCommands(fn func(argv []string) (output string, err err
 func (r *Recorder) Local() bool { return false }
 
 // Start records argv as an "exec" line and runs nothing: the process
-// exits at once with AnswerCommands' output.
+// answers as AnswerCommands says.
 func (r *Recorder) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, error) {
-	r.record("exec %s", strings.Join(c.Args, " "))
 	r.mu.Lock()
 	cmds := r.cmds
 	r.pid++
 	pid := r.pid
 	r.mu.Unlock()
-	var out string
-	var err error
+	var a Answer
 	if cmds != nil {
-		out, err = cmds(c.Args)
+		a = cmds(c.Args)
+	}
+	if a.Runs {
+		r.record("exec %s &  # pid %d", shellJoin(c.Args), pid)
+	} else {
+		r.record("exec %s", shellJoin(c.Args))
 	}
 	if c.OutputFile != "" {
 		r.mu.Lock()
-		r.files[c.OutputFile] = append(r.files[c.OutputFile], out...)
+		r.files[c.OutputFile] = append(r.files[c.OutputFile], a.Output...)
 		r.mu.Unlock()
 	} else if c.Stdout != nil {
-		_, _ = io.WriteString(c.Stdout, out)
+		_, _ = io.WriteString(c.Stdout, a.Output)
 	}
-	return recordedProc{pid: pid, err: err}, nil
+	p := &recordedProc{r: r, pid: pid, err: a.Err, onStop: a.OnStop, done: make(chan struct{})}
+	if !a.Runs {
+		close(p.done)
+	}
+	return p, nil
 }
 
+// recordedProc is a process on a recording host: one that has exited, or
+// a daemon that runs until it is signalled.
 type recordedProc struct {
-	pid int
-	err error
+	r      *Recorder
+	pid    int
+	err    error
+	onStop func()
+	once   sync.Once
+	done   chan struct{}
 }
 
-func (p recordedProc) Pid() int                    { return p.pid }
-func (p recordedProc) Wait() error                 { return p.err }
-func (p recordedProc) Signal(syscall.Signal) error { return nil }
+func (p *recordedProc) Pid() int { return p.pid }
+
+func (p *recordedProc) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Signal records "kill" and stops a running daemon; a process that has
+// exited ignores it.
+func (p *recordedProc) Signal(sig syscall.Signal) error {
+	select {
+	case <-p.done:
+		return nil
+	default:
+	}
+	p.r.record("kill -%s %d", strings.TrimPrefix(unix.SignalName(sig), "SIG"), p.pid)
+	p.once.Do(func() {
+		if p.onStop != nil {
+			p.onStop()
+		}
+		close(p.done)
+	})
+	return nil
+}
+
+// shellJoin writes argv as a shell would read it back: arguments with
+// spaces or shell characters in single quotes.
+func shellJoin(argv []string) string {
+	q := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
 
 // recFileArgs has the fields of testbed's file op arguments (gob matches
 // fields by name).
@@ -349,6 +414,15 @@ func protoName(p uint8) string {
 		return "any"
 	}
 	return "proto" + strconv.Itoa(int(p))
+}
+
+// Forget removes the link called name from r's state without recording a
+// line: for a daemon that removes its device as it exits (Answer.OnStop).
+func (r *Recorder) Forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.links = slices.DeleteFunc(r.links, func(l netlink.Link) bool { return l.Attrs().Name == name })
+	delete(r.addrs, name)
 }
 
 // Know adds a link called name of kind to r's state without recording a
