@@ -173,19 +173,23 @@ func answerUserspace(r *testbedtest.Recorder, program, version string) {
 func TestWireGuardUserspacePlans(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		m                method.Method
+		m                func() method.Method
 		program, version string
 	}{
-		{wireguard.NewWireGuardGo(), "wireguard-go", "wireguard-go v0.0.20230223"},
-		{wireguard.NewBoringTun(), "boringtun-cli", "boringtun 0.6.0"},
+		{func() method.Method { return wireguard.NewWireGuardGo() }, "wireguard-go", "wireguard-go v0.0.20230223"},
+		{func() method.Method { return wireguard.NewBoringTun() }, "boringtun-cli", "boringtun 0.6.0"},
 	} {
-		for _, family := range tt.m.Families() {
-			t.Run(tt.m.Name()+"-"+family, func(t *testing.T) {
+		for _, family := range tt.m().Families() {
+			t.Run(tt.m().Name()+"-"+family, func(t *testing.T) {
 				t.Parallel()
-				rec := methodtest.RecordEnv(tt.m, family, nil)
+				// A method value of its own: the recorded runs share
+				// Env.Dir, by which a userspace WireGuard keeps its
+				// daemons.
+				m := tt.m()
+				rec := methodtest.RecordEnv(m, family, nil)
 				answerUserspace(rec.A, tt.program, tt.version)
 				answerUserspace(rec.B, tt.program, tt.version)
-				testbedtest.Golden(t, tt.m.Name()+"-"+family, methodtest.Record(t, tt.m, rec), *update)
+				testbedtest.Golden(t, m.Name()+"-"+family, methodtest.Record(t, m, rec), *update)
 			})
 		}
 	}
