@@ -224,6 +224,7 @@ func TestIPsecCiphers(t *testing.T) {
 // on a kernel without ESP (ipsecWithoutESP) transport mode is not
 // supported, nor is a forced xfrm data path, and the error says why.
 func TestIPsecTransportNeedsXfrm(t *testing.T) {
+	t.Parallel()
 	ipsecRequireSwan(t)
 	faults := ipsecWithoutESP(t)
 	for _, opts := range []map[string]string{
@@ -309,6 +310,7 @@ func TestIPsecSecrets(t *testing.T) {
 // TestIPsecHandshakeFailure: when IKE fails (here: b has another PSK), the
 // error names the side and quotes charon's log, and carries neither key.
 func TestIPsecHandshakeFailure(t *testing.T) {
+	t.Parallel()
 	ipsecRequireSwan(t)
 	var psks []string
 	m := ipsec.NewIPsecWithConfigHook(func(side string, psk *string) {
