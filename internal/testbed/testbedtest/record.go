@@ -146,7 +146,8 @@ func (r *Recorder) AnswerCommands(fn func(argv []string) Answer) {
 // Local is false: the recorder is a host of its own, reached by ops.
 func (r *Recorder) Local() bool { return false }
 
-// Start records argv as an "exec" line and runs nothing: the process
+// Start records the command (its environment and argv) as an "exec" line
+// and runs nothing: the process
 // answers as AnswerCommands says.
 func (r *Recorder) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, error) {
 	r.mu.Lock()
@@ -158,10 +159,12 @@ func (r *Recorder) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, err
 	if cmds != nil {
 		a = cmds(c.Args)
 	}
+	// The environment the command gets, as shell assignments before it.
+	line := shellJoin(append(slices.Clone(c.Env), c.Args...))
 	if a.Runs {
-		r.record("exec %s &  # pid %d", shellJoin(c.Args), pid)
+		r.record("exec %s &  # pid %d", line, pid)
 	} else {
-		r.record("exec %s", shellJoin(c.Args))
+		r.record("exec %s", line)
 	}
 	if c.OutputFile != "" {
 		r.mu.Lock()

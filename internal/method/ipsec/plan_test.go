@@ -1,0 +1,83 @@
+package ipsec_test
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/method/ipsec"
+	"github.com/tunbench/tunbench/internal/method/methodtest"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the recorded set-ups")
+
+// answerCharon makes r answer strongSwan: charon (started through
+// unshare) runs and accepts on its vici socket, swanctl loads and
+// initiates, and lists the CHILD_SA tunbench INSTALLED (listSAs, swanctl's
+// output); kernel-libipsec can run and its charon holds TUN device ipsec0.
+func answerCharon(t *testing.T, r *testbedtest.Recorder, listSAs string) {
+	r.AnswerCommands(func(argv []string) testbedtest.Answer {
+		switch {
+		case argv[0] == "unshare" && slices.Contains(argv, "/usr/lib/ipsec/charon"):
+			return testbedtest.Answer{Runs: true, OnStop: func() { r.Forget("ipsec0") }}
+		case argv[0] == "swanctl" && slices.Contains(argv, "--list-sas"):
+			return testbedtest.Answer{Output: listSAs}
+		case argv[0] == "swanctl":
+			return testbedtest.Answer{}
+		}
+		return testbedtest.Answer{Err: fmt.Errorf("unexpected command %q", argv)}
+	})
+	testbedtest.AnswerOp(r, "unix.accepts", func(string) (string, bool, error) { return "", true, nil })
+	testbedtest.AnswerOp(r, "ipsec.libipsec-problem", func(struct{}) (string, string, error) { return "", "", nil })
+	testbedtest.AnswerOp(r, "ipsec.tun-of", func(int) (string, string, error) {
+		if _, err := r.LinkByName("ipsec0"); err != nil {
+			if err := r.Know("ipsec0", "tun"); err != nil {
+				t.Error(err)
+			}
+		}
+		return "", "ipsec0", nil
+	})
+}
+
+// TestIPsecPlans sets ipsec up and tears it down on two recording
+// endpoints, and compares what it did to each host with
+// testdata/ipsec-<variant>-<family>.golden (rewrite with -update): the
+// xfrm probe SA, the overlay addresses or transport routes, charon and
+// its configuration files, swanctl's load and initiate, and what teardown
+// removes. Variants: the xfrm data path in tunnel and in transport mode,
+// and kernel-libipsec (a kernel without ESP, Env.Faults). charon's own
+// SAs and routes are its business: the integration tests and the lab
+// check them.
+func TestIPsecPlans(t *testing.T) {
+	t.Parallel()
+	listSAs, err := os.ReadFile("testdata/ipsec_list_sas_libipsec_v6_a.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noESP := &method.Faults{KernelLacks: []string{"CONFIG_INET_ESP", "CONFIG_INET6_ESP"}}
+	for _, tt := range []struct {
+		variant string
+		opts    map[string]string
+		faults  *method.Faults
+	}{
+		{"xfrm", nil, nil},
+		{"transport", map[string]string{"mode": "transport"}, nil},
+		{"libipsec", nil, noESP},
+	} {
+		for _, family := range []string{method.IPv4, method.IPv6} {
+			t.Run(tt.variant+"-"+family, func(t *testing.T) {
+				t.Parallel()
+				m := ipsec.NewIPsec()
+				rec := methodtest.RecordEnv(m, family, tt.opts)
+				rec.Env.Faults = tt.faults
+				answerCharon(t, rec.A, string(listSAs))
+				answerCharon(t, rec.B, string(listSAs))
+				testbedtest.Golden(t, "ipsec-"+tt.variant+"-"+family, methodtest.Record(t, m, rec), *update)
+			})
+		}
+	}
+}
