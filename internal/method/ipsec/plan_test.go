@@ -17,13 +17,20 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the reco
 
 // answerCharon makes r answer strongSwan: charon (started through
 // unshare) runs and accepts on its vici socket, swanctl loads and
-// initiates, and lists the CHILD_SA tunbench INSTALLED (listSAs, swanctl's
-// output); kernel-libipsec can run and its charon holds TUN device ipsec0.
+// initiates, and lists the CHILD_SAs of listSAs (swanctl's output) as
+// INSTALLED; ip (nexthops) succeeds; kernel-libipsec can run and each
+// charon holds a TUN device (ipsec0, ipsec1...); the multipath hash
+// policy is 0.
 func answerCharon(t *testing.T, r *testbedtest.Recorder, listSAs string) {
+	for _, fam := range []string{"ipv4", "ipv6"} {
+		r.SetFile("/proc/sys/net/"+fam+"/fib_multipath_hash_policy", []byte("0\n"))
+	}
 	r.AnswerCommands(func(argv []string) testbedtest.Answer {
 		switch {
+		case argv[0] == "ip":
+			return testbedtest.Answer{}
 		case argv[0] == "unshare" && slices.Contains(argv, "/usr/lib/ipsec/charon"):
-			return testbedtest.Answer{Runs: true, OnStop: func() { r.Forget("ipsec0") }}
+			return testbedtest.Answer{Runs: true}
 		case argv[0] == "swanctl" && slices.Contains(argv, "--list-sas"):
 			return testbedtest.Answer{Output: listSAs}
 		case argv[0] == "swanctl":
@@ -33,13 +40,16 @@ func answerCharon(t *testing.T, r *testbedtest.Recorder, listSAs string) {
 	})
 	testbedtest.AnswerOp(r, "unix.accepts", func(string) (string, bool, error) { return "", true, nil })
 	testbedtest.AnswerOp(r, "ipsec.libipsec-problem", func(struct{}) (string, string, error) { return "", "", nil })
-	testbedtest.AnswerOp(r, "ipsec.tun-of", func(int) (string, string, error) {
-		if _, err := r.LinkByName("ipsec0"); err != nil {
-			if err := r.Know("ipsec0", "tun"); err != nil {
+	// Each charon's TUN device: ipsec0, ipsec1... in the order charons ask.
+	tuns := map[int]string{}
+	testbedtest.AnswerOp(r, "ipsec.tun-of", func(pid int) (string, string, error) {
+		if _, ok := tuns[pid]; !ok {
+			tuns[pid] = fmt.Sprintf("ipsec%d", len(tuns))
+			if err := r.Know(tuns[pid], "tun"); err != nil {
 				t.Error(err)
 			}
 		}
-		return "", "ipsec0", nil
+		return "", tuns[pid], nil
 	})
 }
 
@@ -77,6 +87,37 @@ func TestIPsecPlans(t *testing.T) {
 				answerCharon(t, rec.A, string(listSAs))
 				answerCharon(t, rec.B, string(listSAs))
 				testbedtest.Golden(t, "ipsec-"+tt.variant+"-"+family, methodtest.Record(t, m, rec), *update)
+			})
+		}
+	}
+}
+
+// TestIPsecECMPPlans is TestIPsecPlans for ipsec-ecmp with two tunnels:
+// xfrm interfaces (xfrm) or one charon per tunnel (kernel-libipsec), and
+// the ECMP nexthop group over them.
+func TestIPsecECMPPlans(t *testing.T) {
+	t.Parallel()
+	listSAs, err := os.ReadFile("testdata/ipsec_list_sas_xfrm_ecmp.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noESP := &method.Faults{KernelLacks: []string{"CONFIG_INET_ESP", "CONFIG_INET6_ESP"}}
+	for _, tt := range []struct {
+		variant string
+		faults  *method.Faults
+	}{
+		{"xfrm", nil},
+		{"libipsec", noESP},
+	} {
+		for _, family := range []string{method.IPv4, method.IPv6} {
+			t.Run(tt.variant+"-"+family, func(t *testing.T) {
+				t.Parallel()
+				m := ipsec.NewIPsecECMP()
+				rec := methodtest.RecordEnv(m, family, nil)
+				rec.Env.Faults = tt.faults
+				answerCharon(t, rec.A, string(listSAs))
+				answerCharon(t, rec.B, string(listSAs))
+				testbedtest.Golden(t, "ipsec-ecmp-"+tt.variant+"-"+family, methodtest.Record(t, m, rec), *update)
 			})
 		}
 	}

@@ -260,7 +260,13 @@ func (r *Recorder) Call(_ context.Context, _ *testbed.Endpoint, name string, arg
 			r.mu.Lock()
 			r.files[a.Path] = a.Data
 			r.mu.Unlock()
-			r.record("write %s (%#o)", a.Path, a.Perm)
+			if key, ok := strings.CutPrefix(a.Path, "/proc/sys/"); ok {
+				// A sysctl: its value is what matters.
+				r.record("sysctl -w %s=%s", strings.ReplaceAll(key, "/", "."), strings.TrimSpace(string(a.Data)))
+			} else {
+				// Not the contents: files hold keys.
+				r.record("write %s (%#o)", a.Path, a.Perm)
+			}
 		case "fs.mkdir":
 			r.record("mkdir -p -m %#o %s", a.Perm, a.Path)
 		case "fs.remove":
@@ -417,6 +423,14 @@ func protoName(p uint8) string {
 		return "any"
 	}
 	return "proto" + strconv.Itoa(int(p))
+}
+
+// SetFile puts a file (a sysctl under /proc/sys) on r's host without
+// recording a line, for the method to read.
+func (r *Recorder) SetFile(path string, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.files[path] = data
 }
 
 // Forget removes the link called name from r's state without recording a

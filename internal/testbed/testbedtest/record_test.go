@@ -68,6 +68,9 @@ func TestRecorder(t *testing.T) {
 	if got, err := ep.ReadFile("/run/tunbench/rec/x.key"); err != nil || string(got) != "secret" {
 		t.Errorf("ReadFile of a written file: %q, %v", got, err)
 	}
+	if err := ep.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := ep.RemoveAll("/run/tunbench/rec"); err != nil {
 		t.Fatal(err)
 	}
@@ -113,6 +116,7 @@ func TestRecorder(t *testing.T) {
 		"ip route add 198.19.0.0/24 dev tb-vx mtu 1400",
 		"ip xfrm state add src 198.18.0.1 dst 198.18.0.2 proto esp spi 0x100 mode tunnel aead rfc4106(gcm(aes)) <key> 128",
 		"write /run/tunbench/rec/x.key (0600)",
+		"sysctl -w net.ipv4.ip_forward=1",
 		"rm -rf /run/tunbench/rec",
 		`exec sh -c 'echo '\''it'\'' $0' x`,
 		"exec daemon -f &  # pid 1002",
