@@ -1,9 +1,11 @@
 package kernel_test
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -51,6 +53,38 @@ func TestKernelPlans(t *testing.T) {
 				answerIP6GRE(rec.A)
 				answerIP6GRE(rec.B)
 				testbedtest.Golden(t, m.Name()+"-"+family, methodtest.Record(t, m, rec), *update)
+			})
+		}
+	}
+}
+
+// TestKernelRefusalsRecorded: on a kernel without a method's option
+// (Env.Faults), Setup fails with ErrNotSupported naming it before any
+// device exists, and Teardown succeeds; without root, on any kernel.
+func TestKernelRefusalsRecorded(t *testing.T) {
+	t.Parallel()
+	for _, m := range append([]method.Method{kernel.VXLAN{}}, kernelTunnels()...) {
+		for _, family := range m.Families() {
+			t.Run(m.Name()+"-"+family, func(t *testing.T) {
+				t.Parallel()
+				rec := methodtest.RecordEnv(m, family, nil)
+				answerIP6GRE(rec.A)
+				answerIP6GRE(rec.B)
+				var lacks []string
+				for _, r := range m.Requirements() {
+					lacks = append(lacks, r.Kernel)
+				}
+				rec.Env.Faults = &method.Faults{KernelLacks: lacks}
+				_, err := m.Setup(t.Context(), rec.Env)
+				if !errors.Is(err, method.ErrNotSupported) || !strings.Contains(err.Error(), "kernel lacks CONFIG_") {
+					t.Errorf("Setup error %v, want ErrNotSupported naming the option", err)
+				}
+				if lines := append(rec.A.Lines(), rec.B.Lines()...); len(lines) != 0 {
+					t.Errorf("a refused Setup changed the hosts: %q", lines)
+				}
+				if err := m.Teardown(t.Context(), rec.Env); err != nil {
+					t.Errorf("Teardown after a refused Setup: %v", err)
+				}
 			})
 		}
 	}
