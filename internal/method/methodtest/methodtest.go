@@ -1,6 +1,7 @@
 // Package methodtest runs a method for real in a fresh local testbed, for
 // the integration tests of every method: set up, carry traffic, tear down,
-// and check that the namespaces are as they were.
+// and check that the namespaces are as they were. Record runs one on two
+// recording endpoints instead, for the golden tests of its set-up.
 package methodtest
 
 import (
