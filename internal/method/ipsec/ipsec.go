@@ -50,7 +50,13 @@ import (
 //	datapath  auto (default) | xfrm | libipsec
 //
 // Use NewIPsec: the method keeps the daemons of each set-up Env.
-type IPsec struct{ runs ipsecRuns }
+type IPsec struct {
+	runs ipsecRuns
+	// configHook, set by tests only (through a constructor in
+	// export_test.go), may change a side's PSK before it is written:
+	// fault injection, such as a PSK the peer does not have.
+	configHook func(side string, psk *string)
+}
 
 // NewIPsec returns the "ipsec" method.
 func NewIPsec() *IPsec { return &IPsec{} }
@@ -388,10 +394,6 @@ func handshake(ctx context.Context, a, b *charon, child string) error {
 	return nil
 }
 
-// ipsecConfigHook, when set (by tests only), may change a side's PSK
-// before it is written.
-var ipsecConfigHook func(side string, psk *string)
-
 // newPSK returns 32 random bytes in swanctl's base64 form ("0s...").
 func newPSK() (string, error) {
 	var k [32]byte
@@ -470,14 +472,15 @@ const probeXfrmSPI = 0x7462
 // kernel has them as modules.
 func probeXfrm(env *method.Env, o ipsecOptions) error {
 	for _, ep := range env.Endpoints() {
-		if err := probeXfrmOn(ep, env.Peer(ep), env.Family, o); err != nil {
+		if err := probeXfrmOn(env, ep, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func probeXfrmOn(ep, peer *testbed.Endpoint, family string, o ipsecOptions) error {
+func probeXfrmOn(env *method.Env, ep *testbed.Endpoint, o ipsecOptions) error {
+	peer, family := env.Peer(ep), env.Family
 	name, keyLen, icv := xfrmAEAD(o.Cipher)
 	mode := netlink.XFRM_MODE_TUNNEL
 	if o.Mode == "transport" {
@@ -498,7 +501,7 @@ func probeXfrmOn(ep, peer *testbed.Endpoint, family string, o ipsecOptions) erro
 	if family == method.IPv6 {
 		option = "CONFIG_INET6_ESP"
 	}
-	err := method.FakeKernelErr(option, unix.EPROTONOSUPPORT)
+	err := env.FakeKernelErr(option, unix.EPROTONOSUPPORT)
 	if err == nil {
 		err = ep.NL.XfrmStateAdd(st)
 	}
@@ -618,8 +621,8 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 		}
 		path.Devices[ep.Side] = append(path.Devices[ep.Side], ep.Dev)
 		sideKey := psk
-		if ipsecConfigHook != nil {
-			ipsecConfigHook(ep.Side, &sideKey)
+		if m.configHook != nil {
+			m.configHook(ep.Side, &sideKey)
 		}
 		err = c.load(ctx, swanctlConfig{
 			Name:      "tunbench",
