@@ -280,6 +280,22 @@ func (r *Recorder) Call(_ context.Context, _ *testbed.Endpoint, name string, arg
 			r.record("rm -rf %s", a.Path)
 		}
 		return testbed.Encode(struct{}{})
+	case "journal.record", "journal.forget":
+		// The host's journal of changes to put back (testbed.RecordUndo):
+		// what is journaled, not the host's files.
+		var a struct {
+			Name string
+			Undo testbed.Undo
+		}
+		if err := testbed.Decode(args, &a); err != nil {
+			return nil, err
+		}
+		if name == "journal.record" {
+			r.record("journal record %s (%s)", a.Name, a.Undo.Kind)
+		} else {
+			r.record("journal forget %s", a.Name)
+		}
+		return testbed.Encode(struct{}{})
 	}
 	r.mu.Lock()
 	fn, ok := r.ops[name]
