@@ -38,10 +38,14 @@ test:
 	bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -timeout 60m ./... 2>&1 | $(GO) run ./scripts/skips'
 	FUZZTIME=30s ./scripts/fuzz.sh
 
-# The chaos suite in full: 100 SIGKILLs at random moments (make test runs
-# 10 of them), each followed by clean, checks and --resume.
+# The chaos suites in full (make test runs 10 of each): 100 SIGKILLs of
+# local runs at random moments, each followed by clean, checks and
+# --resume (TestChaos), and 100 SIGKILLs of a controller over three ssh
+# hosts with host_changes, each followed by clean --testbed ssh and a
+# line-by-line comparison of every host with its state before
+# (TestChaosSSH). KILLS=N changes both.
 chaos:
-	$(GO) test -count=1 -timeout 120m -run TestChaos -v ./internal/cli -args -chaos.kills=$${KILLS:-100}
+	$(GO) test -count=1 -timeout 240m -run TestChaos -v ./internal/cli -args -chaos.kills=$${KILLS:-100} -chaos.sshkills=$${KILLS:-100}
 
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m).
 fuzz:

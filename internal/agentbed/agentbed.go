@@ -243,6 +243,9 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 	if err := h.agent.Hello(ctx, h.hello); err != nil {
 		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
+	if put := h.agent.Settled(); len(put) > 0 {
+		t.logf("site %s: put back what a killed run left changed: %s", st.Name, strings.Join(put, "; "))
+	}
 	if check {
 		if err := t.checkUnderlay(h); err != nil {
 			return fmt.Errorf("site %s: %w", st.Name, err)

@@ -29,7 +29,8 @@ journal what it changed on the host outside its own devices (the
 underlay's MTU and every offload feature with ssh.host_changes, addresses
 OVS moved, sysctls, tc programs, BPF pins, congestion-control routes). Runs still alive hold a
 lock and are left alone; nothing else is touched. tunbench run does the
-same before it starts.
+same before it starts, and on ssh hosts each run's agent first puts back
+what the journals of dead runs there still hold.
 
 With --testbed ssh -f SCENARIO it does that on every host of the
 scenario, over SSH; add --run ID to remove that run's state on each host

@@ -6,29 +6,25 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// kernelLacks, when set (by tests only: SetKernelLacks), fakes a kernel
-// built without some options at the places where a method asks the kernel
-// by trying: an option it names gets the answer such a kernel gives
-// (rtnetlink's EOPNOTSUPP for a missing link kind, xfrm's EPROTONOSUPPORT
-// for a missing ESP) without the kernel being asked. The tests of the
-// refusal paths use it to run on a kernel that has every option.
-var kernelLacks func(option string) bool
+// Faults are failures a test injects into a method's set-up through its
+// Env. The runner leaves Env.Faults nil: no fault. Being a value on the
+// Env rather than a package variable, a fault reaches only the set-up it
+// is given to, so the tests that inject one run in parallel.
+type Faults struct {
+	// KernelLacks fakes a kernel built without these options (CONFIG_...)
+	// at the places where a method asks the kernel by trying: an option
+	// named here gets the answer such a kernel gives (rtnetlink's
+	// EOPNOTSUPP for a missing link kind, xfrm's EPROTONOSUPPORT for a
+	// missing ESP) without the kernel being asked. The tests of the
+	// refusal paths use it to run on a kernel that has every option.
+	KernelLacks []string
+}
 
-// FakeKernelErr returns errno when a test fakes a kernel without option,
-// and nil otherwise.
-func FakeKernelErr(option string, errno unix.Errno) error {
-	if kernelLacks != nil && kernelLacks(option) {
+// FakeKernelErr returns errno when env's Faults fake a kernel without
+// option, and nil otherwise (always, for the runner's Env).
+func (e *Env) FakeKernelErr(option string, errno unix.Errno) error {
+	if e != nil && e.Faults != nil && slices.Contains(e.Faults.KernelLacks, option) {
 		return errno
 	}
 	return nil
-}
-
-// SetKernelLacks makes the methods' own kernel probes (creating a tunnel
-// device, adding an ESP SA) answer as a kernel built without options
-// does, until the returned restore is called. It is for the tests of the
-// refusal paths (t.Cleanup(method.SetKernelLacks(...))), which must not
-// run in parallel.
-func SetKernelLacks(options ...string) (restore func()) {
-	kernelLacks = func(o string) bool { return slices.Contains(options, o) }
-	return func() { kernelLacks = nil }
 }

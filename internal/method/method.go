@@ -79,6 +79,9 @@ type Env struct {
 	Dir string
 	// Options are method-specific settings from the scenario.
 	Options map[string]string
+	// Faults, set by tests only, injects failures into the set-up (see
+	// Faults); nil injects none.
+	Faults *Faults
 }
 
 // Endpoints returns a and b.

@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -98,37 +100,84 @@ func SiteDir(root, id, site string) string {
 }
 
 // ServeAgent serves one controller on r and w until r ends (the controller
-// closed the session or the connection was lost) or ctx is done. It then
-// kills every process it started and removes what the run left on this
-// host: devices named with the run's prefix in its namespace, the site
-// directory. version is this binary's (Hello must match).
+// closed the session or the connection was lost), ctx is done or the
+// process gets SIGTERM or SIGINT. It then waits for the ops in flight
+// (started ones complete; none starts after), kills every process it
+// started and removes what the run left on this host: devices named with
+// the run's prefix in its namespace, then what the site's journal holds
+// (the underlay's MTU and features, addresses, sysctls, tc programs,
+// pins, routes), then the site directory. version is this binary's
+// (Hello must match).
+//
+// Nothing sshd does when the session ends stops that cleanup half way:
+// SIGHUP is ignored, and a write to a standard output nobody reads any
+// more fails (SIGPIPE does not end the process) and ends the sending.
+// The agent's process (tunbench agent) also leaves the session's process
+// group first (cli.newAgentCmd), so a kill of that group misses it.
 func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) error {
+	// Handled, not ignored: an ignored signal would stay ignored in
+	// every program the agent starts.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGPIPE, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelOps()
 	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*Cmd{}, stdins: map[uint64]*inQueue{}}
-	dec := gob.NewDecoder(r)
-	defer a.shutdown()
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	defer a.shutdown(cancelOps)
+	reqs := make(chan agentReq)
+	readErr := make(chan error, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		dec := gob.NewDecoder(r)
+		for {
+			var req agentReq
+			if err := dec.Decode(&req); err != nil {
+				readErr <- err
+				return
+			}
+			select {
+			case reqs <- req:
+			case <-stop:
+				return
+			}
+		}
+	}()
 	for {
 		var req agentReq
-		if err := dec.Decode(&req); err != nil {
+		select {
+		case req = <-reqs:
+		case err := <-readErr:
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return nil
 			}
 			return fmt.Errorf("agent: read request: %w", err)
-		}
-		if ctx.Err() != nil {
+		case <-ctx.Done():
 			return ctx.Err()
+		case sig := <-sigs:
+			if sig == syscall.SIGTERM || sig == syscall.SIGINT {
+				return fmt.Errorf("agent: %v", sig)
+			}
+			continue
 		}
 		switch req.Kind {
 		case "hello":
-			a.reply(req.ID, nil, a.hello(req.Hello, version))
+			settled, err := a.hello(req.Hello, version)
+			a.reply(req.ID, settled, err)
 		case "stdin":
 			a.stdin(req)
 		default:
-			wg.Add(1)
+			if !a.begin() {
+				a.reply(req.ID, nil, errors.New("agent: shutting down"))
+				continue
+			}
 			go func() {
-				defer wg.Done()
-				a.handle(ctx, req)
+				resp, after := a.handle(opCtx, req)
+				a.ops.Done()
+				a.send(resp)
+				if after != nil {
+					after()
+				}
 			}()
 		}
 	}
@@ -137,17 +186,35 @@ func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) e
 type agent struct {
 	encMu sync.Mutex
 	enc   *gob.Encoder
+	// gone is set once the controller is: a write failed or the agent
+	// shuts down. Nothing is sent after.
+	gone bool
 
 	ep   *Endpoint
 	id   string
 	lock *os.File
 
-	mu    sync.Mutex
-	next  uint64
-	procs map[uint64]*Cmd
+	mu      sync.Mutex
+	next    uint64
+	procs   map[uint64]*Cmd
+	closing bool
+	// ops counts the requests being executed (not their replies being
+	// sent): shutdown waits for them.
+	ops sync.WaitGroup
 	// stdins queue each process's standard input, written in order by
 	// one goroutine per process.
 	stdins map[uint64]*inQueue
+}
+
+// begin admits a request for execution, unless the agent shuts down.
+func (a *agent) begin() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closing {
+		return false
+	}
+	a.ops.Add(1)
+	return true
 }
 
 // inQueue is a process's standard input: unbounded, so a process that
@@ -194,13 +261,32 @@ func (q *inQueue) push(data []byte, eof bool) {
 	}
 }
 
+// send writes r to the controller; once a write fails (the controller
+// is gone) nothing more is written.
 func (a *agent) send(r agentResp) {
 	a.encMu.Lock()
 	defer a.encMu.Unlock()
-	_ = a.enc.Encode(&r)
+	if a.gone {
+		return
+	}
+	if err := a.enc.Encode(&r); err != nil {
+		a.gone = true
+	}
+}
+
+// silence stops every later send.
+func (a *agent) silence() {
+	a.encMu.Lock()
+	a.gone = true
+	a.encMu.Unlock()
 }
 
 func (a *agent) reply(id uint64, out []byte, err error) {
+	a.send(response(id, out, err))
+}
+
+// response is the response to request id.
+func response(id uint64, out []byte, err error) agentResp {
 	r := agentResp{ID: id, Reply: out}
 	if err != nil {
 		r.Err = err.Error()
@@ -211,25 +297,28 @@ func (a *agent) reply(id uint64, out []byte, err error) {
 		var nf netlink.LinkNotFoundError
 		r.NotFound = errors.As(err, &nf)
 	}
-	a.send(r)
+	return r
 }
 
-func (a *agent) hello(h *Hello, version string) error {
+// hello takes the run's lock, puts back what dead runs' journals still
+// owe this host (SettleDeadJournals) and records the agent. Its reply is
+// what was put back, gob-encoded []string.
+func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	if h == nil {
-		return errors.New("agent: empty hello")
+		return nil, errors.New("agent: empty hello")
 	}
 	if a.ep != nil {
-		return errors.New("agent: hello twice")
+		return nil, errors.New("agent: hello twice")
 	}
 	if h.Version != version {
-		return fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
+		return nil, fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
 	}
 	if !ValidID(h.ID) {
-		return fmt.Errorf("agent: invalid run id %q", h.ID)
+		return nil, fmt.Errorf("agent: invalid run id %q", h.ID)
 	}
 	dir := SiteDir(h.Root, h.ID, h.Site)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("agent: create %s: %w", dir, err)
+		return nil, fmt.Errorf("agent: create %s: %w", dir, err)
 	}
 	// A shared lock: "tunbench clean" on this host leaves a live run's
 	// objects alone (sites sharing one machine share the lock file).
@@ -237,7 +326,7 @@ func (a *agent) hello(h *Hello, version string) error {
 	// lock directory in between.
 	lock, err := createLock(h.ID)
 	if err != nil {
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	// unlock drops the lock of a refused hello, and its file when no
 	// other agent of the run holds it, as the agent's end does.
@@ -249,12 +338,30 @@ func (a *agent) hello(h *Hello, version string) error {
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		unlock()
-		return fmt.Errorf("agent: lock run %s: %w", h.ID, err)
+		return nil, fmt.Errorf("agent: lock run %s: %w", h.ID, err)
+	}
+	// Before this run changes anything here: what a dead run's journal
+	// still owes the host goes back (its agent was killed before it could
+	// put it back), so that this run never journals it as the original.
+	// What cannot be put back is said, and left to clean (a Save of a
+	// device still owed refuses by itself).
+	restored, err := SettleDeadJournals(h.Root, h.ID)
+	var settled []string
+	for _, r := range restored {
+		settled = append(settled, r.Name)
+	}
+	if err != nil {
+		settled = append(settled, "not put back (run tunbench clean there): "+err.Error())
+	}
+	var reply bytes.Buffer
+	if err := gob.NewEncoder(&reply).Encode(settled); err != nil {
+		unlock()
+		return nil, err
 	}
 	nl, err := netlink.NewHandle()
 	if err != nil {
 		unlock()
-		return fmt.Errorf("agent: netlink: %w", err)
+		return nil, fmt.Errorf("agent: netlink: %w", err)
 	}
 	// The agent records itself as the run's processes are recorded, so
 	// that cleaning the site after a lost connection ends it too; an
@@ -262,41 +369,39 @@ func (a *agent) hello(h *Hello, version string) error {
 	if err := writePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
 		nl.Close()
 		unlock()
-		return fmt.Errorf("agent: %w", err)
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.id, a.lock = h.ID, lock
 	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
-	return nil
+	return reply.Bytes(), nil
 }
 
-func (a *agent) handle(ctx context.Context, req agentReq) {
+// handle executes req and returns its response, and what to do once
+// the response is out (nil: nothing).
+func (a *agent) handle(ctx context.Context, req agentReq) (agentResp, func()) {
 	if a.ep == nil {
-		a.reply(req.ID, nil, errors.New("agent: no hello yet"))
-		return
+		return response(req.ID, nil, errors.New("agent: no hello yet")), nil
 	}
 	switch req.Kind {
 	case "call":
 		fn, ok := lookupOp(req.Op)
 		if !ok {
-			a.reply(req.ID, nil, fmt.Errorf("agent: unknown op %q (is the agent's tunbench the same version?)", req.Op))
-			return
+			return response(req.ID, nil, fmt.Errorf("agent: unknown op %q (is the agent's tunbench the same version?)", req.Op)), nil
 		}
 		out, err := fn(ctx, a.ep, req.Args)
-		a.reply(req.ID, out, err)
+		return response(req.ID, out, err), nil
 	case "start":
-		a.start(req)
+		return a.start(req)
 	case "signal":
 		a.mu.Lock()
 		c := a.procs[req.Proc]
 		a.mu.Unlock()
 		if c == nil {
-			a.reply(req.ID, nil, nil) // already exited
-			return
+			return response(req.ID, nil, nil), nil // already exited
 		}
-		a.reply(req.ID, nil, c.Signal(syscall.Signal(req.Sig)))
-	default:
-		a.reply(req.ID, nil, fmt.Errorf("agent: unknown request %q", req.Kind))
+		return response(req.ID, nil, c.Signal(syscall.Signal(req.Sig))), nil
 	}
+	return response(req.ID, nil, fmt.Errorf("agent: unknown request %q", req.Kind)), nil
 }
 
 // eventWriter forwards a process's output as events, once the response
@@ -315,11 +420,13 @@ func (w eventWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (a *agent) start(req agentReq) {
+// start starts the process of req. Its output and exit are sent only
+// after the response (which tells the controller the process's id): the
+// returned function, run once the response is out, releases them.
+func (a *agent) start(req agentReq) (agentResp, func()) {
 	s := req.Start
 	if s == nil || len(s.Args) == 0 {
-		a.reply(req.ID, nil, errors.New("agent: empty command"))
-		return
+		return response(req.ID, nil, errors.New("agent: empty command")), nil
 	}
 	a.mu.Lock()
 	a.next++
@@ -327,9 +434,8 @@ func (a *agent) start(req agentReq) {
 	a.mu.Unlock()
 	c := a.ep.Command(context.Background(), s.Args...)
 	c.Env, c.OutputFile, c.WaitDelay = s.Env, s.OutputFile, s.WaitDelay
-	// Output waits until the start response is out (or Start failed).
 	ready := make(chan struct{})
-	defer close(ready)
+	release := func() { close(ready) }
 	if s.Stdout {
 		c.Stdout = eventWriter{a, id, 1, ready}
 	}
@@ -346,8 +452,7 @@ func (a *agent) start(req agentReq) {
 		if stdin != nil {
 			stdin.push(nil, true)
 		}
-		a.reply(req.ID, nil, err)
-		return
+		return response(req.ID, nil, err), release
 	}
 	a.mu.Lock()
 	a.procs[id] = c
@@ -355,7 +460,6 @@ func (a *agent) start(req agentReq) {
 		a.stdins[id] = stdin
 	}
 	a.mu.Unlock()
-	a.send(agentResp{ID: req.ID, Proc: id, Pid: c.Pid()})
 	go func() {
 		err := c.Wait()
 		a.ep.Forget(c)
@@ -375,8 +479,10 @@ func (a *agent) start(req agentReq) {
 		default:
 			ex.Err = err.Error()
 		}
+		<-ready
 		a.send(agentResp{Event: "exit", Proc: id, Exit: ex})
 	}()
+	return agentResp{ID: req.ID, Proc: id, Pid: c.Pid()}, release
 }
 
 // stdin queues input for a process, in the order it arrives.
@@ -392,9 +498,17 @@ func (a *agent) stdin(req agentReq) {
 	}
 }
 
-// shutdown runs when the controller is gone: it kills what is still
-// running and removes the run's devices and directory on this host.
-func (a *agent) shutdown() {
+// shutdown runs when the controller is gone: no request starts after
+// it begins, those in flight complete (cancelOps cancels their context),
+// and then it kills what is still running and removes the run's devices
+// and directory on this host, putting back first what the journal holds.
+func (a *agent) shutdown(cancelOps context.CancelFunc) {
+	a.mu.Lock()
+	a.closing = true
+	a.mu.Unlock()
+	a.silence()
+	cancelOps()
+	a.ops.Wait()
 	if a.ep == nil {
 		return
 	}

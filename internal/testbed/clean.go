@@ -454,7 +454,8 @@ func applyJournalHere(dir string) (restored []Leftover, foreign bool, err error)
 	defer h.Close()
 	for _, e := range ents {
 		u, ok, _ := readUndo(dir, e.Name())
-		if !ok || u.Dev == "" {
+		// A device to delete may well be missing.
+		if !ok || u.Dev == "" || u.Kind == UndoDelLink {
 			continue
 		}
 		if _, err := h.LinkByName(u.Dev); err != nil {

@@ -198,6 +198,13 @@ var (
 		if err != nil || ok {
 			return DeviceState{MTU: u.MTU, Features: u.Features}, err
 		}
+		// What another run still owes the device comes first.
+		if ep.NS == -1 {
+			runDir := filepath.Dir(ep.Dir)
+			if err := owedDevice(filepath.Dir(runDir), filepath.Base(runDir), a.Dev); err != nil {
+				return DeviceState{}, err
+			}
+		}
 		st, err := ReadDevice(ep.NS, a.Dev)
 		if err != nil {
 			return st, err
@@ -323,4 +330,89 @@ func PauseAfterHostChange(key string) {
 	}
 	_ = os.WriteFile(f, []byte(key+"\n"), 0o600)
 	select {}
+}
+
+// SettleDeadJournals puts back, in this process's network namespace,
+// what the journals of dead runs under root (DefaultRoot when empty)
+// still owe, before run self changes anything on this host: for every
+// run other than self whose lock no process holds, each site directory's
+// journal is applied and, once applied, taken out (the rest of the dead
+// run is left to clean). A journal naming a device this namespace lacks
+// is another host's (test hosts sharing one file system) and stays.
+// Without this, a run after a killed one would journal the state the
+// killed one left as the host's original, and keep it for good.
+func SettleDeadJournals(root, self string) ([]Leftover, error) {
+	if root == "" {
+		root = DefaultRoot
+	}
+	runs, err := os.ReadDir(root)
+	if err != nil {
+		return nil, nil
+	}
+	var done []Leftover
+	var errs []error
+	for _, r := range runs {
+		if !r.IsDir() || !ValidID(r.Name()) || r.Name() == self || locked(lockPath(r.Name())) {
+			continue
+		}
+		sites, _ := os.ReadDir(filepath.Join(root, r.Name()))
+		for _, s := range sites {
+			dir := filepath.Join(root, r.Name(), s.Name())
+			if !s.IsDir() || s.Name() == "pids" {
+				continue
+			}
+			if _, err := os.Stat(undoDir(dir)); err != nil {
+				continue
+			}
+			restored, foreign, err := applyJournalHere(dir)
+			done = append(done, restored...)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("run %s, site %s: %w", r.Name(), s.Name(), err))
+				continue
+			}
+			if !foreign {
+				if err := os.RemoveAll(undoDir(dir)); err != nil {
+					errs = append(errs, fmt.Errorf("testbed: journal: %w", err))
+				}
+			}
+		}
+	}
+	return done, errors.Join(errs...)
+}
+
+// owedDevice looks for the journal entry of dev in the site directories
+// of runs under root other than self, for a Save about to journal dev's
+// state as the original. An entry of a dead run is applied first (the
+// device gets its true original back, which is then what Save reads) and
+// taken out; one of a live run is an error, since that run's changes
+// would be taken for the original.
+func owedDevice(root, self, dev string) error {
+	runs, err := os.ReadDir(root)
+	if err != nil {
+		return nil
+	}
+	name := deviceUndoName(dev)
+	for _, r := range runs {
+		if !r.IsDir() || !ValidID(r.Name()) || r.Name() == self {
+			continue
+		}
+		sites, _ := os.ReadDir(filepath.Join(root, r.Name()))
+		for _, s := range sites {
+			dir := filepath.Join(root, r.Name(), s.Name())
+			u, ok, err := readUndo(dir, name)
+			if err != nil || !ok {
+				continue
+			}
+			if locked(lockPath(r.Name())) {
+				return fmt.Errorf("testbed: run %s (alive) has changed %s on this host and not yet put it back: run one benchmark with host_changes on a host at a time", r.Name(), dev)
+			}
+			if _, err := RestoreDevice(netns.None(), dev, DeviceState{MTU: u.MTU, Features: u.Features}); err != nil {
+				return fmt.Errorf("testbed: put %s back as dead run %s journaled it: %w", dev, r.Name(), err)
+			}
+			if err := DropUndo(dir, name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -3,9 +3,12 @@ package testbed
 import (
 	"context"
 	"encoding/gob"
+	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // A remote endpoint's netlink calls are ops: the agent makes each call on
@@ -73,9 +76,44 @@ type nlReply struct {
 }
 
 // opNetlink runs one netlink call on the agent's handle.
+//
+// An address added to a device of the host's own (lo, the underlay: not
+// a device of the run, which takes its addresses with it) goes into the
+// site's journal in the same op, before it is added (UndoDelAddr), and
+// out once deleted, so that whatever ends the run in between, the
+// agent's end or clean takes it off. An add that fails takes its entry
+// out: the address may be the host's own.
 var opNetlink = NewOp("netlink", func(_ context.Context, ep *Endpoint, a nlCall) (nlReply, error) {
-	return a.run(ep.NL)
+	name := journaledAddr(ep, a)
+	if name != "" && a.Method == "AddrAdd" {
+		u := Undo{Kind: UndoDelAddr, Dev: a.A.Link.L.Attrs().Name, Addrs: []string{a.A.Addr.IPNet.String()}}
+		if err := WriteUndo(ep.Dir, name, u); err != nil {
+			return nlReply{}, err
+		}
+	}
+	r, err := a.run(ep.NL)
+	added := a.Method == "AddrAdd" && err == nil
+	deleted := a.Method == "AddrDel" && (err == nil || errors.Is(err, unix.EADDRNOTAVAIL))
+	if name != "" && !added && (a.Method == "AddrAdd" || deleted) {
+		if derr := DropUndo(ep.Dir, name); derr != nil && err == nil {
+			err = derr
+		}
+	}
+	return r, err
 })
+
+// journaledAddr names the journal entry of the address an AddrAdd or
+// AddrDel call a changes, or "" when it needs none.
+func journaledAddr(ep *Endpoint, a nlCall) string {
+	if ep.Dir == "" || (a.Method != "AddrAdd" && a.Method != "AddrDel") || a.A.Addr == nil || a.A.Addr.IPNet == nil || a.A.Link.L == nil {
+		return ""
+	}
+	dev := a.A.Link.L.Attrs().Name
+	if dev == "" || IsRunDevice(dev) {
+		return ""
+	}
+	return "addr-" + dev + "-" + strings.ReplaceAll(a.A.Addr.IPNet.String(), "/", "_")
+}
 
 type nlCall struct {
 	Method string

@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"bytes"
 	"context"
 	"encoding/gob"
 	"errors"
@@ -26,6 +27,7 @@ type AgentConn struct {
 	procs   map[uint64]*remoteProc
 	done    chan struct{}
 	err     error
+	settled []string
 }
 
 // NewAgentConn starts reading the agent's responses from r. closer (may be
@@ -175,13 +177,32 @@ type remoteError struct {
 func (e *remoteError) Error() string { return e.msg }
 func (e *remoteError) Unwrap() error { return e.errno }
 
-// Hello introduces the controller and checks the agent's version.
+// Hello introduces the controller and checks the agent's version. The
+// agent first puts back what journals of dead runs still owed its host
+// (SettleDeadJournals); Settled then says what.
 func (c *AgentConn) Hello(ctx context.Context, h Hello) error {
-	_, err := c.roundTrip(ctx, agentReq{Kind: "hello", Hello: &h}, nil)
+	r, err := c.roundTrip(ctx, agentReq{Kind: "hello", Hello: &h}, nil)
 	if err != nil {
 		return fmt.Errorf("host %s: %w", c.site, err)
 	}
+	var settled []string
+	if len(r.Reply) > 0 {
+		if err := gob.NewDecoder(bytes.NewReader(r.Reply)).Decode(&settled); err != nil {
+			return fmt.Errorf("host %s: hello: %w", c.site, err)
+		}
+	}
+	c.mu.Lock()
+	c.settled = settled
+	c.mu.Unlock()
 	return nil
+}
+
+// Settled is what the agent put back at Hello of what dead runs left
+// changed on its host ("eth1 mtu 9000 → 1500, tx-tcp-segmentation on").
+func (c *AgentConn) Settled() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.settled
 }
 
 // Endpoint returns an endpoint on the agent's host: side names it in

@@ -32,7 +32,9 @@ type Undo struct {
 	// directory Path under BPFPinRoot), UndoRoute (delete the host
 	// route Addrs[0] of protocol RouteProtocol from table Table) or
 	// UndoDevice (put Dev back to MTU and Features, the host's own device
-	// a run with ssh.host_changes changed).
+	// a run with ssh.host_changes changed) or UndoDelLink (delete Dev, a
+	// device a daemon of the run creates under a name of its own, such
+	// as OVS's ovs-netdev, when it is there).
 	Kind  string   `json:"kind"`
 	Dev   string   `json:"dev,omitempty"`
 	From  string   `json:"from,omitempty"`
@@ -55,7 +57,20 @@ const (
 	UndoSysctl = "sysctl"
 	UndoUnpin  = "unpin"
 	UndoRoute  = "route"
+	// UndoDelLink is recorded only for a device that did not exist
+	// before the run.
+	UndoDelLink = "dellink"
+	// UndoDelAddr takes Addrs, which the run added, off Dev.
+	UndoDelAddr = "deladdr"
+	// UndoDelRule deletes the routing rules (IPv4 and IPv6) that look up
+	// Table, which a daemon of the run adds (charon's table 220); it is
+	// recorded only when the host had no such rule.
+	UndoDelRule = "delrule"
 )
+
+// IsRunDevice reports whether name is a device a run created (named
+// DevicePrefix(id)-...): it goes with the run, and needs no journal.
+func IsRunDevice(name string) bool { return runOfDevice(name) != "" }
 
 // RouteProtocol marks the routes tunbench adds to a host's own tables
 // (the rtm_protocol of "ip route", shown as 241): a route is deleted only
@@ -288,6 +303,60 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", nil
 		}
 		return u.Dev + " " + strings.Join(changed, ", "), nil
+	case UndoDelAddr:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // the device is gone, and its addresses with it
+		}
+		var gone []string
+		for _, s := range u.Addrs {
+			p, err := netip.ParsePrefix(s)
+			if err != nil {
+				return "", fmt.Errorf("address %q: %w", s, err)
+			}
+			err = h.AddrDel(link, &netlink.Addr{IPNet: PrefixNet(p)})
+			if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+				continue
+			}
+			if err != nil {
+				return "", fmt.Errorf("take %s off %s: %w", s, u.Dev, err)
+			}
+			gone = append(gone, s)
+		}
+		if len(gone) == 0 {
+			return "", nil
+		}
+		return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
+	case UndoDelRule:
+		n := 0
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			rules, err := h.RuleList(fam)
+			if err != nil {
+				return "", fmt.Errorf("list rules: %w", err)
+			}
+			for _, r := range rules {
+				if r.Table != u.Table {
+					continue
+				}
+				if err := h.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+					return "", fmt.Errorf("delete the rule to table %d: %w", u.Table, err)
+				}
+				n++
+			}
+		}
+		if n == 0 {
+			return "", nil
+		}
+		return fmt.Sprintf("%d rules to table %d removed", n, u.Table), nil
+	case UndoDelLink:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // never created, or gone
+		}
+		if err := h.LinkDel(link); err != nil {
+			return "", fmt.Errorf("delete %s: %w", u.Dev, err)
+		}
+		return "device " + u.Dev + " removed", nil
 	case UndoRoute:
 		if len(u.Addrs) != 1 {
 			return "", fmt.Errorf("route undo with %d destinations, want 1", len(u.Addrs))

@@ -87,6 +87,20 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err := os.MkdirAll(pins, 0o700); err != nil {
 		t.Fatal(err)
 	}
+	addDummy(t, h, "jtap0")
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := netlink.NewRule()
+	rule.Table, rule.Priority = 4242, 4242
+	if err := h.RuleAdd(rule); err != nil {
+		t.Fatal(err)
+	}
+	loAddr := &netlink.Addr{IPNet: testbed.PrefixNet(netip.MustParsePrefix("198.18.7.5/32"))}
+	if err := h.AddrAdd(lo, loAddr); err != nil {
+		t.Fatal(err)
+	}
 
 	root := t.TempDir()
 	dir := testbed.SiteDir(root, id, "j")
@@ -96,6 +110,14 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
 		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
 		"route":  {Kind: testbed.UndoRoute, Addrs: []string{pinned.String()}, Table: unix.RT_TABLE_MAIN},
+		// A daemon's own device (ovs-netdev), left when it was killed,
+		// and one that was never created.
+		"tap":   {Kind: testbed.UndoDelLink, Dev: "jtap0"},
+		"never": {Kind: testbed.UndoDelLink, Dev: "jnever0"},
+		// An address the run put on a device of the host's (lo).
+		"lo": {Kind: testbed.UndoDelAddr, Dev: "lo", Addrs: []string{"198.18.7.5/32"}},
+		// A daemon's rule to its table (charon's 220).
+		"rule": {Kind: testbed.UndoDelRule, Table: 4242},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -118,8 +140,11 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	sort.Strings(restored)
 	want := []string{
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
+		"1 rules to table 4242 removed",
+		"address 198.18.7.5/32 taken off lo",
 		"addresses 198.18.7.1/24 on jund0",
 		"bpf pins " + pins,
+		"device jtap0 removed",
 		"route 198.18.7.9/32 removed from table 254",
 		"tc programs detached from jund0",
 	}

@@ -50,7 +50,13 @@ import (
 //	datapath  auto (default) | xfrm | libipsec
 //
 // Use NewIPsec: the method keeps the daemons of each set-up Env.
-type IPsec struct{ runs ipsecRuns }
+type IPsec struct {
+	runs ipsecRuns
+	// configHook, set by tests only (through a constructor in
+	// export_test.go), may change a side's PSK before it is written:
+	// fault injection, such as a PSK the peer does not have.
+	configHook func(side string, psk *string)
+}
 
 // NewIPsec returns the "ipsec" method.
 func NewIPsec() *IPsec { return &IPsec{} }
@@ -224,6 +230,14 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 	if err := ep.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
 		return nil, fmt.Errorf("write strongswan.conf: %w", err)
 	}
+	// A killed charon leaves its rule to table 220 on a host's own
+	// namespace (a testbed namespace goes with its rule): the journal
+	// takes it out then, unless the host had one before.
+	if !ep.Local() {
+		if err := journalCharonRule(ep); err != nil {
+			return nil, err
+		}
+	}
 	// unshare execs sh, which execs charon: the pid stays charon's.
 	p, err := method.StartDaemon(ep, "charon", c.logPath(),
 		[]string{"STRONGSWAN_CONF=" + charonRun + "/strongswan.conf"},
@@ -380,10 +394,6 @@ func handshake(ctx context.Context, a, b *charon, child string) error {
 	return nil
 }
 
-// ipsecConfigHook, when set (by tests only), may change a side's PSK
-// before it is written.
-var ipsecConfigHook func(side string, psk *string)
-
 // newPSK returns 32 random bytes in swanctl's base64 form ("0s...").
 func newPSK() (string, error) {
 	var k [32]byte
@@ -462,14 +472,15 @@ const probeXfrmSPI = 0x7462
 // kernel has them as modules.
 func probeXfrm(env *method.Env, o ipsecOptions) error {
 	for _, ep := range env.Endpoints() {
-		if err := probeXfrmOn(ep, env.Peer(ep), env.Family, o); err != nil {
+		if err := probeXfrmOn(env, ep, o); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func probeXfrmOn(ep, peer *testbed.Endpoint, family string, o ipsecOptions) error {
+func probeXfrmOn(env *method.Env, ep *testbed.Endpoint, o ipsecOptions) error {
+	peer, family := env.Peer(ep), env.Family
 	name, keyLen, icv := xfrmAEAD(o.Cipher)
 	mode := netlink.XFRM_MODE_TUNNEL
 	if o.Mode == "transport" {
@@ -490,7 +501,7 @@ func probeXfrmOn(ep, peer *testbed.Endpoint, family string, o ipsecOptions) erro
 	if family == method.IPv6 {
 		option = "CONFIG_INET6_ESP"
 	}
-	err := method.FakeKernelErr(option, unix.EPROTONOSUPPORT)
+	err := env.FakeKernelErr(option, unix.EPROTONOSUPPORT)
 	if err == nil {
 		err = ep.NL.XfrmStateAdd(st)
 	}
@@ -610,8 +621,8 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 		}
 		path.Devices[ep.Side] = append(path.Devices[ep.Side], ep.Dev)
 		sideKey := psk
-		if ipsecConfigHook != nil {
-			ipsecConfigHook(ep.Side, &sideKey)
+		if m.configHook != nil {
+			m.configHook(ep.Side, &sideKey)
 		}
 		err = c.load(ctx, swanctlConfig{
 			Name:      "tunbench",
@@ -664,6 +675,8 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 		}
 		if err := ipsecCleanNamespace(ep); err != nil {
 			errs = append(errs, err)
+		} else if err := ep.ForgetUndo(charonRuleUndo); err != nil {
+			errs = append(errs, err)
 		}
 		if err := ep.RemoveAll(filepath.Join(method.SideRoot(env, ep), name+"-"+ep.Side)); err != nil {
 			errs = append(errs, err)
@@ -674,6 +687,27 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 
 // charonTable is the routing table charon installs its routes in.
 const charonTable = 220
+
+// charonRuleUndo names the journal entry of charon's rule to its table.
+const charonRuleUndo = "ipsec-rule-220"
+
+// journalCharonRule records, unless ep's host already has a rule to
+// charonTable, that the rule charon is about to add must go when the run
+// dies (testbed.UndoDelRule).
+func journalCharonRule(ep *testbed.Endpoint) error {
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := ep.NL.RuleList(fam)
+		if err != nil {
+			return fmt.Errorf("%s: list rules: %w", ep.Side, err)
+		}
+		for _, r := range rules {
+			if r.Table == charonTable {
+				return nil
+			}
+		}
+	}
+	return ep.RecordUndo(charonRuleUndo, testbed.Undo{Kind: testbed.UndoDelRule, Table: charonTable})
+}
 
 // ipsecCleanNamespace removes from ep's namespace what the IPsec methods
 // may have left: overlay host addresses on lo, routes in table 220 and

@@ -27,14 +27,14 @@ import (
 // file in the agents' run directories.
 func TestIPsecLibipsecThroughAgents(t *testing.T) {
 	ipsecRequireSwan(t)
-	ipsecWithoutESP(t)
+	faults := ipsecWithoutESP(t)
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
 			ctx := context.Background()
 			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
 			m := ipsec.NewIPsec()
 			env := &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,
-				OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir}
+				OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir, Faults: faults}
 			before := methodtest.AgentStateOf(t, pair)
 			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
 

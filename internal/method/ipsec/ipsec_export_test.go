@@ -34,9 +34,8 @@ func IPsecSAs(ctx context.Context, ep *testbed.Endpoint, dir string) ([]IPsecChi
 // LibipsecMaxMTU is the largest MTU kernel-libipsec's TUN device carries.
 const LibipsecMaxMTU = libipsecMaxMTU
 
-// SetIPsecConfigHook makes ipsec's Setup pass each side's PSK through f
-// before writing it, and returns a function removing the hook.
-func SetIPsecConfigHook(f func(side string, psk *string)) (restore func()) {
-	ipsecConfigHook = f
-	return func() { ipsecConfigHook = nil }
+// NewIPsecWithConfigHook returns an "ipsec" method whose Setup passes each
+// side's PSK through f before writing it.
+func NewIPsecWithConfigHook(f func(side string, psk *string)) *IPsec {
+	return &IPsec{configHook: f}
 }

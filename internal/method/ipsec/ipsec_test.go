@@ -50,16 +50,17 @@ func ipsecRequireESP(t *testing.T) {
 }
 
 // ipsecWithoutESP gives t a kernel without ESP: this host's own when it
-// lacks ESP (the kernel refuses the data path's probe SA), else this one
-// with ESP faked away (method.SetKernelLacks), so the tests of the
-// kernel-libipsec fallback and of its refusals run on any kernel.
-func ipsecWithoutESP(t *testing.T) {
+// lacks ESP (the kernel refuses the data path's probe SA; nil faults),
+// else this one with ESP faked away by the returned faults (put them in
+// Env.Faults), so the tests of the kernel-libipsec fallback and of its
+// refusals run on any kernel.
+func ipsecWithoutESP(t *testing.T) *method.Faults {
 	t.Helper()
 	cfg, err := hostinfo.LoadKernelConfig()
 	if err == nil && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET_ESP") && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET6_ESP") {
-		return
+		return nil
 	}
-	t.Cleanup(method.SetKernelLacks("CONFIG_INET_ESP", "CONFIG_INET6_ESP"))
+	return &method.Faults{KernelLacks: []string{"CONFIG_INET_ESP", "CONFIG_INET6_ESP"}}
 }
 
 // ipsecCapture captures on ep's underlay device while fn runs and returns
@@ -173,10 +174,10 @@ func ipsecSPIs(t *testing.T, l *testbed.Local, dirs ...string) map[uint32]bool {
 // MTU capped at 1400.
 func TestIPsecLibipsec(t *testing.T) {
 	ipsecRequireSwan(t)
-	ipsecWithoutESP(t)
+	faults := ipsecWithoutESP(t)
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
-			l, env, path := methodtest.Setup(t, ipsec.NewIPsec(), family, 1500, nil)
+			l, env, path := methodtest.SetupFaults(t, ipsec.NewIPsec(), family, 1500, nil, faults)
 			if !strings.HasPrefix(path.Variant, "kernel-libipsec") || path.Datapath != method.DatapathLibipsec {
 				t.Fatalf("variant %q, datapath %q on a kernel without ESP, want kernel-libipsec, libipsec", path.Variant, path.Datapath)
 			}
@@ -223,8 +224,9 @@ func TestIPsecCiphers(t *testing.T) {
 // on a kernel without ESP (ipsecWithoutESP) transport mode is not
 // supported, nor is a forced xfrm data path, and the error says why.
 func TestIPsecTransportNeedsXfrm(t *testing.T) {
+	t.Parallel()
 	ipsecRequireSwan(t)
-	ipsecWithoutESP(t)
+	faults := ipsecWithoutESP(t)
 	for _, opts := range []map[string]string{
 		{"mode": "transport", "datapath": "libipsec"},
 		{"mode": "transport"},
@@ -233,7 +235,7 @@ func TestIPsecTransportNeedsXfrm(t *testing.T) {
 		l := testbedtest.New(t, 1500)
 		m := ipsec.NewIPsec()
 		env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1435,
-			Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts}
+			Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Faults: faults}
 		_, err := m.Setup(context.Background(), env)
 		if !errors.Is(err, method.ErrNotSupported) {
 			t.Errorf("Setup(%v) = %v, want ErrNotSupported", opts, err)
@@ -308,18 +310,17 @@ func TestIPsecSecrets(t *testing.T) {
 // TestIPsecHandshakeFailure: when IKE fails (here: b has another PSK), the
 // error names the side and quotes charon's log, and carries neither key.
 func TestIPsecHandshakeFailure(t *testing.T) {
+	t.Parallel()
 	ipsecRequireSwan(t)
 	var psks []string
-	restore := ipsec.SetIPsecConfigHook(func(side string, psk *string) {
+	m := ipsec.NewIPsecWithConfigHook(func(side string, psk *string) {
 		if side == "b" {
 			other := "0s" + base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32))
 			*psk = other
 		}
 		psks = append(psks, *psk)
 	})
-	defer restore()
 	l := testbedtest.New(t, 1500)
-	m := ipsec.NewIPsec()
 	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1435,
 		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
 	_, err := m.Setup(context.Background(), env)

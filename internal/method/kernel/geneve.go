@@ -51,7 +51,7 @@ func (g Geneve) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 		config:   "CONFIG_GENEVE",
 		// The kernel's Geneve device has no local address: the route to
 		// the remote picks the source.
-		create: linkAdd(func(name string, _, remote net.IP) netlink.Link {
+		link: func(name string, _, remote net.IP) netlink.Link {
 			return &netlink.Geneve{
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				ID:        uint32(vni),
@@ -59,7 +59,7 @@ func (g Geneve) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 				Dport:     method.GenevePort,
 				Ttl:       tunnelTTL,
 			}
-		}),
+		},
 	})
 }
 

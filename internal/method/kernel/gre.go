@@ -3,10 +3,8 @@ package kernel
 import (
 	"context"
 	"net"
-	"net/netip"
 
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 )
 
@@ -48,7 +46,7 @@ func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 		suffix:   greSuffix,
 		underlay: method.IPv4,
 		config:   "CONFIG_NET_IPGRE",
-		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+		link: func(name string, local, remote net.IP) netlink.Link {
 			return &netlink.Gretun{
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				Local:     local,
@@ -56,7 +54,7 @@ func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 				Ttl:       tunnelTTL,
 				PMtuDisc:  1,
 			}
-		}),
+		},
 	})
 }
 
@@ -111,7 +109,7 @@ func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 		suffix:   gretapSuffix,
 		underlay: env.Family,
 		config:   "CONFIG_NET_IPGRE",
-		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+		link: func(name string, local, remote net.IP) netlink.Link {
 			return &netlink.Gretap{
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				Local:     local,
@@ -121,13 +119,11 @@ func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 				Ttl:       tunnelTTL,
 				PMtuDisc:  1,
 			}
-		}),
+		},
 	}
 	if env.Family == method.IPv6 {
 		kt.kind, kt.config = "ip6gretap", "CONFIG_IPV6_GRE"
-		kt.create = func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
-			return addIP6GRE(ep, "ip6gretap", name, local, remote, key)
-		}
+		kt.link, kt.ip6greKey = nil, key
 	}
 	return setupTunnel(env, kt)
 }

@@ -2,10 +2,8 @@ package kernel
 
 import (
 	"context"
-	"net/netip"
 
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // IP6GRE is the kernel's layer-3 GRE tunnel over the IPv6 underlay
@@ -48,9 +46,6 @@ func (m IP6GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 		suffix:   ip6greSuffix,
 		underlay: method.IPv6,
 		config:   "CONFIG_IPV6_GRE",
-		create: func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
-			return addIP6GRE(ep, "ip6gre", name, local, remote, 0)
-		},
 	})
 }
 

@@ -55,7 +55,7 @@ func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 		suffix:   ip6ip6Suffix,
 		underlay: method.IPv6,
 		config:   "CONFIG_IPV6_TUNNEL",
-		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+		link: func(name string, local, remote net.IP) netlink.Link {
 			return &netlink.Ip6tnl{
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				Local:     local,
@@ -64,7 +64,7 @@ func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 				Flags:     ip6TnlIgnEncapLimit,
 				Proto:     unix.IPPROTO_IPV6,
 			}
-		}),
+		},
 	})
 }
 

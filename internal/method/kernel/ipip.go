@@ -47,7 +47,7 @@ func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 		suffix:   ipipSuffix,
 		underlay: method.IPv4,
 		config:   "CONFIG_NET_IPIP",
-		create: linkAdd(func(name string, local, remote net.IP) netlink.Link {
+		link: func(name string, local, remote net.IP) netlink.Link {
 			return &netlink.Iptun{
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				Local:     local,
@@ -56,7 +56,7 @@ func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 				PMtuDisc:  1,
 				Proto:     unix.IPPROTO_IPIP,
 			}
-		}),
+		},
 	})
 }
 

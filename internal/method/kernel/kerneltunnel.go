@@ -32,9 +32,11 @@ type kernelTunnel struct {
 	underlay string
 	// config is the kernel option that provides kind.
 	config string
-	// create creates the device called name in ep's namespace, from local
-	// to remote (underlay addresses), down and without addresses.
-	create func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error
+	// link is the device called name from local to remote (underlay
+	// addresses). When nil, the device is an ip6gre or ip6gretap with GRE
+	// key ip6greKey (0: none), which addIP6GRE creates.
+	link      func(name string, local, remote net.IP) netlink.Link
+	ip6greKey uint32
 }
 
 // The links and route encaps the kernel tunnels pass to a remote agent.
@@ -46,32 +48,44 @@ func init() {
 // tunnelName is the device name of a kernel tunnel method.
 func tunnelName(env *method.Env, suffix string) string { return env.Prefix + suffix }
 
-// setupTunnel creates kt on both sides, puts the overlay addresses on the
-// devices, sets the overlay MTU and brings them up.
-func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
+// planTunnel is kt's plan for each side of env (a, b): one device
+// between the underlay addresses, with the side's overlay address and the
+// overlay MTU. It is pure: it reads env and touches no host.
+func planTunnel(env *method.Env, kt kernelTunnel) [2]method.Plan {
 	oa, ob := method.Overlay(env.Family)
 	name := tunnelName(env, kt.suffix)
+	var plans [2]method.Plan
 	for i, ep := range env.Endpoints() {
-		peer := env.Peer(ep)
-		err := method.FakeKernelErr(kt.config, unix.EOPNOTSUPP)
-		if err == nil {
-			err = kt.create(ep, name, ep.Addr(kt.underlay), peer.Addr(kt.underlay))
+		local, remote := ep.Addr(kt.underlay), env.Peer(ep).Addr(kt.underlay)
+		l := method.PlanLink{
+			Kind:   kt.kind,
+			Detail: fmt.Sprintf("from %s to %s", local, remote),
+			Config: kt.config,
+			MTU:    env.OverlayMTU,
+			Addr:   [2]netip.Prefix{oa, ob}[i],
 		}
-		if err != nil {
-			if errors.Is(err, unix.EOPNOTSUPP) {
-				// rtnetlink's answer to a link kind the kernel does not have.
-				return nil, fmt.Errorf("%s: create %s %s: %w: kernel lacks %s (%w)", ep.Side, kt.kind, name, method.ErrNotSupported, kt.config, err)
-			}
-			return nil, fmt.Errorf("%s: create %s %s from %s to %s: %w", ep.Side, kt.kind, name, ep.Addr(kt.underlay), peer.Addr(kt.underlay), err)
+		if kt.link != nil {
+			l.Link = kt.link(name, net.IP(local.AsSlice()), net.IP(remote.AsSlice()))
+		} else {
+			l.Link = &netlink.GenericLink{LinkAttrs: netlink.LinkAttrs{Name: name}, LinkType: kt.kind}
+			kind, key := kt.kind, kt.ip6greKey
+			l.Add = func(ep *testbed.Endpoint) error { return addIP6GRE(ep, kind, name, local, remote, key) }
 		}
-		addr := oa
-		if i == 1 {
-			addr = ob
-		}
-		if err := configureLink(ep, name, env.OverlayMTU, addr); err != nil {
+		plans[i] = method.Plan{Links: []method.PlanLink{l}}
+	}
+	return plans
+}
+
+// setupTunnel applies kt's plan on both sides.
+func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
+	plans := planTunnel(env, kt)
+	for i, ep := range env.Endpoints() {
+		if err := plans[i].Apply(env, ep); err != nil {
 			return nil, err
 		}
 	}
+	oa, ob := method.Overlay(env.Family)
+	name := tunnelName(env, kt.suffix)
 	return &method.Path{
 		A:       oa.Addr(),
 		B:       ob.Addr(),
@@ -80,35 +94,10 @@ func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
 	}, nil
 }
 
-// configureLink sets the MTU of an existing link, adds addr and brings it up.
-func configureLink(ep *testbed.Endpoint, name string, mtu int, addr netip.Prefix) error {
-	link, err := ep.NL.LinkByName(name)
-	if err != nil {
-		return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
-	}
-	if err := ep.NL.LinkSetMTU(link, mtu); err != nil {
-		return fmt.Errorf("%s: set mtu %d on %s: %w", ep.Side, mtu, name, err)
-	}
-	if err := method.AddAddr(ep, link, addr); err != nil {
-		return err
-	}
-	if err := ep.NL.LinkSetUp(link); err != nil {
-		return fmt.Errorf("%s: set %s up: %w", ep.Side, name, err)
-	}
-	return nil
-}
-
 // teardownTunnel deletes the device on both sides.
 func teardownTunnel(env *method.Env, suffix string) error {
 	name := tunnelName(env, suffix)
 	return errors.Join(method.DelLinks(env.A, name), method.DelLinks(env.B, name))
-}
-
-// linkAdd adapts a netlink link constructor to kernelTunnel.create.
-func linkAdd(mk func(name string, local, remote net.IP) netlink.Link) func(*testbed.Endpoint, string, netip.Addr, netip.Addr) error {
-	return func(ep *testbed.Endpoint, name string, local, remote netip.Addr) error {
-		return ep.NL.LinkAdd(mk(name, net.IP(local.AsSlice()), net.IP(remote.AsSlice())))
-	}
 }
 
 // tunnelTTL is the outer TTL or hop limit of every kernel tunnel, set

@@ -109,7 +109,7 @@ func TestKernelTunnelOptions(t *testing.T) {
 // without its option: it must fail with ErrNotSupported naming the option,
 // and Teardown must still succeed. Where this kernel lacks the option (all
 // of them on the host) the kernel itself refuses; where it has it (or has
-// no readable config), the refusal is faked (method.SetKernelLacks) the
+// no readable config), the refusal is faked (Env.Faults.KernelLacks) the
 // way rtnetlink answers for a link kind it does not know, so the refusal
 // path runs on any kernel.
 func TestKernelTunnelNotSupported(t *testing.T) {
@@ -132,13 +132,14 @@ func TestKernelTunnelNotSupported(t *testing.T) {
 			}
 			fake := cfgErr != nil || hostinfo.HasKernelFeature(cfg, option)
 			t.Run(m.Name()+"/"+family, func(t *testing.T) {
-				if fake {
-					t.Cleanup(method.SetKernelLacks(option))
-					t.Logf("this kernel has %s (or no readable config): its refusal is faked", option)
-				}
+				t.Parallel()
 				l := testbedtest.New(t, 1500)
 				env := &method.Env{A: l.A, B: l.B, Family: family, UnderlayMTU: 1500,
 					OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
+				if fake {
+					env.Faults = &method.Faults{KernelLacks: []string{option}}
+					t.Logf("this kernel has %s (or no readable config): its refusal is faked", option)
+				}
 				_, err := m.Setup(context.Background(), env)
 				if !errors.Is(err, method.ErrNotSupported) || !strings.Contains(err.Error(), "kernel lacks "+option) {
 					t.Errorf("Setup error %v, want ErrNotSupported naming %s", err, option)

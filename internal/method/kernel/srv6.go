@@ -51,66 +51,27 @@ func (SRv6) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_IPV6_SEG6_LWTUNNEL", Bool: true}}
 }
 
-func sid(ep *testbed.Endpoint) netip.Addr {
-	if ep.Side == "a" {
-		return SIDA
-	}
-	return SIDB
-}
+// sids are the SIDs of sides a and b.
+var sids = [2]netip.Addr{SIDA, SIDB}
 
-// Setup installs, on each side, the overlay host address on lo, a route to
-// the peer's SID over the underlay, an encap route to the peer's overlay
-// address, and a seg6local route that decapsulates packets for its own SID.
-func (SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	// The segments are IPv6 whatever the measured family: both sides need
-	// an IPv6 underlay address (an ssh site names it with ipv6:).
-	for _, ep := range env.Endpoints() {
-		if !ep.Addr6.IsValid() {
-			return nil, fmt.Errorf("srv6: %s has no IPv6 underlay address on %s: SRv6 carries every family over IPv6; give the site one (ssh: ipv6: on the site)", hostName(ep), ep.Dev)
-		}
-	}
+// plan is SRv6's plan for each side of env (a, b): the overlay host
+// address on lo, a route to the peer's SID over the underlay, an encap
+// route to the peer's overlay address, and a seg6local route that
+// decapsulates packets for its own SID. It is pure.
+func (SRv6) plan(env *method.Env) [2]method.Plan {
 	oa, ob := method.Overlay(env.Family)
+	overlay := [2]netip.Addr{oa.Addr(), ob.Addr()}
+	var plans [2]method.Plan
 	for i, ep := range env.Endpoints() {
-		peer := env.Peer(ep)
-		mine, theirs := oa.Addr(), ob.Addr()
-		if i == 1 {
-			mine, theirs = theirs, mine
+		mine, theirs := overlay[i], overlay[1-i]
+		peerSID, ownSID := sids[1-i], sids[i]
+		var gw net.IP
+		if peer := env.Peer(ep); peer != nil {
+			gw = net.IP(peer.Addr6.Addr().AsSlice())
 		}
-		lo, err := ep.NL.LinkByName("lo")
-		if err != nil {
-			return nil, fmt.Errorf("%s: find lo: %w", ep.Side, err)
-		}
-		if err := method.AddAddr(ep, lo, method.HostPrefix(mine)); err != nil {
-			return nil, err
-		}
-		under, err := ep.NL.LinkByName(ep.Dev)
-		if err != nil {
-			return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
-		}
-		idx := under.Attrs().Index
-		// The peer's SID is reached over the underlay.
-		if err := method.RouteAdd(ep, &netlink.Route{
-			LinkIndex: idx,
-			Dst:       testbed.PrefixNet(method.HostPrefix(sid(peer))),
-			Gw:        net.IP(peer.Addr6.Addr().AsSlice()),
-		}); err != nil {
-			return nil, err
-		}
-		// Traffic to the peer's overlay address is encapsulated toward its
-		// SID. The kernel subtracts the encapsulation (outer header and SRH)
-		// from the route's MTU, so the route carries the underlay MTU and
-		// the inner packets get exactly env.OverlayMTU.
-		if err := method.RouteAdd(ep, &netlink.Route{
-			LinkIndex: idx,
-			Dst:       testbed.PrefixNet(method.HostPrefix(theirs)),
-			Src:       net.IP(mine.AsSlice()),
-			MTU:       env.OverlayMTU + (SRv6{}).Overhead(env.Family),
-			Encap: &netlink.SEG6Encap{
-				Mode:     nl.SEG6_IPTUN_MODE_ENCAP,
-				Segments: []net.IP{net.IP(sid(peer).AsSlice())},
-			},
-		}); err != nil {
-			return nil, err
+		dev := ""
+		if ep != nil {
+			dev = ep.Dev
 		}
 		// Packets to our own SID are decapsulated and delivered locally.
 		local := &netlink.SEG6LocalEncap{}
@@ -123,14 +84,54 @@ func (SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 			local.Flags[nl.SEG6_LOCAL_NH4] = true
 			local.InAddr = net.IP(mine.AsSlice())
 		}
-		if err := method.RouteAdd(ep, &netlink.Route{
-			LinkIndex: idx,
-			Dst:       testbed.PrefixNet(method.HostPrefix(sid(ep))),
-			Encap:     local,
-		}); err != nil {
+		plans[i] = method.Plan{
+			Addrs: []method.PlanAddr{{Dev: "lo", Addr: method.HostPrefix(mine)}},
+			Routes: []method.PlanRoute{
+				// The peer's SID is reached over the underlay.
+				{Dev: dev, Route: netlink.Route{
+					Dst: testbed.PrefixNet(method.HostPrefix(peerSID)),
+					Gw:  gw,
+				}},
+				// Traffic to the peer's overlay address is encapsulated
+				// toward its SID. The kernel subtracts the encapsulation
+				// (outer header and SRH) from the route's MTU, so the
+				// route carries the underlay MTU and the inner packets
+				// get exactly env.OverlayMTU.
+				{Dev: dev, Route: netlink.Route{
+					Dst: testbed.PrefixNet(method.HostPrefix(theirs)),
+					Src: net.IP(mine.AsSlice()),
+					MTU: env.OverlayMTU + (SRv6{}).Overhead(env.Family),
+					Encap: &netlink.SEG6Encap{
+						Mode:     nl.SEG6_IPTUN_MODE_ENCAP,
+						Segments: []net.IP{net.IP(peerSID.AsSlice())},
+					},
+				}},
+				{Dev: dev, Route: netlink.Route{
+					Dst:   testbed.PrefixNet(method.HostPrefix(ownSID)),
+					Encap: local,
+				}},
+			},
+		}
+	}
+	return plans
+}
+
+// Setup applies the plan on each side.
+func (m SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	// The segments are IPv6 whatever the measured family: both sides need
+	// an IPv6 underlay address (an ssh site names it with ipv6:).
+	for _, ep := range env.Endpoints() {
+		if !ep.Addr6.IsValid() {
+			return nil, fmt.Errorf("srv6: %s has no IPv6 underlay address on %s: SRv6 carries every family over IPv6; give the site one (ssh: ipv6: on the site)", hostName(ep), ep.Dev)
+		}
+	}
+	plans := m.plan(env)
+	for i, ep := range env.Endpoints() {
+		if err := plans[i].Apply(env, ep); err != nil {
 			return nil, err
 		}
 	}
+	oa, ob := method.Overlay(env.Family)
 	return &method.Path{
 		A:       oa.Addr(),
 		B:       ob.Addr(),
@@ -139,34 +140,13 @@ func (SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	}, nil
 }
 
-// Teardown removes the routes and the lo addresses; both go with the
-// namespace anyway, but a method leaves the testbed as it found it.
-func (SRv6) Teardown(_ context.Context, env *method.Env) error {
+// Teardown takes the plan back: the routes and the lo addresses go with
+// the namespace anyway, but a method leaves the testbed as it found it.
+func (m SRv6) Teardown(_ context.Context, env *method.Env) error {
+	plans := m.plan(env)
 	var errs []error
-	oa, ob := method.Overlay(env.Family)
 	for i, ep := range env.Endpoints() {
-		if ep == nil || ep.NL == nil {
-			continue
-		}
-		mine, theirs := oa.Addr(), ob.Addr()
-		if i == 1 {
-			mine, theirs = theirs, mine
-		}
-		for _, dst := range []netip.Addr{sid(env.Peer(ep)), theirs, sid(ep)} {
-			routes, err := ep.NL.RouteListFiltered(method.FamilyOf(dst), &netlink.Route{Dst: testbed.PrefixNet(method.HostPrefix(dst))}, netlink.RT_FILTER_DST)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, dst, err))
-				continue
-			}
-			for _, r := range routes {
-				if err := ep.NL.RouteDel(&r); err != nil {
-					errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
-				}
-			}
-		}
-		if lo, err := ep.NL.LinkByName("lo"); err == nil {
-			_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(method.HostPrefix(mine))})
-		}
+		errs = append(errs, plans[i].Undo(ep))
 	}
 	return errors.Join(errs...)
 }

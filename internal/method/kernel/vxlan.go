@@ -2,8 +2,8 @@ package kernel
 
 import (
 	"context"
-	"fmt"
 	"net"
+	"net/netip"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -37,39 +37,48 @@ func (VXLAN) Requirements() []method.Requirement {
 
 func vxlanName(env *method.Env) string { return env.Prefix + "-vx" }
 
+// plan is VXLAN's plan for each side of env (a, b): one VXLAN device
+// bound to the underlay device, toward the peer's underlay address, with
+// the side's overlay address. It is pure.
+func (VXLAN) plan(env *method.Env, vni int) [2]method.Plan {
+	oa, ob := method.Overlay(env.Family)
+	var plans [2]method.Plan
+	for i, ep := range env.Endpoints() {
+		peer := env.Peer(ep)
+		vx := &netlink.Vxlan{
+			LinkAttrs: netlink.LinkAttrs{Name: vxlanName(env), MTU: env.OverlayMTU},
+			VxlanId:   vni,
+			SrcAddr:   net.IP(ep.Addr(env.Family).AsSlice()),
+			Group:     net.IP(peer.Addr(env.Family).AsSlice()),
+			Port:      method.VXLANPort,
+			Learning:  false,
+			TTL:       64,
+		}
+		plans[i] = method.Plan{Links: []method.PlanLink{{
+			Link:   vx,
+			Parent: ep.Dev,
+			Config: "CONFIG_VXLAN",
+			MTU:    env.OverlayMTU,
+			Addr:   [2]netip.Prefix{oa, ob}[i],
+		}}}
+	}
+	return plans
+}
+
 // Setup creates one VXLAN device per side with the overlay address on it.
-func (VXLAN) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	opts, err := method.ParseOptions(VXLAN{}, env.Options)
+func (m VXLAN) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	opts, err := method.ParseOptions(m, env.Options)
 	if err != nil {
 		return nil, err
 	}
-	vni := opts.Int("vni")
-	oa, ob := method.Overlay(env.Family)
-	name := vxlanName(env)
+	plans := m.plan(env, opts.Int("vni"))
 	for i, ep := range env.Endpoints() {
-		peer := env.Peer(ep)
-		under, err := ep.NL.LinkByName(ep.Dev)
-		if err != nil {
-			return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
-		}
-		vx := &netlink.Vxlan{
-			LinkAttrs:    netlink.LinkAttrs{Name: name},
-			VxlanId:      vni,
-			VtepDevIndex: under.Attrs().Index,
-			SrcAddr:      net.IP(ep.Addr(env.Family).AsSlice()),
-			Group:        net.IP(peer.Addr(env.Family).AsSlice()),
-			Port:         method.VXLANPort,
-			Learning:     false,
-			TTL:          64,
-		}
-		addr := oa
-		if i == 1 {
-			addr = ob
-		}
-		if err := method.AddLink(ep, vx, env.OverlayMTU, addr); err != nil {
+		if err := plans[i].Apply(env, ep); err != nil {
 			return nil, err
 		}
 	}
+	oa, ob := method.Overlay(env.Family)
+	name := vxlanName(env)
 	return &method.Path{
 		A:       oa.Addr(),
 		B:       ob.Addr(),

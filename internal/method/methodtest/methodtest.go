@@ -1,6 +1,7 @@
 // Package methodtest runs a method for real in a fresh local testbed, for
 // the integration tests of every method: set up, carry traffic, tear down,
-// and check that the namespaces are as they were.
+// and check that the namespaces are as they were. Record runs one on two
+// recording endpoints instead, for the golden tests of its set-up.
 package methodtest
 
 import (
@@ -26,11 +27,17 @@ import (
 // of both namespaces as they were before Setup.
 func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
 	t.Helper()
+	return SetupFaults(t, m, family, mtu, opts, nil)
+}
+
+// SetupFaults is Setup with faults injected into the set-up (Env.Faults).
+func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults) (*testbed.Local, *method.Env, *method.Path) {
+	t.Helper()
 	l := testbedtest.New(t, mtu)
 	env := &method.Env{
 		A: l.A, B: l.B, Family: family, UnderlayMTU: mtu,
 		OverlayMTU: mtu - m.Overhead(family),
-		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts,
+		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Faults: faults,
 	}
 	before := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
 	ctx := context.Background()

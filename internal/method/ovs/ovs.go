@@ -130,6 +130,13 @@ func (s *ovsSide) start(ctx context.Context) error {
 	if _, err := s.vsctl(ctx, "--no-wait", "init"); err != nil {
 		return s.db.Failure("initialise the database", err)
 	}
+	// The netdev datapath's tap device outlives an ovs-vswitchd that is
+	// killed (the agent's end, a lost host): the journal deletes it then.
+	if _, err := s.ep.NL.LinkByName(ovsNetdev); err != nil {
+		if err := s.ep.RecordUndo(ovsNetdevUndo, testbed.Undo{Kind: testbed.UndoDelLink, Dev: ovsNetdev}); err != nil {
+			return err
+		}
+	}
 	s.vsd, err = method.StartDaemon(s.ep, "ovs-vswitchd", filepath.Join(s.dir, "ovs-vswitchd.log"), ovsEnv(s.dir),
 		"ovs-vswitchd", "unix:"+s.dbSock(),
 		"--unixctl="+s.vsdCtl(),
@@ -319,6 +326,13 @@ var (
 // journal.
 func addrsUndo(dev string) string     { return "ovs-addrs-" + dev }
 func arpIgnoreUndo(dev string) string { return "ovs-arp-ignore-" + dev }
+
+// ovsNetdev is the tap device of the netdev datapath; ovsNetdevUndo its
+// journal entry.
+const (
+	ovsNetdev     = "ovs-netdev"
+	ovsNetdevUndo = "ovs-netdev"
+)
 
 // putBack puts addrs back on under with their original flags, removing
 // each from phy first when phy is not nil; addresses already on under

@@ -413,7 +413,7 @@ func (m *OVS) Teardown(ctx context.Context, env *method.Env) error {
 		}
 		m.deleteLinks(ctx, env, &errs)
 		for _, s := range run.sides {
-			errs = append(errs, s.restoreArpIgnore())
+			errs = append(errs, s.restoreArpIgnore(), s.ep.ForgetUndo(ovsNetdevUndo))
 		}
 	} else {
 		m.deleteLinks(ctx, env, &errs)
@@ -443,7 +443,7 @@ func (m *OVS) deleteLinks(ctx context.Context, env *method.Env, errs *[]error) {
 				*errs = append(*errs, fmt.Errorf("delete the kernel datapath: %w", err))
 			}
 		}
-		names := append([]string{n.integ, n.phy, "ovs-netdev"}, m.kernelDevs()...)
+		names := append([]string{n.integ, n.phy, ovsNetdev}, m.kernelDevs()...)
 		*errs = append(*errs, method.DelLinks(ep, names...))
 	}
 }

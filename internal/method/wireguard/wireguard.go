@@ -51,12 +51,16 @@ const WireGuardPort = 51820
 
 // wgHandshakeTimeout bounds the wait for the first completed handshake
 // (a variable for tests).
-var wgHandshakeTimeout = 10 * time.Second
+const wgHandshakeTimeout = 10 * time.Second
 
-// wgPlanFault, when a test sets it, changes the planned configuration of
-// both sides before it is applied: fault injection, such as a wrong peer
-// key. Nil outside tests.
-var wgPlanFault func(*[2]*wgSide)
+// orDefault is a method value's handshake wait: wgHandshakeTimeout unless
+// a test set another.
+func orDefault(d time.Duration) time.Duration {
+	if d == 0 {
+		return wgHandshakeTimeout
+	}
+	return d
+}
 
 // wgOverhead is the outer IP header (20 for IPv4, 40 for IPv6), UDP (8),
 // the WireGuard transport data header (16: type 1, reserved 3, receiver
@@ -712,7 +716,14 @@ type wgDaemon struct {
 // control socket is <side dir>/run/wireguard/<dev>.sock. It is safe for
 // concurrent use by runs with distinct Env.Dir.
 type wgUserspace struct {
-	d    wgDaemon
+	d wgDaemon
+	// handshakeTimeout, when not zero, replaces wgHandshakeTimeout; and
+	// planFault, when set, changes the planned configuration of both
+	// sides before it is applied (fault injection, such as a wrong peer
+	// key). Both are set by tests only (export_test.go).
+	handshakeTimeout time.Duration
+	planFault        func(*[2]*wgSide)
+
 	mu   sync.Mutex
 	runs map[string][]*method.Process // by Env.Dir
 }
@@ -799,8 +810,8 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 	if err != nil {
 		return nil, err
 	}
-	if wgPlanFault != nil {
-		wgPlanFault(&sides)
+	if u.planFault != nil {
+		u.planFault(&sides)
 	}
 	var procs [2]*method.Process
 	var ctl [2]wgControl
@@ -817,7 +828,7 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 		}
 	}
 	fail := func(i int, what string) error { return procs[i].Failure(what, nil) }
-	if err := wgWaitHandshake(ctx, sides, ctl, wgHandshakeTimeout, fail); err != nil {
+	if err := wgWaitHandshake(ctx, sides, ctl, orDefault(u.handshakeTimeout), fail); err != nil {
 		return nil, err
 	}
 	return &method.Path{

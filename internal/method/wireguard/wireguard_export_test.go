@@ -3,6 +3,8 @@ package wireguard
 import (
 	"time"
 
+	"github.com/tunbench/tunbench/internal/method"
+
 	"golang.zx2c4.com/wireguard/wgctrl/wgtypes"
 )
 
@@ -14,22 +16,34 @@ func ParseUAPIGet(lines []string) (*wgtypes.Device, error) { return parseUAPIGet
 
 var ReadUAPIResponse = readUAPIResponse
 
-// SetWGHandshakeTimeout sets the handshake wait and returns a function
-// restoring it.
-func SetWGHandshakeTimeout(d time.Duration) (restore func()) {
-	old := wgHandshakeTimeout
-	wgHandshakeTimeout = d
-	return func() { wgHandshakeTimeout = old }
-}
-
-// SetWGWrongPeerKey makes side a of the next userspace WireGuard set-ups
-// expect a peer key b does not have, and returns a function restoring it.
-func SetWGWrongPeerKey() (restore func()) {
-	wgPlanFault = func(s *[2]*wgSide) {
-		k, _ := wgtypes.GeneratePrivateKey()
-		s[0].cfg.Peers[0].PublicKey = k.PublicKey()
+// WithFaults returns a fresh copy of m, one of this package's methods,
+// that waits at most timeout for the first handshake and, when
+// wrongPeerKey (userspace methods only), plans side a with a peer key b
+// does not have.
+func WithFaults(m method.Method, timeout time.Duration, wrongPeerKey bool) method.Method {
+	faulty := func(u *wgUserspace) *wgUserspace {
+		c := newWGUserspace(u.d)
+		c.handshakeTimeout = timeout
+		if wrongPeerKey {
+			c.planFault = func(s *[2]*wgSide) {
+				k, _ := wgtypes.GeneratePrivateKey()
+				s[0].cfg.Peers[0].PublicKey = k.PublicKey()
+			}
+		}
+		return c
 	}
-	return func() { wgPlanFault = nil }
+	switch m := m.(type) {
+	case WireGuard:
+		if wrongPeerKey {
+			panic("wireguard: the wrong-key fault is injected into the userspace set-up")
+		}
+		return WireGuard{handshakeTimeout: timeout}
+	case *WireGuardGo:
+		return &WireGuardGo{u: faulty(m.u)}
+	case *BoringTun:
+		return &BoringTun{u: faulty(m.u)}
+	}
+	panic("wireguard: WithFaults of " + m.Name())
 }
 
 // WGSocket is the host path of the control socket of dev in a side

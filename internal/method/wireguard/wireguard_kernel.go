@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // WireGuard is the kernel's WireGuard device, one per side, configured
@@ -16,7 +16,11 @@ import (
 // the outer packets use the measured family.
 //
 // Options: "port", the UDP listen port of both sides (default 51820).
-type WireGuard struct{}
+type WireGuard struct {
+	// handshakeTimeout, when not zero (tests only), replaces
+	// wgHandshakeTimeout.
+	handshakeTimeout time.Duration
+}
 
 // The kernel device travels to a remote agent.
 func init() { testbed.RegisterWireTypes(&netlink.Wireguard{}) }
@@ -38,23 +42,16 @@ func (WireGuard) Requirements() []method.Requirement {
 
 // Setup creates a WireGuard device on each side with the overlay MTU and
 // address, configures keys and peers, and waits for the first handshake.
-func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
+func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	sides, err := wgPlan(env, "wireguard")
 	if err != nil {
 		return nil, err
 	}
 	var ctl [2]wgControl
 	for i, s := range sides {
-		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev}}
-		err := method.FakeKernelErr("CONFIG_WIREGUARD", unix.EOPNOTSUPP)
-		if err == nil {
-			err = method.AddLink(s.ep, link, env.OverlayMTU, s.addr)
-		}
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			// rtnetlink's answer to a link kind the kernel does not have.
-			return nil, fmt.Errorf("%s: create wireguard %s: %w: kernel lacks CONFIG_WIREGUARD (%w)", s.ep.Side, s.dev, method.ErrNotSupported, err)
-		}
-		if err != nil {
+		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev, MTU: env.OverlayMTU}}
+		plan := method.Plan{Links: []method.PlanLink{{Link: link, Config: "CONFIG_WIREGUARD", MTU: env.OverlayMTU, Addr: s.addr}}}
+		if err := plan.Apply(env, s.ep); err != nil {
 			return nil, err
 		}
 		ctl[i] = wgKernel{ep: s.ep, dev: s.dev}
@@ -65,7 +62,7 @@ func (WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 	fail := func(i int, what string) error {
 		return fmt.Errorf("%s: kernel wireguard: %s", sides[i].ep.Side, what)
 	}
-	if err := wgWaitHandshake(ctx, sides, ctl, wgHandshakeTimeout, fail); err != nil {
+	if err := wgWaitHandshake(ctx, sides, ctl, orDefault(m.handshakeTimeout), fail); err != nil {
 		return nil, err
 	}
 	return &method.Path{

@@ -477,7 +477,8 @@ func wireGuardWire(t *testing.T, m method.Method, family string) {
 // Setup leaves no link, daemon, key or socket behind.
 func wgHandshakeFailure(t *testing.T, m method.Method) {
 	t.Run("peer unreachable", func(t *testing.T) {
-		wgHandshakeFails(t, m, func(l *testbed.Local) {
+		t.Parallel()
+		wgHandshakeFails(t, m, false, func(l *testbed.Local) {
 			blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
 			if err := l.A.NL.RouteAdd(blackhole); err != nil {
 				t.Fatalf("a: blackhole %s: %v", l.B.Addr4.Addr(), err)
@@ -488,16 +489,18 @@ func wgHandshakeFailure(t *testing.T, m method.Method) {
 		return // the wrong-key fault is injected into the userspace set-up
 	}
 	t.Run("wrong peer key", func(t *testing.T) {
-		t.Cleanup(wireguard.SetWGWrongPeerKey())
-		wgHandshakeFails(t, m, func(*testbed.Local) {})
+		t.Parallel()
+		wgHandshakeFails(t, m, true, func(*testbed.Local) {})
 	})
 }
 
-// wgHandshakeFails sets m up after fault and checks that Setup fails with
-// an error naming each side and the missing handshake, quoting the daemon
-// logs but no key, and that teardown leaves nothing.
-func wgHandshakeFails(t *testing.T, m method.Method, fault func(*testbed.Local)) {
-	t.Cleanup(wireguard.SetWGHandshakeTimeout(2 * time.Second))
+// wgHandshakeFails sets up a copy of m that waits 2 s for the handshake
+// (and, with wrongPeerKey, has side a expect a key b does not have) after
+// fault, and checks that Setup fails with an error naming each side and
+// the missing handshake, quoting the daemon logs but no key, and that
+// teardown leaves nothing.
+func wgHandshakeFails(t *testing.T, m method.Method, wrongPeerKey bool, fault func(*testbed.Local)) {
+	m = wireguard.WithFaults(m, 2*time.Second, wrongPeerKey)
 	l := testbedtest.New(t, 1500)
 	ctx := context.Background()
 	fault(l)

@@ -100,12 +100,43 @@ type Site struct {
 	// boot/ sshd's mount namespace shows as /proc/config.gz and /boot
 	// (PresentKernelConfig).
 	kernelView string
+	// private is set for sites built with PrivateFiles; shared is the
+	// test's directory (Sites.Dir), kept visible there.
+	private bool
+	shared  string
+}
+
+// privateDirs are the directories PrivateFiles makes private to a site:
+// testbed.DefaultRoot and scenario.DefaultSSHDir (not imported: scenario
+// is far above this package).
+var privateDirs = []string{testbed.DefaultRoot, "/var/tmp/tunbench"}
+
+// Path is where the test sees path p as the site's sessions see it: p
+// itself, or for a site with PrivateFiles, p under the root of its sshd
+// (/proc/PID/root/p) while that runs.
+func (site *Site) Path(p string) string {
+	if !site.private {
+		return p
+	}
+	return filepath.Join("/proc", strconv.Itoa(site.SSHDPid()), "root", p)
 }
 
 // Option changes how New builds the sites.
 type Option func(*options)
 
-type options struct{ management bool }
+type options struct{ management, private bool }
+
+// PrivateFiles gives every site a file system of its own where tunbench
+// writes: its sshd runs in a mount namespace of its own where
+// testbed.DefaultRoot (/run/tunbench: run directories and journals; the
+// run locks in testbed.LockDir stay the machine's, as its network
+// namespaces do) and scenario.DefaultSSHDir (/var/tmp/tunbench: the tunbench copied to
+// the host) are fresh tmpfs mounts only that site's sessions see, as on
+// separate hosts. Nothing of a run is then visible to the test, the
+// controller or another site at the same path; Site.Path shows a site's
+// view. The mounts go with the site's sshd and the processes it started
+// (a restart of sshd starts with them empty, like a rebooted host).
+func PrivateFiles() Option { return func(o *options) { o.private = true } }
 
 // Management gives the sites a management network apart from their
 // underlay, as hosts with a management interface have: a control
@@ -193,6 +224,8 @@ func (s *Sites) build(n int, o options) error {
 			Addr4:     fmt.Sprintf("198.18.0.%d", i+1),
 			Addr6:     fmt.Sprintf("2001:2::%d", i+1),
 			dir:       filepath.Join(s.Dir, fmt.Sprintf("s%d", i)),
+			private:   o.private,
+			shared:    s.Dir,
 		})
 	}
 	if err := s.link(n, prefix); err != nil {
@@ -358,6 +391,9 @@ func (site *Site) startSSHD() error {
 	// ip netns exec execs sshd: the child is sshd itself (through sh's
 	// exec when the site presents a kernel config of its own).
 	argv := []string{"ip", "netns", "exec", site.Namespace}
+	if site.private {
+		argv = append(argv, "sh", "-c", privateScript, "sh", site.shared, filepath.Join(site.dir, "private"), privateDirs[0], privateDirs[1], testbed.LockDir)
+	}
 	if site.kernelView != "" {
 		argv = append(argv, "sh", "-c", kernelViewScript, "sh", site.kernelView)
 	}
@@ -403,6 +439,29 @@ view=$1
 shift
 if [ -e /proc/config.gz ]; then mount --bind "$view/config.gz" /proc/config.gz; fi
 mount --bind "$view/boot" /boot
+exec "$@"`
+
+// privateScript runs, like kernelViewScript, in the mount namespace "ip
+// netns exec" gives the site's sshd, and makes $3 and $4 fresh tmpfs
+// mounts there (PrivateFiles). $3 (/run/tunbench) holds the test's own
+// directory $1 (keys, sshd_config), which must stay visible: the tmpfs
+// is mounted on a staging directory $2 first, $1 bound into it, and the
+// whole moved onto $3.
+//
+// The lock directory $5 (testbed.LockDir) stays the machine's, bound into
+// the tmpfs: network namespaces are the machine's too, and a "tunbench
+// clean" on a site must see every live run's lock, this test's and those
+// of other tests on the machine, to leave their namespaces alone.
+const privateScript = `set -e
+shared=$1 stage=$2 run=$3 inst=$4 locks=$5
+shift 5
+mkdir -p "$stage" "$inst"
+mount -t tmpfs -o mode=0755 tunbench-sshtest "$stage"
+mkdir -p "$stage/${shared##*/}" "$stage/${locks##*/}"
+mount --bind "$shared" "$stage/${shared##*/}"
+mount --bind "$locks" "$stage/${locks##*/}"
+mount --move "$stage" "$run"
+mount -t tmpfs -o mode=0755 tunbench-sshtest "$inst"
 exec "$@"`
 
 // PresentKernelConfig makes the site a host whose kernel config is

@@ -278,3 +278,56 @@ func allExist(namespaces []string) bool {
 	}
 	return true
 }
+
+// TestPrivateFiles: with PrivateFiles, what a session on one site writes
+// to /run/tunbench and /var/tmp/tunbench is seen there alone (not by the
+// other site nor by the test at that path, only through Site.Path), and
+// the site still logs in after its sshd restarts.
+func TestPrivateFiles(t *testing.T) {
+	s := sshtest.New(t, 2, sshtest.PrivateFiles())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	name := "sshtest-private-" + filepath.Base(s.Dir)
+	files := []string{filepath.Join(testbed.DefaultRoot, name), filepath.Join("/var/tmp/tunbench", name)}
+	h0, err := remotehost.Dial(ctx, s.Site[0].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h0.Close()
+	for _, f := range files {
+		if err := h0.WriteFile(ctx, f, strings.NewReader("site 0"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if data, err := h0.ReadFile(ctx, f); err != nil || string(data) != "site 0" {
+			t.Errorf("site 0 reads back %s: %q, %v", f, data, err)
+		}
+		if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("the test sees site 0's %s: %v", f, err)
+		}
+		if data, err := os.ReadFile(s.Site[0].Path(f)); err != nil || string(data) != "site 0" {
+			t.Errorf("Site.Path(%s): %q, %v", f, data, err)
+		}
+	}
+	h1, err := remotehost.Dial(ctx, s.Site[1].Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h1.Close()
+	for _, f := range files {
+		if _, err := h1.ReadFile(ctx, f); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("site 1 sees site 0's %s: %v", f, err)
+		}
+	}
+	// A clean on the site leaves the test's namespaces and files alone.
+	if out, _, err := h1.Run(ctx, "sh", "-c", "ls /run/tunbench/locks"); err != nil || !strings.Contains(string(out), filepath.Base(s.Dir)+".lock") {
+		t.Errorf("site 1's lock directory: %q, %v; want the test's locks", out, err)
+	}
+	if err := s.Site[1].RestartSSHD(); err != nil {
+		t.Fatal(err)
+	}
+	h1b, err := remotehost.Dial(ctx, s.Site[1].Config)
+	if err != nil {
+		t.Fatalf("log in after a restart: %v", err)
+	}
+	h1b.Close()
+}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -37,6 +38,11 @@ type Agent struct {
 	Conn  *testbed.AgentConn
 	Hello testbed.Hello
 	cmd   *exec.Cmd
+	// stdin and stdout are the controller's ends of the agent's pipes.
+	stdin  io.WriteCloser
+	stdout io.ReadCloser
+	waited chan struct{}
+	state  *os.ProcessState
 }
 
 // StartAgent starts an agent inside namespace ns (a process in that
@@ -110,12 +116,18 @@ func startAgent(t testing.TB, ns string, cmd *exec.Cmd) *Agent {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start agent in %s: %v", ns, err)
 	}
-	a := &Agent{cmd: cmd}
+	a := &Agent{cmd: cmd, stdin: stdin, stdout: stdout, waited: make(chan struct{})}
+	go func() {
+		// Not cmd.Wait: it would close stdout under the reader.
+		a.state, _ = cmd.Process.Wait()
+		close(a.waited)
+	}()
 	var once sync.Once
 	a.Conn = testbed.NewAgentConn(ns, stdout, stdin, closerFunc(func() error {
 		once.Do(func() {
 			_ = stdin.Close()
-			_ = cmd.Wait()
+			<-a.waited
+			_ = stdout.Close()
 		})
 		return nil
 	}))
@@ -125,6 +137,27 @@ func startAgent(t testing.TB, ns string, cmd *exec.Cmd) *Agent {
 
 // Kill kills the agent process, as a lost connection would end it.
 func (a *Agent) Kill() { _ = a.cmd.Process.Kill() }
+
+// Vanish does to the agent what sshd does when the controller's
+// connection is gone: it closes both ends of the session at once, the
+// agent's standard input (EOF) and the reading end of its standard
+// output (a write there fails with EPIPE).
+func (a *Agent) Vanish() {
+	_ = a.stdin.Close()
+	_ = a.stdout.Close()
+}
+
+// Exited waits up to within for the agent process to end and returns how
+// it ended ("exit status 0", "signal: broken pipe"), or "" when it still
+// runs.
+func (a *Agent) Exited(within time.Duration) string {
+	select {
+	case <-a.waited:
+		return a.state.String()
+	case <-time.After(within):
+		return ""
+	}
+}
 
 type closerFunc func() error
 

@@ -2,6 +2,9 @@
 // namespaces joined by a veth pair, removed in t.Cleanup. Tests skip, with
 // the reason, when the process lacks the capabilities to create them, and
 // fail instead in strict mode (package testenv: make test runs as root).
+// It also gives them a fake one, the recording edge (Recorder): endpoints
+// whose every change is written down as an ip-style line, for the golden
+// tests of what a method does to a host, without root.
 package testbedtest
 
 import (

@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/testbed"
+)
+
+var chaosSSHKills = flag.Int("chaos.sshkills", 10, "controller SIGKILLs of the ssh chaos test (make chaos runs 100)")
+
+// sshChaosMethods are one method of each family this kernel runs on ssh
+// hosts: the host's own stack, a kernel tunnel, a userspace WireGuard,
+// IPsec (strongSwan's libipsec), an eBPF tunnel, Open vSwitch and
+// OpenVPN.
+var sshChaosMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "ebpf-geneve", "ovs-vxlan", "openvpn"}
+
+// chaosSSHYAML writes a scenario over the sites of sites (pairs around
+// the ring: s0 → s1 → s2 → s0), with host_changes sweeping the MTU and
+// the offloads, reached over the management network, without
+// ssh.binary: the controller copies itself to each host, as for a user.
+func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration, matrix string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: %s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n%s",
+		strings.Join(methods, ", "), duration, matrix)
+	var pairs []string
+	for i := range sites.Site {
+		pairs = append(pairs, fmt.Sprintf("[%s, %s]", siteName(sites, i), siteName(sites, (i+1)%len(sites.Site))))
+	}
+	fmt.Fprintf(&b, "ssh:\n  host_changes: true\n  known_hosts: %s\n  pairs: [%s]\n  sites:\n", sites.KnownHosts, strings.Join(pairs, ", "))
+	for i, st := range sites.Site {
+		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
+			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
+	}
+	path := filepath.Join(t.TempDir(), "ssh.yaml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// hostState is a site as a user would check it after a crash, one line
+// per fact: every device with its MTU and addresses, every ethtool
+// feature of the underlay, routes (IPv4 and IPv6, every table) and
+// rules, xfrm
+// states and policies, qdiscs and tc filters on the underlay, BPF pins,
+// the processes living there besides sshd, and the files under the
+// site's /run/tunbench (its own, with PrivateFiles) but the test's.
+func hostState(t *testing.T, sites *sshtest.Sites, st *sshtest.Site) []string {
+	t.Helper()
+	var lines []string
+	add := func(what string, argv ...string) {
+		out, _ := exec.Command(argv[0], argv[1:]...).Output()
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				lines = append(lines, what+": "+l)
+			}
+		}
+	}
+	ns := st.Namespace
+	out, _ := exec.Command("ip", "-n", ns, "-o", "link").Output()
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) > 4 {
+			lines = append(lines, "link: "+strings.TrimSuffix(f[1], ":")+" mtu "+f[4])
+		}
+	}
+	add("addr", "ip", "-n", ns, "-br", "addr")
+	for _, l := range devState(t, st) {
+		lines = append(lines, "underlay: "+l)
+	}
+	add("route", "ip", "-n", ns, "route", "show", "table", "all")
+	add("route6", "ip", "-n", ns, "-6", "route", "show", "table", "all")
+	add("rule", "ip", "-n", ns, "rule")
+	add("rule6", "ip", "-n", ns, "-6", "rule")
+	add("xfrm state", "ip", "-n", ns, "xfrm", "state")
+	add("xfrm policy", "ip", "-n", ns, "xfrm", "policy")
+	add("qdisc", "tc", "-n", ns, "qdisc", "show", "dev", st.Dev)
+	add("filter ingress", "tc", "-n", ns, "filter", "show", "dev", st.Dev, "ingress")
+	add("filter egress", "tc", "-n", ns, "filter", "show", "dev", st.Dev, "egress")
+	for _, p := range processesIn(ns) {
+		lines = append(lines, "process: "+p)
+	}
+	for _, dir := range []string{testbed.DefaultRoot, testbed.BPFPinRoot} {
+		root := st.Path(dir)
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || p == root {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			if rel == filepath.Base(sites.Dir) || strings.HasPrefix(rel, "locks") {
+				return filepath.SkipDir
+			}
+			lines = append(lines, "file: "+filepath.Join(dir, rel))
+			return nil
+		})
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// addrsSettled waits until no address of the sites is tentative (IPv6
+// duplicate address detection of fresh devices), so that their local
+// routes are all there before a state is taken.
+func addrsSettled(t *testing.T, sites *sshtest.Sites) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for _, st := range sites.Site {
+		for {
+			out, _ := exec.Command("ip", "-n", st.Namespace, "-6", "addr", "show", "tentative").Output()
+			if len(bytes.TrimSpace(out)) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: addresses still tentative after 10 s:\n%s", st.Namespace, out)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// okLine matches the progress line of a cell measured ok (printed once
+// the cell is stored): "[3/24 ETA 1m2s] vxlan ipv4 ...: 1.23 Gbit/s".
+var okLine = regexp.MustCompile(`(?m)^\[\d+/\d+ ETA [^\]]*\] .*: [0-9.]+ Gbit/s`)
+
+// TestChaosSSH kills the controller of a run over three ssh hosts with
+// SIGKILL at random moments. The run sweeps host changes (mtus [1500,
+// 9000], offloads [on, off]) over two methods drawn from one of each
+// family (sshChaosMethods), each in turn the first, so that kills within
+// the first seconds reach every family. After each
+// kill it waits until the hosts' agents are gone (at most 15 s), runs
+// "tunbench clean --testbed ssh -f" as a user would (no ssh.binary, hosts
+// with file systems of their own) and counts hosts not exactly as before
+// (hostState), clean failures, and ok cells lost: cells the controller
+// reported stored ok before the kill that the database lacks.
+func TestChaosSSH(t *testing.T) {
+	needEthtool(t)
+	bin := tunbenchBinary(t)
+	sites := sshtest.New(t, 3, sshtest.Management(), sshtest.PrivateFiles())
+	addrsSettled(t, sites)
+	before := make([][]string, len(sites.Site))
+	for i, st := range sites.Site {
+		before[i] = hostState(t, sites, st)
+	}
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 0))
+	t.Logf("chaos over ssh: seed %d, methods %v", seed, sshChaosMethods)
+	var changedByAgents, changed, cleanFailures, okReported, lost int
+	dir := t.TempDir()
+	for kill := 1; kill <= *chaosSSHKills; kill++ {
+		delay := time.Duration(500+rng.IntN(24500)) * time.Millisecond
+		perm := rng.Perm(len(sshChaosMethods))
+		methods := []string{sshChaosMethods[perm[0]], sshChaosMethods[perm[1]]}
+		scen := chaosSSHYAML(t, sites, methods, "1s", "mtus: [1500, 9000]\noffloads: [on, off]\n")
+		db := filepath.Join(dir, fmt.Sprintf("r%d.db", kill))
+		cmd := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			t.Fatalf("kill %d: the run ended (%v) before its kill after %s:\n%s", kill, err, delay, out.String())
+		case <-time.After(delay):
+		}
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		reported := len(okLine.FindAllString(out.String(), -1))
+		okReported += reported
+
+		// The agents put their hosts back by themselves; then clean.
+		deadline := time.Now().Add(15 * time.Second)
+		for time.Now().Before(deadline) {
+			n := 0
+			for _, st := range sites.Site {
+				n += len(agentPids(st.Namespace))
+			}
+			if n == 0 {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		for i, st := range sites.Site {
+			if diff := cmp.Diff(before[i], hostState(t, sites, st)); diff != "" {
+				changedByAgents++
+				t.Logf("kill %d (%v) after %s: site %d before clean (-before +now):\n%s", kill, methods, delay, i, diff)
+			}
+		}
+		cout, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "clean", "--testbed", "ssh", "-f", scen).CombinedOutput()
+		if err != nil {
+			cleanFailures++
+			t.Errorf("kill %d (%v) after %s: clean --testbed ssh: %v\n%s", kill, methods, delay, err, cout)
+		}
+		for i, st := range sites.Site {
+			if diff := cmp.Diff(before[i], hostState(t, sites, st)); diff != "" {
+				changed++
+				t.Errorf("kill %d (%v) after %s: site %d not as before after clean (-before +after):\n%s\nclean said:\n%s", kill, methods, delay, i, diff, cout)
+			}
+		}
+		stored := 0
+		if id := runIDOf(t, db); id != "" {
+			for _, c := range exportCells(t, db, id).Cells {
+				if c.Status == result.StatusOK {
+					stored++
+				}
+			}
+		}
+		if stored < reported {
+			lost += reported - stored
+			t.Errorf("kill %d after %s: %d cells reported ok before the kill, %d stored", kill, delay, reported, stored)
+		}
+		t.Logf("kill %d (%v) after %s: %d cells ok before the kill", kill, methods, delay, reported)
+		if t.Failed() && kill >= 3 && *chaosSSHKills <= 10 {
+			break
+		}
+	}
+	t.Logf("chaos over ssh: %d controller SIGKILLs over ssh hosts (seed %d): %d hosts left changed, %d clean failures, %d ok cells lost (of %d); %d host checks found the host changed before clean",
+		*chaosSSHKills, seed, changed, cleanFailures, lost, okReported, changedByAgents)
+}
