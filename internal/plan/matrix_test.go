@@ -160,7 +160,7 @@ func TestCongestionControlDimension(t *testing.T) {
 		t.Errorf("cell %s with %q", steps[1].Key, steps[1].Params.CongestionControl)
 	}
 	s.CongestionControl = nil
-	s.Testbed = "ssh"
+	s.Testbed, s.SSH = "ssh", &scenario.SSH{} // a remote scenario names its hosts
 	if ccs := s.CongestionControls(); len(ccs) != 1 || ccs[0] != "" {
 		t.Errorf("ssh default %q, want the hosts' own", ccs)
 	}
