@@ -44,11 +44,12 @@ wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)
 [ -n "$wg" ] || { echo "fresh-check: no WIREGUARD_GO_MODULE in scripts/install.sh" >&2; exit 1; }
 GOBIN="$tmp/bin" go install "$wg"
 [ -x "$tmp/bin/wireguard" ] || { echo "fresh-check: go install $wg built no wireguard binary" >&2; exit 1; }
-nb=$(sed -n 's/^ *NEBULA_MODULE=//p' scripts/install.sh)
-[ -n "$nb" ] || { echo "fresh-check: no NEBULA_MODULE in scripts/install.sh" >&2; exit 1; }
-GOBIN="$tmp/bin" go install "${nb%@*}/cmd/nebula@${nb#*@}" "${nb%@*}/cmd/nebula-cert@${nb#*@}"
+nb=$(sed -n 's/^ *NEBULA_CMD=//p' scripts/install.sh)
+nbc=$(sed -n 's/^ *NEBULA_CERT_CMD=//p' scripts/install.sh)
+[ -n "$nb" ] && [ -n "$nbc" ] || { echo "fresh-check: no NEBULA_CMD or NEBULA_CERT_CMD in scripts/install.sh" >&2; exit 1; }
+GOBIN="$tmp/bin" go install "$nb" "$nbc"
 for p in nebula nebula-cert; do
-  [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $nb built no $p binary" >&2; exit 1; }
+  [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $nb $nbc built no $p binary" >&2; exit 1; }
 done
 bt=$(grep -o 'boringtun-cli --version [0-9][^ ]*' scripts/install.sh | awk '{print $3}')
 [ -n "$bt" ] || { echo "fresh-check: no boringtun-cli version in scripts/install.sh" >&2; exit 1; }

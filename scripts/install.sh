@@ -106,13 +106,13 @@ if [ "$mode" = test ]; then
   # netlink fork (github.com/DefinedNet/netlink) whose source the module
   # proxy refuses; its fixes are for Windows, Android and macOS, so on
   # Linux v1.11.1 is the same program.
-  NEBULA_MODULE=github.com/slackhq/nebula@v1.11.1
-  if ! /usr/local/bin/nebula -version 2>/dev/null | grep -qx "Version: ${NEBULA_MODULE#*@v}" ||
-    ! /usr/local/bin/nebula-cert -version 2>/dev/null | grep -qx "Version: ${NEBULA_MODULE#*@v}"; then
-    echo "install.sh: building nebula ${NEBULA_MODULE#*@}"
+  NEBULA_CMD=github.com/slackhq/nebula/cmd/nebula@v1.11.1
+  NEBULA_CERT_CMD=github.com/slackhq/nebula/cmd/nebula-cert@v1.11.1
+  if ! /usr/local/bin/nebula -version 2>/dev/null | grep -qx "Version: ${NEBULA_CMD#*@v}" ||
+    ! /usr/local/bin/nebula-cert -version 2>/dev/null | grep -qx "Version: ${NEBULA_CERT_CMD#*@v}"; then
+    echo "install.sh: building nebula ${NEBULA_CMD#*@}"
     tmp=$(mktemp -d)
-    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "${NEBULA_MODULE%@*}/cmd/nebula@${NEBULA_MODULE#*@}" \
-      "${NEBULA_MODULE%@*}/cmd/nebula-cert@${NEBULA_MODULE#*@}"
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "$NEBULA_CMD" "$NEBULA_CERT_CMD"
     install -m 0755 "$tmp/nebula" "$tmp/nebula-cert" /usr/local/bin/
     rm -rf "$tmp"
   fi
