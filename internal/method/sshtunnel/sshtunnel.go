@@ -224,7 +224,7 @@ type side struct {
 }
 
 func (s *side) path(name string) string { return filepath.Join(s.dir, name) }
-func (s *side) tun() string              { return "tun" + strconv.Itoa(s.unit) }
+func (s *side) tun() string             { return "tun" + strconv.Itoa(s.unit) }
 
 // keys is a run's key material: the client's key pair and b's host key
 // pair, OpenSSH formats.
@@ -473,10 +473,10 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		return nil, server.Failure("find the connection's processes", err)
 	}
 	return &method.Path{
-		A:       a.addr.Addr(),
-		B:       b.addr.Addr(),
-		Devices: map[string][]string{"a": {a.dev, env.A.Dev}, "b": {b.dev, env.B.Dev}},
-		Daemons: []method.Daemon{client.Daemon(), {Side: b.ep.Side, Role: "sshd", PID: conn.PID}},
+		A:        a.addr.Addr(),
+		B:        b.addr.Addr(),
+		Devices:  map[string][]string{"a": {a.dev, env.A.Dev}, "b": {b.dev, env.B.Dev}},
+		Daemons:  []method.Daemon{client.Daemon(), {Side: b.ep.Side, Role: "sshd", PID: conn.PID}},
 		Variant:  variant(ctx, m, env, cipher),
 		Datapath: method.DatapathUserspace,
 	}, nil
@@ -678,18 +678,20 @@ var opKill = testbed.NewOp("ssh-tunnel.kill", func(_ context.Context, _ *testbed
 		}
 		// The connection's processes first: sshd starts each in a
 		// session of its own, and the listener's death leaves them.
-		victims := append(descendants(pid), pid)
-		for _, v := range victims {
-			if err := syscall.Kill(v, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
-				errs = append(errs, fmt.Errorf("kill %d: %w", v, err))
+		// The listener, still there, reaps them.
+		for _, group := range [][]int{descendants(pid), {pid}} {
+			for _, v := range group {
+				if err := syscall.Kill(v, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+					errs = append(errs, fmt.Errorf("kill %d: %w", v, err))
+				}
 			}
-		}
-		for _, v := range victims {
-			if err := waitGone(v); err != nil {
-				errs = append(errs, err)
+			for _, v := range group {
+				if err := waitGone(v); err != nil {
+					errs = append(errs, err)
+				}
 			}
+			killed = append(killed, group...)
 		}
-		killed = append(killed, victims...)
 	}
 	if _, err := os.Stat(filepath.Join(dir, madePrivsepFile)); err == nil {
 		_ = os.Remove(privsepDir) // only when empty
@@ -698,13 +700,15 @@ var opKill = testbed.NewOp("ssh-tunnel.kill", func(_ context.Context, _ *testbed
 	return killed, errors.Join(errs...)
 })
 
+// waitGone waits until pid is gone: reaped, or after a second a zombie
+// (whose parent, killed too, leaves it to init).
 func waitGone(pid int) error {
-	for range 250 {
+	for i := range 250 {
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
 			return nil
 		}
-		if i := strings.LastIndexByte(string(data), ')'); i > 0 && i+2 < len(data) && (data[i+2] == 'Z' || data[i+2] == 'X') {
+		if j := strings.LastIndexByte(string(data), ')'); i >= 50 && j > 0 && j+2 < len(data) && (data[j+2] == 'Z' || data[j+2] == 'X') {
 			return nil
 		}
 		time.Sleep(20 * time.Millisecond)
