@@ -9,3 +9,11 @@ func SetInitTimeout(d time.Duration) func() {
 	initTimeout = d
 	return func() { initTimeout = old }
 }
+
+// NewPinningAnotherKey returns the method pinning, in a's known_hosts, a
+// host key other than b's.
+func NewPinningAnotherKey() *SSHTunnel {
+	m := New()
+	m.pinOther = true
+	return m
+}

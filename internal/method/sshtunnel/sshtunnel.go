@@ -101,6 +101,8 @@ const hostKeyAlias = "tunbench-ssh-tunnel"
 type SSHTunnel struct {
 	mu   sync.Mutex
 	runs map[string][]*method.Process // by Env.Dir
+	// pinOther, set by tests only, pins a host key other than b's.
+	pinOther bool
 }
 
 // New returns the ssh-tunnel method.
@@ -426,7 +428,15 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 	}
 
 	// a: ssh -w.
-	known := hostKeyAlias + " " + string(k.HostPub)
+	pin := k.HostPub
+	if m.pinOther {
+		other, err := newKeys()
+		if err != nil {
+			return nil, err
+		}
+		pin = other.HostPub
+	}
+	known := hostKeyAlias + " " + string(pin)
 	for name, data := range map[string][]byte{clientKeyFile: k.ClientKey, knownHostsFile: []byte(known)} {
 		if err := method.WriteSecret(a.ep, a.path(name), data); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.ep.Side, err)

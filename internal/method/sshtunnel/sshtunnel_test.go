@@ -784,3 +784,28 @@ func TestThroughAgents(t *testing.T) {
 		})
 	}
 }
+
+// TestHostKeyPinned pins a host key other than b's: ssh refuses b
+// (StrictHostKeyChecking), Setup fails quoting ssh's refusal, and nothing
+// is left.
+func TestHostKeyPinned(t *testing.T) {
+	needSSH(t)
+	m := sshtunnel.NewPinningAnotherKey()
+	l := testbedtest.New(t, 1500)
+	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(method.IPv4),
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
+	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	ctx := context.Background()
+	if _, err := m.Setup(ctx, env); err == nil || !strings.Contains(err.Error(), "Host key verification failed") {
+		t.Errorf("Setup with another host key pinned: %v, want ssh's host key verification failure", err)
+	}
+	if err := m.Teardown(ctx, env); err != nil {
+		t.Errorf("Teardown: %v", err)
+	}
+	if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+		t.Errorf("links after teardown (-before +after):\n%s", diff)
+	}
+	if namespaceHasSSH(t, l) {
+		t.Errorf("an ssh or sshd of the run still runs")
+	}
+}
