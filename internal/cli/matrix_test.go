@@ -186,7 +186,7 @@ func TestLatencyUnderLoadNative(t *testing.T) {
 // request/response packets queue behind the load in the one outer TCP
 // connection (ssh's send buffer and channel window), so the loaded p99
 // grows far beyond the idle one, and far more than native's does
-// (docs/methods.md, "ssh-tunnel").
+// (docs/methods.md, "SSH tunnel").
 func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
 	if !ready(t, "ssh-tunnel") {
 		return
