@@ -57,9 +57,16 @@ var options = []method.Option{
 		Help: "sshd's TCP port on b's underlay address; 0 picks a free one on b's host at set-up"},
 }
 
-// initTimeout bounds each wait of the set-up: sshd listening, the tunnel
-// devices appearing, the first ping through (a variable for tests).
-var initTimeout = 15 * time.Second
+// defaultInitTimeout is SSHTunnel.InitTimeout's default.
+const defaultInitTimeout = 15 * time.Second
+
+// initTimeout is m's bound of each set-up wait.
+func (m *SSHTunnel) initTimeout() time.Duration {
+	if m.InitTimeout > 0 {
+		return m.InitTimeout
+	}
+	return defaultInitTimeout
+}
 
 // File names inside a side directory.
 const (
@@ -99,6 +106,11 @@ const hostKeyAlias = "tunbench-ssh-tunnel"
 //
 // It is safe for concurrent use by runs with distinct Env.Dir.
 type SSHTunnel struct {
+	// InitTimeout bounds each wait of the set-up: sshd listening, the
+	// tunnel devices appearing, the first ping through; zero is 15 s
+	// (tests shorten it).
+	InitTimeout time.Duration
+
 	mu   sync.Mutex
 	runs map[string][]*method.Process // by Env.Dir
 	// pinOther, set by tests only, pins a host key other than b's.
@@ -420,7 +432,7 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		return nil, err
 	}
 	m.record(env, server)
-	if err := b.ep.WaitListening(ctx, server.PID(), port, initTimeout); err != nil {
+	if err := b.ep.WaitListening(ctx, server.PID(), port, m.initTimeout()); err != nil {
 		if aerr := server.Alive(); aerr != nil {
 			err = aerr
 		}
@@ -454,7 +466,7 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 	}
 	procs := []*method.Process{client, server}
 	for _, s := range sides {
-		err := method.WaitFor(ctx, initTimeout, fmt.Sprintf("%s on %s", s.tun(), s.ep.Side), func() (bool, error) {
+		err := method.WaitFor(ctx, m.initTimeout(), fmt.Sprintf("%s on %s", s.tun(), s.ep.Side), func() (bool, error) {
 			for _, p := range procs {
 				if err := p.Alive(); err != nil {
 					return false, err
@@ -475,7 +487,7 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 			return nil, err
 		}
 	}
-	if err := waitPing(ctx, a, b, procs); err != nil {
+	if err := waitPing(ctx, a, b, procs, m.initTimeout()); err != nil {
 		return nil, err
 	}
 	conn, err := opConnection.Call(ctx, b.ep, server.PID())
@@ -547,9 +559,9 @@ func configure(ctx context.Context, s *side, mtu int) error {
 }
 
 // waitPing pings b's overlay address from a until it answers.
-func waitPing(ctx context.Context, a, b *side, procs []*method.Process) error {
+func waitPing(ctx context.Context, a, b *side, procs []*method.Process, timeout time.Duration) error {
 	var last error
-	err := method.WaitFor(ctx, initTimeout, "ssh tunnel", func() (bool, error) {
+	err := method.WaitFor(ctx, timeout, "ssh tunnel", func() (bool, error) {
 		for _, p := range procs {
 			if err := p.Alive(); err != nil {
 				return false, err

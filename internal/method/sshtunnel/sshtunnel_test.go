@@ -616,8 +616,8 @@ func rrThrough(t *testing.T, l *testbed.Local, path *method.Path) *result.Latenc
 // or file behind.
 func TestStartFailure(t *testing.T) {
 	needSSH(t)
-	t.Cleanup(sshtunnel.SetInitTimeout(3 * time.Second))
 	m := sshtunnel.New()
+	m.InitTimeout = 3 * time.Second
 	l := testbedtest.New(t, 1500)
 	blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
 	if err := l.A.NL.RouteAdd(blackhole); err != nil {
