@@ -7,3 +7,13 @@ func NewPinningAnotherKey() *SSHTunnel {
 	m.pinOther = true
 	return m
 }
+
+// NewWithUnits returns the method using tun units a and b.
+func NewWithUnits(a, b int) *SSHTunnel {
+	m := New()
+	m.units = [2]int{a, b}
+	return m
+}
+
+// Connection is what the connection op returns.
+type ConnectionOf = Connection

@@ -115,6 +115,9 @@ type SSHTunnel struct {
 	runs map[string][]*method.Process // by Env.Dir
 	// pinOther, set by tests only, pins a host key other than b's.
 	pinOther bool
+	// units, set by tests only, are a's and b's tun units in place of
+	// free ones picked at random.
+	units [2]int
 }
 
 // New returns the ssh-tunnel method.
@@ -396,9 +399,11 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		if err != nil {
 			return nil, err
 		}
-		unit, err := freeUnit(ep)
-		if err != nil {
-			return nil, err
+		unit := m.units[i]
+		if unit == 0 {
+			if unit, err = freeUnit(ep); err != nil {
+				return nil, err
+			}
 		}
 		sides[i] = &side{ep: ep, dir: dir, unit: unit, dev: DevName(env, ep), addr: [2]netip.Prefix{oa, ob}[i]}
 	}
