@@ -420,12 +420,15 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 			return nil, fmt.Errorf("%s: pick a free port for sshd: %w", b.ep.Side, err)
 		}
 	}
-	for name, data := range map[string][]byte{
-		hostKeyFile:    k.HostKey,
-		authorizedFile: k.ClientPub,
-		sshdConfigFile: []byte(SSHDConfig(b.dir, ub, port, cipher)),
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{
+		{hostKeyFile, k.HostKey},
+		{authorizedFile, k.ClientPub},
+		{sshdConfigFile, []byte(SSHDConfig(b.dir, ub, port, cipher))},
 	} {
-		if err := method.WriteSecret(b.ep, b.path(name), data); err != nil {
+		if err := method.WriteSecret(b.ep, b.path(f.name), f.data); err != nil {
 			return nil, fmt.Errorf("%s: %w", b.ep.Side, err)
 		}
 	}
@@ -454,8 +457,11 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		pin = other.HostPub
 	}
 	known := hostKeyAlias + " " + string(pin)
-	for name, data := range map[string][]byte{clientKeyFile: k.ClientKey, knownHostsFile: []byte(known)} {
-		if err := method.WriteSecret(a.ep, a.path(name), data); err != nil {
+	for _, f := range []struct {
+		name string
+		data []byte
+	}{{clientKeyFile, k.ClientKey}, {knownHostsFile, []byte(known)}} {
+		if err := method.WriteSecret(a.ep, a.path(f.name), f.data); err != nil {
 			return nil, fmt.Errorf("%s: %w", a.ep.Side, err)
 		}
 	}
