@@ -14,6 +14,3 @@ func NewWithUnits(a, b int) *SSHTunnel {
 	m.units = [2]int{a, b}
 	return m
 }
-
-// Connection is what the connection op returns.
-type ConnectionOf = Connection

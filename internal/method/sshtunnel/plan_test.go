@@ -41,8 +41,8 @@ func TestPlans(t *testing.T) {
 			testbedtest.AnswerOp(rec.B, "ssh-tunnel.prepare", func(dir string) (string, string, error) {
 				return "", "/usr/sbin/sshd", nil
 			})
-			testbedtest.AnswerOp(rec.B, "ssh-tunnel.connection", func(pid int) (string, sshtunnel.ConnectionOf, error) {
-				return "", sshtunnel.ConnectionOf{PID: pid + 1}, nil
+			testbedtest.AnswerOp(rec.B, "ssh-tunnel.connection", func(pid int) (string, sshtunnel.Connection, error) {
+				return "", sshtunnel.Connection{PID: pid + 1}, nil
 			})
 			rename := func(r *testbedtest.Recorder, argv []string) testbedtest.Answer {
 				// ip link set dev tunN name NEW

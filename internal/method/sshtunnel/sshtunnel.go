@@ -510,14 +510,14 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		B:        b.addr.Addr(),
 		Devices:  map[string][]string{"a": {a.dev, env.A.Dev}, "b": {b.dev, env.B.Dev}},
 		Daemons:  []method.Daemon{client.Daemon(), {Side: b.ep.Side, Role: "sshd", PID: conn.PID}},
-		Variant:  variant(ctx, m, env, cipher),
+		Variant:  variant(ctx, env, cipher),
 		Datapath: method.DatapathUserspace,
 	}, nil
 }
 
 // variant is the OpenSSH of the sides' hosts (one, or each when they
 // differ) and the cipher.
-func variant(ctx context.Context, m *SSHTunnel, env *method.Env, cipher string) string {
+func variant(ctx context.Context, env *method.Env, cipher string) string {
 	va, vb := versionOn(ctx, env.A), versionOn(ctx, env.B)
 	v := va
 	if va != vb {
