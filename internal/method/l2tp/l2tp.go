@@ -40,10 +40,11 @@ const (
 	EncapIP  = "ip"
 )
 
-// Cookies are fixed per run: a cookie is no secret (RFC 3931 calls it a
-// guard against misdirected packets, sent in the clear), and a fixed
-// value lets the wire decoder tell the cookie from the Ethernet frame
-// behind it. The 4-byte cookie is the first half of the 8-byte one.
+// The cookie is a fixed value, the same in every run and both ways: a
+// cookie is no secret (RFC 3931 makes it a guard against misdirected
+// packets, sent in the clear), and a known value lets the wire decoder
+// tell it from the Ethernet frame behind it. The 4-byte cookie is the
+// first half of the 8-byte one.
 var cookie = []byte("tunbench")
 
 // L2TPv3 is the l2tpv3 method.
