@@ -194,7 +194,6 @@ var labCases = []struct {
 	{"udp-ipv6", method.IPv6, nil, "udp", 0},
 	{"ip-ipv4", method.IPv4, map[string]string{"encap": "ip"}, "ip", 0},
 	{"ip-ipv6-cookie8", method.IPv6, map[string]string{"encap": "ip", "cookie": "8"}, "ip", 8},
-	{"udp-ipv4-cookie4", method.IPv4, map[string]string{"cookie": "4"}, "udp", 4},
 }
 
 // TestLabL2TPv3 carries traffic over the L2TPv3 pseudowire in the kernel
