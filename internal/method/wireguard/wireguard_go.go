@@ -80,4 +80,6 @@ func (m *WireGuardGo) Setup(ctx context.Context, env *method.Env) (*method.Path,
 func (m *WireGuardGo) Teardown(_ context.Context, env *method.Env) error { return m.u.teardown(env) }
 
 // Rekey forces a new handshake (method.Rekeyer; see wgRekey).
-func (m *WireGuardGo) Rekey(_ context.Context, env *method.Env) (string, error) { return m.u.rekey(env) }
+func (m *WireGuardGo) Rekey(_ context.Context, env *method.Env) (string, error) {
+	return m.u.rekey(env)
+}
