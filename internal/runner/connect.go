@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -65,11 +66,13 @@ func startEcho(ctx context.Context, ep *testbed.Endpoint) (*echoServer, error) {
 	}
 }
 
-// stop ends the echo server.
+// stop ends the echo server at once (it serves until signalled).
 func (e *echoServer) stop() {
-	if e != nil {
-		stop(e.ep, e.cmd)
+	if e == nil {
+		return
 	}
+	_ = e.cmd.Signal(syscall.SIGTERM)
+	stop(e.ep, e.cmd)
 }
 
 // udpBound reports whether a UDP socket of process pid's namespace is
