@@ -55,8 +55,9 @@ func connectRows(ps paramSet) ([]summary.Summary, []string) {
 
 // connectCharts: per parameter set, the connect time split into the
 // method's set-up and the handshake after it; the time traffic needs to
-// flow again after the underlay came back (and the outage of a forced
-// rekey); the requests lost across each.
+// flow again after the underlay came back, and the requests lost; and,
+// for the methods that force one, the outage and the requests lost
+// across a forced rekey.
 func connectCharts(runID string, ps paramSet, _ map[string][]result.Cell) []Chart {
 	rows, cats := connectRows(ps)
 	if len(rows) == 0 {
@@ -83,34 +84,48 @@ func connectCharts(runID string, ps paramSet, _ map[string][]result.Cell) []Char
 		down = max(down, r.Tests.Connect.Down)
 	}
 	rec, ok3 := barSeries("underlay up → first answer", 0, rows, func(c *summary.ConnectSummary) summary.Figure { return c.Recovery }, msFigure)
-	rk, ok4 := barSeries("rekey outage", 1, rows, func(c *summary.ConnectSummary) summary.Figure { return c.RekeyOutage }, msFigure)
 	if ok3 {
-		series := []Series{rec}
-		if ok4 {
-			series = append(series, rk)
-		}
+		lost, _ := barSeries("requests lost", 2, rows, func(c *summary.ConnectSummary) summary.Figure { return c.Lost }, same)
 		out = append(out, Chart{
 			ID: fmt.Sprintf("%s-recover-%s", runID, slug), Section: SectionConnect, Kind: KindBars,
 			Title: "Recovery time (" + desc + ")",
 			Caption: fmt.Sprintf("While a UDP request goes through the tunnel every 10 ms, side a's underlay device is taken "+
-				"down for %s s and up again: the time from the device up to the first answered request; beside it, for "+
-				"methods that can force one (WireGuard family, IPsec), the longest time without an answer across a forced "+
-				"rekey. Mean over repetitions with its 95%% confidence interval.", summary.Num3(down)),
-			XLabel: "method", YLabel: "time (ms)", Categories: cats, Series: series,
-		})
-		lost, _ := barSeries("underlay down and up", 0, rows, func(c *summary.ConnectSummary) summary.Figure { return c.Lost }, same)
-		rkl, ok5 := barSeries("rekey", 1, rows, func(c *summary.ConnectSummary) summary.Figure { return c.RekeyLost }, same)
-		series = []Series{lost}
-		if ok5 {
-			series = append(series, rkl)
-		}
-		out = append(out, Chart{
+				"down for %s s and up again: the time from the device up to the first answered request, mean over the "+
+				"repetitions in which traffic came back, with its 95%% confidence interval.", summary.Num3(down)),
+			XLabel: "method", YLabel: "time (ms)", Categories: cats, Series: []Series{rec},
+		}, Chart{
 			ID: fmt.Sprintf("%s-recover-lost-%s", runID, slug), Section: SectionConnect, Kind: KindBars,
-			Title: "Requests lost (" + desc + ")",
+			Title: "Requests lost across the underlay flap (" + desc + ")",
 			Caption: fmt.Sprintf("UDP requests (one every 10 ms) never answered while side a's underlay was down for %s s and "+
-				"until traffic flowed again, and across a forced rekey where the method can force one. Mean over repetitions "+
-				"with its 95%% confidence interval.", summary.Num3(down)),
-			XLabel: "method", YLabel: "requests lost", Categories: cats, Series: series,
+				"until traffic flowed again, mean over repetitions with its 95%% confidence interval.", summary.Num3(down)),
+			XLabel: "method", YLabel: "requests lost", Categories: cats, Series: []Series{lost},
+		})
+	}
+	// The forced rekey, for the methods that force one only: a method
+	// without it has no bar, not a zero.
+	var rk []summary.Summary
+	var rkCats []string
+	for _, r := range rows {
+		if r.Tests.Connect.RekeyOutage.N > 0 {
+			rk, rkCats = append(rk, r), append(rkCats, r.Label)
+		}
+	}
+	if len(rk) > 0 {
+		outage, _ := barSeries("longest time without an answer", 1, rk, func(c *summary.ConnectSummary) summary.Figure { return c.RekeyOutage }, msFigure)
+		lost, _ := barSeries("requests lost", 3, rk, func(c *summary.ConnectSummary) summary.Figure { return c.RekeyLost }, same)
+		out = append(out, Chart{
+			ID: fmt.Sprintf("%s-rekey-%s", runID, slug), Section: SectionConnect, Kind: KindBars,
+			Title: "Outage across a forced rekey (" + desc + ")",
+			Caption: "The longest time without an answer while a UDP request goes through the tunnel every 10 ms and the " +
+				"method forces a rekey (WireGuard: a new handshake; IPsec: a new CHILD_SA), for the methods that can force " +
+				"one; 10 ms means no request was late. Mean over repetitions with its 95% confidence interval.",
+			XLabel: "method", YLabel: "time (ms)", Categories: rkCats, Series: []Series{outage},
+		}, Chart{
+			ID: fmt.Sprintf("%s-rekey-lost-%s", runID, slug), Section: SectionConnect, Kind: KindBars,
+			Title: "Requests lost across a forced rekey (" + desc + ")",
+			Caption: "UDP requests (one every 10 ms) never answered across a rekey the method forced, for the methods that " +
+				"can force one. Mean over repetitions with its 95% confidence interval.",
+			XLabel: "method", YLabel: "requests lost", Categories: rkCats, Series: []Series{lost},
 		})
 	}
 	return out
