@@ -1,14 +1,24 @@
 package rr
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
 	"time"
 )
+
+// probeReady is the line "rr probe --addr-from-stdin" prints on stdout
+// once it waits for the address.
+const probeReady = "rr probe: ready"
+
+// ProbeReady is probeReady, for the runner.
+const ProbeReady = probeReady
 
 // udpMain runs "tunbench rr echo|probe|stream" (udp.go). The client
 // subcommands print their report as one line of JSON, also when they
@@ -25,8 +35,21 @@ func udpMain(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	dev := fs.String("flap", "", "stream: the device to take down and up")
 	wait := fs.Duration("wait", 30*time.Second, "stream: longest wait for the first answer after the device is up")
 	tail := fs.Duration("tail", 500*time.Millisecond, "stream: requests after the first answer")
+	stdinAddr := fs.Bool("addr-from-stdin", false, "probe: wait for the server address on standard input (one line), then probe")
 	if err := fs.Parse(args); err != nil {
 		return usageStatus(err)
+	}
+	if sub == "probe" && *stdinAddr {
+		// Started ahead (before the tunnel is set up), the probe learns
+		// where to send once it exists: only this line stands between the
+		// set-up and the first request.
+		fmt.Fprintln(stdout, probeReady)
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintf(stderr, "rr probe: read the address from stdin: %v\n", err)
+			return exitFail
+		}
+		*addr = strings.TrimSpace(line)
 	}
 	ap, err := addrPort(fs, *addr, *port, sub != "echo")
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"syscall"
@@ -108,21 +109,110 @@ func udpBoundIn(data []byte, port int) bool {
 // connectTimeout bounds the wait for the first answer after set-up.
 const connectTimeout = 60 * time.Second
 
-// measureConnect runs the probe from side a to the tunnel's address of b
-// right after the method's set-up returned (at setupEnd) and returns the
-// connect record: setup is the set-up's own duration.
-func measureConnect(ctx context.Context, tb *testbed.Pair, path *method.Path, setup time.Duration, setupEnd time.Time) (*result.Connect, error) {
+// connectProbe is "tunbench rr probe" started on side a before the
+// method's set-up, waiting for the address to probe on its standard
+// input, so that only writing that line stands between the set-up's end
+// and the first request (not starting a process).
+type connectProbe struct {
+	ep    *testbed.Endpoint
+	cmd   *testbed.Cmd
+	argv  []string
+	stdin io.WriteCloser
+	out   *bytes.Buffer // stderr
+	// report receives the report line the moment the probe prints it,
+	// with the time it came: the handshake ends there, not when the
+	// process has exited.
+	report chan probeLine
+	pipe   *io.PipeWriter
+	done   bool
+}
+
+type probeLine struct {
+	line []byte
+	at   time.Time
+}
+
+// startConnectProbe starts the probe on tb's side a.
+func startConnectProbe(ctx context.Context, tb *testbed.Pair) (*connectProbe, error) {
 	exe, err := tb.A.Tunbench()
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for rr probe: %w", err)
 	}
-	argv := []string{exe, "rr", "probe", "--addr", path.B.Unmap().String(), "--port", strconv.Itoa(echoPort),
-		"--interval", probeInterval.String(), "--timeout", connectTimeout.String()}
-	out, err := tb.A.Run(ctx, argv...)
-	handshake := time.Since(setupEnd)
+	p := &connectProbe{ep: tb.A, out: &bytes.Buffer{}, argv: []string{exe, "rr", "probe", "--addr-from-stdin",
+		"--port", strconv.Itoa(echoPort), "--interval", probeInterval.String(), "--timeout", connectTimeout.String()}}
+	p.cmd = tb.A.Command(ctx, p.argv...)
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	p.cmd.Stdout, p.cmd.Stderr = pw, p.out
+	p.report = make(chan probeLine, 1)
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			l := bytes.TrimSpace(sc.Bytes())
+			if string(l) == rr.ProbeReady {
+				close(ready)
+				continue
+			}
+			if bytes.HasPrefix(l, []byte("{")) {
+				p.report <- probeLine{bytes.Clone(l), time.Now()}
+				break
+			}
+		}
+		close(p.report)
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	if err := tb.A.Start(p.cmd); err != nil {
+		pw.Close()
+		return nil, fmt.Errorf("rr probe: %w", err)
+	}
+	p.pipe = pw
+	// Wait until it waits for the address: starting the process is no
+	// part of the handshake.
+	select {
+	case <-ready:
+		return p, nil
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	p.stop()
+	return nil, fmt.Errorf("rr probe %q: not ready within 10s: %s", joinArgs(p.argv), trim(p.out.String()))
+}
+
+// stop ends a probe that was not measured (the set-up failed).
+func (p *connectProbe) stop() {
+	if p == nil || p.done {
+		return
+	}
+	p.done = true
+	_ = p.stdin.Close()
+	_ = p.cmd.Kill()
+	_ = p.cmd.Wait()
+	p.pipe.Close()
+	p.ep.Forget(p.cmd)
+}
+
+// measure sends the probe the tunnel's address of b right after the
+// method's set-up returned (at setupEnd) and returns the connect record:
+// setup is the set-up's own duration.
+func (p *connectProbe) measure(path *method.Path, setup time.Duration, setupEnd time.Time) (*result.Connect, error) {
+	_, werr := fmt.Fprintf(p.stdin, "%s\n", path.B.Unmap())
+	_ = p.stdin.Close()
+	got, ok := <-p.report
+	handshake := got.at.Sub(setupEnd)
+	err := errors.Join(werr, p.cmd.Wait())
+	p.pipe.Close()
+	p.ep.Forget(p.cmd)
+	p.done = true
+	if !ok {
+		return nil, fmt.Errorf("rr probe %q: no report: %v: %s", joinArgs(p.argv), err, trim(p.out.String()))
+	}
+	out := got.line
 	var r rr.ProbeReport
 	if jerr := json.Unmarshal(lastLine(out), &r); jerr != nil {
-		return nil, fmt.Errorf("rr probe %q: %v: %s", joinArgs(argv), errors.Join(err, jerr), trim(string(out)))
+		return nil, fmt.Errorf("rr probe %q: %v: %s %s", joinArgs(p.argv), errors.Join(err, jerr), trim(string(out)), trim(p.out.String()))
 	}
 	if r.Error != "" {
 		return nil, fmt.Errorf("rr probe: %s", r.Error)
@@ -130,7 +220,7 @@ func measureConnect(ctx context.Context, tb *testbed.Pair, path *method.Path, se
 	if err != nil {
 		return nil, fmt.Errorf("rr probe: %w", err)
 	}
-	c := &result.Connect{
+	return &result.Connect{
 		Setup:     setup.Seconds(),
 		Handshake: handshake.Seconds(),
 		Total:     (setup + handshake).Seconds(),
@@ -139,8 +229,7 @@ func measureConnect(ctx context.Context, tb *testbed.Pair, path *method.Path, se
 		Harness:   max(0, handshake.Seconds()-r.FirstAnswer),
 		Interval:  r.Interval,
 		Tool:      rr.Tool + " probe (UDP)",
-	}
-	return c, nil
+	}, nil
 }
 
 // lastLine is the last line of out that holds a JSON object (the

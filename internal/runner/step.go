@@ -70,9 +70,12 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	// Set the method up; the connect test times it and probes the tunnel
 	// at once.
 	var echo *echoServer
+	var probe *connectProbe
 	if slices.Contains(st.Params.Tests, scenario.TestConnect) {
 		if echo, err = startEcho(ctx, s.tb.B); err != nil {
 			s.fail(fmt.Errorf("connect: rr echo: %w", err))
+		} else if probe, err = startConnectProbe(ctx, s.tb); err != nil {
+			s.fail(fmt.Errorf("connect: %w", err))
 		}
 	}
 	setupStart := time.Now()
@@ -80,15 +83,16 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	setupEnd := time.Now()
 	defer s.tearDownMethod() // also after a failed set-up
 	if err != nil {
+		probe.stop()
 		echo.stop()
 		s.fail(fmt.Errorf("set up %s: %w", m.Name(), err))
 		return cell
 	}
-	if echo != nil {
-		cell.Connect, err = measureConnect(ctx, s.tb, s.path, setupEnd.Sub(setupStart), setupEnd)
-		echo.stop()
+	if probe != nil {
+		cell.Connect, err = probe.measure(s.path, setupEnd.Sub(setupStart), setupEnd)
 		s.fail(err)
 	}
+	echo.stop()
 	if c, ok := m.(method.Counter); ok {
 		// Runs before the method's teardown: the counters go with the
 		// data path.
