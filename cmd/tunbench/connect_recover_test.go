@@ -81,7 +81,9 @@ func TestConnectRecoverRun(t *testing.T) {
 		if k.Harness > 1 {
 			t.Errorf("%s rep %d: harness cost %.3f s, want at most 1 s", c.Method, c.Repetition, k.Harness)
 		}
-		if !r.Recovered || r.Lost < 1 || r.Down < 1 || r.Recovery < 0 || r.Outage < r.Down {
+		// The outage spans the down time, give or take an answer in flight
+		// when the device went down.
+		if !r.Recovered || r.Lost < 1 || r.Down < 1 || r.Recovery < 0 || r.Outage < 0.9*r.Down {
 			t.Errorf("%s rep %d: recover %+v", c.Method, c.Repetition, *r)
 		}
 		rekeys := c.Method == "wireguard-go" || c.Method == "ipsec"
