@@ -180,6 +180,12 @@ func (r *ipsecRuns) put(env *method.Env, run *ipsecRun) {
 	r.m[env] = run
 }
 
+func (r *ipsecRuns) get(env *method.Env) *ipsecRun {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[env]
+}
+
 func (r *ipsecRuns) take(env *method.Env) *ipsecRun {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -663,6 +669,32 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 		return nil, err
 	}
 	return path, nil
+}
+
+// Rekey makes side a's charon rekey the CHILD_SA (method.Rekeyer): a new
+// SA pair is negotiated and installed, and the old one deleted.
+func (m *IPsec) Rekey(ctx context.Context, env *method.Env) (string, error) {
+	return ipsecRekey(ctx, m.runs.get(env), "tunbench")
+}
+
+func ipsecRekey(ctx context.Context, run *ipsecRun, child string) (string, error) {
+	how := "swanctl --rekey --child " + child
+	if run == nil {
+		return how, errors.New("ipsec: rekey: not set up")
+	}
+	run.mu.Lock()
+	var a *charon
+	if len(run.charons) > 0 {
+		a = run.charons[0]
+	}
+	run.mu.Unlock()
+	if a == nil {
+		return how, errors.New("ipsec: rekey: no charon running")
+	}
+	if _, err := a.swanctl(ctx, "--rekey", "--child", child); err != nil {
+		return how, a.proc.Failure("rekey CHILD_SA "+child, err)
+	}
+	return how, nil
 }
 
 // Teardown stops both charons (they remove their SAs, routes and TUN

@@ -179,7 +179,8 @@ func TestIPsecLibipsec(t *testing.T) {
 	faults := ipsecWithoutESP(t)
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
-			l, env, path := methodtest.SetupFaults(t, ipsec.NewIPsec(), family, 1500, nil, faults)
+			m := ipsec.NewIPsec()
+			l, env, path := methodtest.SetupFaults(t, m, family, 1500, nil, faults)
 			if !strings.HasPrefix(path.Variant, "kernel-libipsec") || path.Datapath != method.DatapathLibipsec {
 				t.Fatalf("variant %q, datapath %q on a kernel without ESP, want kernel-libipsec, libipsec", path.Variant, path.Datapath)
 			}
@@ -197,8 +198,42 @@ func TestIPsecLibipsec(t *testing.T) {
 			})
 			ipsecCheckESP(t, l, frames, wire.EncapESPUDP, env.UnderlayMTU, spis)
 			t.Logf("%s %s: %.2f Gbit/s (one TCP stream, 2 s)", path.Variant, family, methodtest.Gbps(t, out))
+			ipsecRekeyCheck(t, m, l, env, path, spis)
 		})
 	}
+}
+
+// ipsecRekeyCheck forces a rekey (method.Rekeyer): new SPIs replace the
+// old ones, and traffic flows over them.
+func ipsecRekeyCheck(t *testing.T, m method.Method, l *testbed.Local, env *method.Env, path *method.Path, before map[uint32]bool) {
+	t.Helper()
+	rk, ok := m.(method.Rekeyer)
+	if !ok {
+		t.Fatal("ipsec is not a method.Rekeyer")
+	}
+	how, err := rk.Rekey(context.Background(), env)
+	if err != nil {
+		t.Fatalf("rekey: %v", err)
+	}
+	if how != "swanctl --rekey --child tunbench" {
+		t.Errorf("rekey says %q", how)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		now := ipsecSPIs(t, l, filepath.Join(env.Dir, "ipsec-a"))
+		fresh := false
+		for spi := range now {
+			fresh = fresh || !before[spi]
+		}
+		if fresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new SPI 10 s after the rekey: %v, before %v", now, before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	methodtest.Ping(t, l, path)
 }
 
 // TestIPsecCiphers carries traffic with each cipher and checks that charon
