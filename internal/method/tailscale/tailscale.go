@@ -167,9 +167,9 @@ func Hostname(ep *testbed.Endpoint) string { return "tunbench-" + ep.Side }
 
 // The files of a side directory.
 const (
-	authKeyFile = "authkey"  // the run's auth key, 0600, until the node joined
-	stateDir    = "state"    // tailscaled --statedir (node and machine keys, 0600)
-	socketFile  = "ts.sock"  // the LocalAPI socket
+	authKeyFile = "authkey" // the run's auth key, 0600, until the node joined
+	stateDir    = "state"   // tailscaled --statedir (node and machine keys, 0600)
+	socketFile  = "ts.sock" // the LocalAPI socket
 	logFile     = "tailscaled.log"
 	controlDir  = "tailscale-control" // on a: the control server's directory
 	controlLog  = "tscontrol.log"
@@ -408,6 +408,11 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 	})
 	if err != nil {
 		return p, p.Failure("start", err)
+	}
+	// The LocalAPI answers whoever can reach its socket (its directory
+	// is 0700 already).
+	if out, err := s.ep.Run(ctx, "chmod", "0600", s.sock); err != nil {
+		return p, fmt.Errorf("%s: chmod %s: %w\n%s", s.ep.Side, socketFile, err, out)
 	}
 	upCtx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
