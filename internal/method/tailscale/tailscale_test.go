@@ -149,7 +149,7 @@ func stateOf(t *testing.T, ep *testbed.Endpoint) hostState {
 		return string(out)
 	}
 	st := hostState{
-		Rules:  run("ip", "rule") + run("ip", "-6", "rule"),
+		Rules: run("ip", "rule") + run("ip", "-6", "rule"),
 	}
 	// Without the link-local routes, which appear when the kernel's
 	// duplicate address detection ends, on its own schedule.
