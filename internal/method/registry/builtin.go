@@ -11,6 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
+	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
@@ -41,5 +42,6 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFGRE,
 		ebpftun.EBPFIPIP,
 		podnet.PodNetwork{},
+		tailscale.New(),
 	)
 }
