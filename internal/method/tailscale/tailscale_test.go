@@ -576,3 +576,99 @@ func checkDERPWire(t *testing.T, ua, ub netip.Addr, env *method.Env, frames []wi
 		t.Errorf("%d TCP segments besides DERP's %d, want few (control only)", other, derp)
 	}
 }
+
+// TestTailscaleThroughAgents runs tailscale between two remote endpoints,
+// each served by a real agent process in its own network, mount and pid
+// namespaces (testbedtest.IsolatedAgentPair), as over SSH: the control server on
+// a's agent, tailscaled and its CLI on each, every command, file and
+// netlink call through the agent protocol. On both paths a ping each way,
+// a full-size ping and a second of iperf3 pass, a's underlay carries
+// WireGuard (direct) or TCP to the DERP port (derp), and the teardown
+// leaves the hosts' links, processes, run directories, policy rules,
+// routes and firewall as they were.
+func TestTailscaleThroughAgents(t *testing.T) {
+	needTailscale(t)
+	for _, pathOpt := range []string{"direct", "derp"} {
+		t.Run(pathOpt, func(t *testing.T) {
+			m := tailscale.New()
+			ctx := context.Background()
+			methodtest.RequireTunnelKernel(t, m)
+			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
+			env := &method.Env{A: pair.A, B: pair.B, Family: method.IPv4, UnderlayMTU: 1500,
+				OverlayMTU: 1500 - m.Overhead(method.IPv4), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
+				Options: map[string]string{"path": pathOpt}}
+			agents := methodtest.AgentStateOf(t, pair)
+			t.Cleanup(func() {
+				if err := m.Teardown(ctx, env); err != nil {
+					t.Errorf("Teardown through agents: %v", err)
+				}
+				methodtest.CheckAgentState(t, pair, agents)
+			})
+			before := []hostState{stateOf(t, pair.A), stateOf(t, pair.B)}
+			path, err := m.Setup(ctx, env)
+			if err != nil {
+				t.Fatalf("Setup through agents: %v", err)
+			}
+			if !strings.Contains(path.Variant, "path "+pathOpt) {
+				t.Errorf("variant %q, want path %s", path.Variant, pathOpt)
+			}
+			methodtest.DeviceMTUOn(t, pair.Endpoints(), path, env.OverlayMTU)
+			ua, ub := pair.A.Addr(env.Family), pair.B.Addr(env.Family)
+			capture := func(load func()) []wire.Frame {
+				t.Helper()
+				c, err := wire.Start(l.A, l.A.Dev)
+				if err != nil {
+					t.Fatal(err)
+				}
+				load()
+				pkts, err := c.Stop()
+				if err != nil {
+					t.Fatal(err)
+				}
+				frames, err := wire.Summarize(pkts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return frames
+			}
+			frames := capture(func() {
+				for _, dir := range []struct {
+					from *testbed.Endpoint
+					to   string
+				}{{pair.A, path.B.String()}, {pair.B, path.A.String()}} {
+					if out, err := dir.from.Run(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "3", dir.to); err != nil {
+						t.Fatalf("ping %s from %s through the agent: %v\n%s", dir.to, dir.from.Side, err, out)
+					}
+				}
+				methodtest.PingFullSizeFrom(t, pair.A, env, path)
+				t.Logf("%.2f Gbit/s through agents", methodtest.Gbps(t, methodtest.Iperf3Between(t, pair.A, pair.B, path, 1, 1)))
+			})
+			var ready struct {
+				DERPPort int `json:"derp_port"`
+				STUNPort int `json:"stun_port"`
+			}
+			data, err := pair.A.ReadFile(filepath.Join(method.SideRoot(env, pair.A), "tailscale-control", "ready.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &ready); err != nil {
+				t.Fatal(err)
+			}
+			if pathOpt == "direct" {
+				directWire{ua: ua, ub: ub, env: env, port: 41641, stunPort: ready.STUNPort, derpPort: ready.DERPPort}.check(t, frames, true)
+			} else {
+				checkDERPWire(t, ua, ub, env, frames, ready.DERPPort, 100)
+			}
+			if err := m.Teardown(ctx, env); err != nil {
+				t.Fatalf("Teardown through agents: %v", err)
+			}
+			for i, ep := range pair.Endpoints() {
+				if diff := cmp.Diff(before[i], stateOf(t, ep)); diff != "" {
+					t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
+				}
+			}
+			// The clean-up tears down again and compares links, processes
+			// and run directories.
+		})
+	}
+}
