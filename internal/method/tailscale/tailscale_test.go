@@ -672,3 +672,60 @@ func TestTailscaleThroughAgents(t *testing.T) {
 		})
 	}
 }
+
+// TestTailscaleControlUnreachable blackholes a's underlay address in b's
+// namespace before Setup, so b cannot reach the control server: Setup
+// fails naming b's join and quoting its tailscaled's log, and Teardown
+// after it (twice) leaves no link, daemon, listening socket or file, and
+// a's control server is gone.
+func TestTailscaleControlUnreachable(t *testing.T) {
+	needTailscale(t)
+	t.Cleanup(tailscale.SetJoinTimeout(5 * time.Second))
+	m := tailscale.New()
+	methodtest.RequireTunnelKernel(t, m)
+	l := testbedtest.New(t, 1500)
+	ctx := context.Background()
+	blackhole := []string{"ip", "route", "add", "blackhole", l.A.Addr4.Addr().String() + "/32"}
+	if out, err := l.B.Run(ctx, blackhole...); err != nil {
+		t.Fatalf("b: %v\n%s", err, out)
+	}
+	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	beforeState := []hostState{stateOf(t, l.A), stateOf(t, l.B)}
+	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(method.IPv4),
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
+	path, err := m.Setup(ctx, env)
+	if err == nil {
+		t.Errorf("Setup with the control server unreachable from b succeeded: %+v", path)
+	} else {
+		t.Logf("Setup error (expected):\n%v", err)
+		for _, want := range []string{"b: tailscaled: join the control server", "--- last lines of tailscaled.log (b) ---"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Setup error does not contain %q", want)
+			}
+		}
+	}
+	for i := range 2 {
+		if err := m.Teardown(ctx, env); err != nil {
+			t.Errorf("Teardown %d after failed Setup: %v", i+1, err)
+		}
+	}
+	if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+		t.Errorf("links after teardown (-before +after):\n%s", diff)
+	}
+	for i, ep := range l.Endpoints() {
+		if diff := cmp.Diff(beforeState[i], stateOf(t, ep)); diff != "" {
+			t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
+		}
+		if out, err := ep.Run(ctx, "ss", "-Htanup"); err != nil {
+			t.Errorf("%s: ss: %v", ep.Side, err)
+		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
+			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
+		}
+	}
+	entries, _ := os.ReadDir(l.Dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tailscale") {
+			t.Errorf("%s left in the run directory after teardown", e.Name())
+		}
+	}
+}
