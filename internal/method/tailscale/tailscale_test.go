@@ -138,6 +138,24 @@ type hostState struct {
 	Rules, Routes, IPTables, NFT string
 }
 
+// settledStateOf is stateOf once the kernel has installed the local
+// routes of ep's underlay addresses (a fresh namespace's IPv6 local
+// route can come a moment after its address).
+func settledStateOf(t *testing.T, ep *testbed.Endpoint) hostState {
+	t.Helper()
+	var st hostState
+	for range 50 {
+		st = stateOf(t, ep)
+		if strings.Contains(st.Routes, "local "+ep.Addr(method.IPv4).String()+" ") &&
+			strings.Contains(st.Routes, "local "+ep.Addr(method.IPv6).String()+" ") {
+			return st
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: the local routes of %s and %s never appeared:\n%s", ep.Side, ep.Addr(method.IPv4), ep.Addr(method.IPv6), st.Routes)
+	return st
+}
+
 func stateOf(t *testing.T, ep *testbed.Endpoint) hostState {
 	t.Helper()
 	ctx := context.Background()
@@ -216,7 +234,7 @@ func runTailscale(t *testing.T, family string, opts map[string]string) {
 	l := testbedtest.New(t, 1500)
 	env := &method.Env{A: l.A, B: l.B, Family: family, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(family),
 		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts}
-	before := []hostState{stateOf(t, l.A), stateOf(t, l.B)}
+	before := []hostState{settledStateOf(t, l.A), settledStateOf(t, l.B)}
 	beforeLinks := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
 	t.Cleanup(func() { _ = m.Teardown(context.Background(), env) })
 	path, err := m.Setup(context.Background(), env)
@@ -604,7 +622,7 @@ func TestTailscaleThroughAgents(t *testing.T) {
 				}
 				methodtest.CheckAgentState(t, pair, agents)
 			})
-			before := []hostState{stateOf(t, pair.A), stateOf(t, pair.B)}
+			before := []hostState{settledStateOf(t, pair.A), settledStateOf(t, pair.B)}
 			path, err := m.Setup(ctx, env)
 			if err != nil {
 				t.Fatalf("Setup through agents: %v", err)
@@ -690,7 +708,7 @@ func TestTailscaleControlUnreachable(t *testing.T) {
 		t.Fatalf("b: %v\n%s", err, out)
 	}
 	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
-	beforeState := []hostState{stateOf(t, l.A), stateOf(t, l.B)}
+	beforeState := []hostState{settledStateOf(t, l.A), settledStateOf(t, l.B)}
 	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(method.IPv4),
 		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}
 	path, err := m.Setup(ctx, env)
