@@ -65,11 +65,11 @@ var options = []method.Option{
 		Help: "UDP port of both tailscaleds (direct path)"},
 }
 
-// Timeouts of the set-up's waits (variables for tests).
-var (
-	controlTimeout = 15 * time.Second
-	joinTimeout    = 60 * time.Second
-	pathTimeout    = 30 * time.Second
+// Timeouts of the set-up's waits.
+const (
+	controlTimeout     = 15 * time.Second
+	defaultJoinTimeout = 60 * time.Second
+	pathTimeout        = 30 * time.Second
 )
 
 // Tailscale is Tailscale: one tailscaled per side on a TUN device named
@@ -88,6 +88,10 @@ var (
 // Options: "path" ("direct", the default, or "derp") and "port" (default
 // 41641). It is safe for concurrent use by runs with distinct Env.Dir.
 type Tailscale struct {
+	// JoinTimeout bounds each node's "tailscale up" (joining the control
+	// server); zero means a minute.
+	JoinTimeout time.Duration
+
 	mu   sync.Mutex
 	runs map[string]*run // by Env.Dir
 }
@@ -97,6 +101,14 @@ type run struct {
 	procs []*method.Process
 	// rules are each side's policy rules before tailscaled started.
 	rules map[string][]string
+}
+
+// joinTimeout is t's JoinTimeout or its default.
+func (t *Tailscale) joinTimeout() time.Duration {
+	if t.JoinTimeout > 0 {
+		return t.JoinTimeout
+	}
+	return defaultJoinTimeout
 }
 
 // New returns the tailscale method.
@@ -414,6 +426,7 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 	if out, err := s.ep.Run(ctx, "chmod", "0600", s.sock); err != nil {
 		return p, fmt.Errorf("%s: chmod %s: %w\n%s", s.ep.Side, socketFile, err, out)
 	}
+	joinTimeout := t.joinTimeout()
 	upCtx, cancel := context.WithTimeout(ctx, joinTimeout)
 	defer cancel()
 	out, err := cli(upCtx, s, "up", "--login-server", rd.Control, "--auth-key", "file:"+keyFile,

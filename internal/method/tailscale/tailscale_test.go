@@ -698,8 +698,8 @@ func TestTailscaleThroughAgents(t *testing.T) {
 // a's control server is gone.
 func TestTailscaleControlUnreachable(t *testing.T) {
 	needTailscale(t)
-	t.Cleanup(tailscale.SetJoinTimeout(5 * time.Second))
 	m := tailscale.New()
+	m.JoinTimeout = 5 * time.Second
 	methodtest.RequireTunnelKernel(t, m)
 	l := testbedtest.New(t, 1500)
 	ctx := context.Background()
