@@ -29,7 +29,8 @@ lint:
 # The tests run in strict mode (TUNBENCH_STRICT=1: a test that would skip
 # for something this target provides fails instead), and scripts/skips
 # lists every skipped test at the end and fails on one that
-# scripts/expected-skips.txt does not name (docs/development.md).
+# no expected-skips file names: scripts/expected-skips.txt, and each
+# method family's own expected-skips.txt in its folder (docs/development.md).
 test:
 	./scripts/install.sh test
 	./scripts/fresh-check.sh

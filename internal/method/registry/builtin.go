@@ -12,6 +12,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
 	"github.com/tunbench/tunbench/internal/method/tailscale"
+	"github.com/tunbench/tunbench/internal/method/sshtunnel"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
@@ -43,5 +44,6 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFIPIP,
 		podnet.PodNetwork{},
 		tailscale.New(),
+		sshtunnel.New(),
 	)
 }
