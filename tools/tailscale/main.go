@@ -377,8 +377,9 @@ func (m *mapper) stream(ctx context.Context, w testcontrol.MapStreamWriter, req 
 		return
 	}
 	// As testcontrol's own serveMap: a streaming request of a modern
-	// client is read-only; the others carry the node's state.
-	if !req.ReadOnly && !(req.Stream && req.Version >= 68) {
+	// client (capability version 68 and later, which never sets the
+	// deprecated ReadOnly) is read-only; the others carry the node's state.
+	if !req.Stream || req.Version < 68 {
 		node.Endpoints = m.endpoints(req.Endpoints)
 		node.DiscoKey = req.DiscoKey
 		node.Cap = req.Version
@@ -405,7 +406,7 @@ func (m *mapper) stream(ctx context.Context, w testcontrol.MapStreamWriter, req 
 		if err := w.SendMapMessage(res); err != nil {
 			return
 		}
-		if !req.Stream || req.ReadOnly {
+		if !req.Stream {
 			return
 		}
 	wait:

@@ -348,6 +348,15 @@ func runTailscale(t *testing.T, family string, opts map[string]string) {
 			t.Errorf("directory %s (keys, state, sockets) left after teardown: %v", dir, err)
 		}
 	}
+	// The control server's, DERP's and STUN's listeners went with it.
+	for _, ep := range l.Endpoints() {
+		out, err := ep.Run(context.Background(), "ss", "-Htanup")
+		if err != nil {
+			t.Errorf("%s: ss: %v\n%s", ep.Side, err, out)
+		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
+			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
+		}
+	}
 	if err := m.Teardown(context.Background(), env); err != nil {
 		t.Errorf("second Teardown: %v", err)
 	}
