@@ -69,7 +69,7 @@ var options = []method.Option{
 const (
 	controlTimeout     = 15 * time.Second
 	defaultJoinTimeout = 60 * time.Second
-	pathTimeout        = 30 * time.Second
+	pathTimeout        = 60 * time.Second
 )
 
 // Tailscale is Tailscale: one tailscaled per side on a TUN device named
