@@ -7,6 +7,8 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/kernel"
+	"github.com/tunbench/tunbench/internal/method/l2tp"
+	"github.com/tunbench/tunbench/internal/method/macsec"
 	"github.com/tunbench/tunbench/internal/method/nebula"
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
@@ -45,5 +47,7 @@ func Builtin() *method.Registry {
 		podnet.PodNetwork{},
 		tailscale.New(),
 		sshtunnel.New(),
+		l2tp.L2TPv3{},
+		macsec.MACsec{},
 	)
 }
