@@ -13,8 +13,8 @@ import (
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
-	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/method/sshtunnel"
+	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
