@@ -119,6 +119,26 @@ if [ "$mode" = test ]; then
     rm -rf "$tmp"
   fi
 
+  # tailscaled and tailscale: pinned, from the Go module, like nebula.
+  # v1.100.0 is the newest whose go.mod this Go builds (it declares go
+  # 1.26.4; later releases need go 1.27). go install records no VCS stamp,
+  # so --version prints 1.100.0-ERR-BuildInfo. The tailscale method's
+  # control server, tunbench-tscontrol, is built from the wrapper module
+  # tools/tailscale, which pins the same tailscale.com (its test control
+  # server, DERP and STUN).
+  TAILSCALED_CMD=tailscale.com/cmd/tailscaled@v1.100.0
+  TAILSCALE_CMD=tailscale.com/cmd/tailscale@v1.100.0
+  if ! /usr/local/bin/tailscaled --version 2>/dev/null | head -1 | grep -q "^${TAILSCALED_CMD#*@v}\(-ERR-BuildInfo\)\?$" ||
+    ! /usr/local/bin/tailscale --version 2>/dev/null | head -1 | grep -q "^${TAILSCALE_CMD#*@v}\(-ERR-BuildInfo\)\?$"; then
+    echo "install.sh: building tailscaled and tailscale ${TAILSCALED_CMD#*@}"
+    tmp=$(mktemp -d)
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "$TAILSCALED_CMD" "$TAILSCALE_CMD"
+    install -m 0755 "$tmp/tailscaled" "$tmp/tailscale" /usr/local/bin/
+    rm -rf "$tmp"
+  fi
+  echo "install.sh: building tunbench-tscontrol (tools/tailscale)"
+  (cd tools/tailscale && go build -o /usr/local/bin/tunbench-tscontrol .)
+
   # boringtun: pinned, from crates.io, about two minutes, with the
   # machine's own cargo when it has one (rustup's included) and Debian's
   # cargo-web (installed above) otherwise. The method is optional for

@@ -14,6 +14,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
 	"github.com/tunbench/tunbench/internal/method/sshtunnel"
+	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
@@ -44,6 +45,7 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFGRE,
 		ebpftun.EBPFIPIP,
 		podnet.PodNetwork{},
+		tailscale.New(),
 		sshtunnel.New(),
 		l2tp.L2TPv3{},
 		macsec.MACsec{},
