@@ -15,6 +15,7 @@ import (
 var (
 	goInstallPin    = regexp.MustCompile(`go install(?: -[a-z]+)* ((?:[^\s@"']+@[^\s"']+\s*)+)`)
 	cargoInstallPin = regexp.MustCompile(`cargo install (\S+) --version (\S+)`)
+	toolsBuild      = regexp.MustCompile(`cd tools/[a-z0-9_-]+ && go build -o \S+ \.`)
 	aptInstall      = regexp.MustCompile(`apt-get install -y --no-install-recommends ((?:[a-z0-9.+-]+\s*)+)`)
 )
 
@@ -24,8 +25,9 @@ var (
 // with a new daemon cannot pass its own tests on a developer's machine
 // and fail on a fresh one. A Debian package is in install.sh's list, or
 // essential or of priority required, or a dependency of a listed package; a go or cargo install
-// pin appears in install.sh with the same module and version; an apt-get
-// install command names listed packages.
+// pin appears in install.sh with the same module and version, as does a
+// build of a wrapper module under tools/ (which pins its own versions);
+// an apt-get install command names listed packages.
 func TestEveryProgramIsInstalled(t *testing.T) {
 	root := filepath.Join("..", "..", "..")
 	script, err := os.ReadFile(filepath.Join(root, "scripts", "install.sh"))
@@ -89,6 +91,12 @@ func TestEveryProgramIsInstalled(t *testing.T) {
 					t.Errorf("%s: program %s: %q is not in scripts/install.sh", m.Name(), r.Program, c[0])
 				}
 			}
+			for _, b := range toolsBuild.FindAllString(r.Install, -1) {
+				checked = true
+				if !strings.Contains(string(script), b) {
+					t.Errorf("%s: program %s: %q (a wrapper module of tools/, which pins its versions) is not in scripts/install.sh", m.Name(), r.Program, b)
+				}
+			}
 			for _, a := range aptInstall.FindAllStringSubmatch(r.Install, -1) {
 				for _, pkg := range strings.Fields(a[1]) {
 					checked = true
@@ -98,7 +106,7 @@ func TestEveryProgramIsInstalled(t *testing.T) {
 				}
 			}
 			if !checked {
-				t.Errorf("%s: program %s: install command %q is none of go install MODULE@VERSION, cargo install NAME --version V, apt-get install -y --no-install-recommends PKG...", m.Name(), r.Program, r.Install)
+				t.Errorf("%s: program %s: install command %q is none of go install MODULE@VERSION, cargo install NAME --version V, cd tools/DIR && go build -o BIN ., apt-get install -y --no-install-recommends PKG...", m.Name(), r.Program, r.Install)
 			}
 		}
 	}
