@@ -69,11 +69,18 @@ type TunnelWire struct {
 // one second of iperf3, tear down. It captures a's underlay while the
 // pings and the iperf3 run and checks every tunnel frame against want.
 // The full-size ping proves the overhead arithmetic: its outer packet must
-// be exactly the underlay MTU, unfragmented.
-func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) {
+// be exactly the underlay MTU, unfragmented. It returns the testbed and
+// the env, still set up (t's cleanup tears down), for the caller's own
+// checks.
+func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) (*testbed.Local, *method.Env) {
 	t.Helper()
 	RequireTunnelKernel(t, m)
 	l, env, path := Setup(t, m, family, 1500, opts)
+	if path.OverlayMTU != 0 {
+		// The MTU the method really gives (Path.OverlayMTU), as
+		// AgentTunnel takes it.
+		env.OverlayMTU = path.OverlayMTU
+	}
 	DeviceMTU(t, l, path, env.OverlayMTU)
 
 	c, err := wire.Start(l.A, l.A.Dev)
@@ -123,6 +130,7 @@ func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]str
 		t.Errorf("no %s frames captured under iperf3; frames:\n%s", m.Name(), frameLines(frames[:min(len(frames), 20)]))
 	}
 	t.Logf("%s: %s (%d frames captured)", t.Name(), fmt.Sprintf("%.2f Gbit/s", Gbps(t, out)), len(frames))
+	return l, env
 }
 
 // checkTunnelFrames checks every a-to-b frame of want.Proto between the underlay
