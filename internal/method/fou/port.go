@@ -116,7 +116,7 @@ var (
 				return struct{}{}, err
 			}
 		}
-		err := ep.Do(func() error { return netlink.FouAdd(p.fou()) })
+		err := ep.Do(func() error { return fouAdd(p) })
 		if err != nil && ep.Dir != "" {
 			err = errors.Join(err, testbed.DropUndo(ep.Dir, name))
 		}
@@ -160,6 +160,34 @@ var (
 		return ports, err
 	})
 )
+
+// fouAdd sends FOU_CMD_ADD for p from this thread's namespace, as "ip
+// fou add" does: netlink.FouAdd always sends FOU_ATTR_IPPROTO, which
+// kernels that take only 1 to 255 there refuse for gue (ERANGE); here a
+// gue port has none.
+func fouAdd(p Port) error {
+	id, err := netlink.FouFamilyId()
+	if err != nil {
+		return err
+	}
+	f := p.fou()
+	req := nl.NewNetlinkRequest(id, unix.NLM_F_ACK)
+	raw := []byte{netlink.FOU_CMD_ADD, 1, 0, 0}
+	attrs := []*nl.RtAttr{
+		nl.NewRtAttr(netlink.FOU_ATTR_PORT, binary.BigEndian.AppendUint16(nil, uint16(f.Port))),
+		nl.NewRtAttr(netlink.FOU_ATTR_TYPE, []byte{uint8(f.EncapType)}),
+		nl.NewRtAttr(netlink.FOU_ATTR_AF, []byte{uint8(f.Family)}),
+	}
+	if !p.GUE {
+		attrs = append(attrs, nl.NewRtAttr(netlink.FOU_ATTR_IPPROTO, []byte{p.Proto}))
+	}
+	for _, a := range attrs {
+		raw = append(raw, a.Serialize()...)
+	}
+	req.AddRawData(raw)
+	_, err = req.Execute(unix.NETLINK_GENERIC, 0)
+	return err
+}
 
 // loadFou6 loads fou6, which gives ip6tnl and ip6gre their fou and gue
 // encapsulation (nothing loads it on demand, unlike fou, which the

@@ -160,10 +160,17 @@ func isEchoInner(in *wire.Inner) bool {
 	return in.Proto == wire.ProtoICMP || in.Proto == wire.ProtoICMPv6
 }
 
+// maxTunnelIPLen is the largest outer IP packet of frames: the length its
+// header states or, when larger, the frame's length on the wire less the
+// Ethernet header. The receiving side of a FOU or GUE tunnel rewrites the
+// outer length field in place as it pulls the UDP header
+// (fou_recv_pull), in the buffer a capture on a veth pair shares with
+// the receiver, so the captured header can read short by the
+// encapsulation; the wire length cannot.
 func maxTunnelIPLen(frames []wire.Frame) int {
 	n := 0
 	for _, f := range frames {
-		n = max(n, f.IPLen)
+		n = max(n, f.IPLen, f.WireLen-14)
 	}
 	return n
 }

@@ -5,6 +5,7 @@ package registry
 import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
+	"github.com/tunbench/tunbench/internal/method/fou"
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/nebula"
@@ -41,5 +42,7 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFGRE,
 		ebpftun.EBPFIPIP,
 		podnet.PodNetwork{},
+		fou.FOU{},
+		fou.GUE{},
 	)
 }

@@ -20,6 +20,7 @@ var labPackages = []string{
 	"github.com/tunbench/tunbench/internal/method/ovs",
 	"github.com/tunbench/tunbench/internal/method/ebpftun",
 	"github.com/tunbench/tunbench/internal/method/registry",
+	"github.com/tunbench/tunbench/internal/method/fou",
 }
 
 // TestKernelLab runs every TestLab* test of labPackages inside a stock
