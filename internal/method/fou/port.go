@@ -101,9 +101,14 @@ var (
 	// again when the kernel refuses it: the port may be the host's own.
 	opOpenPort = testbed.NewOp("fou.open-port", func(_ context.Context, ep *testbed.Endpoint, p Port) (struct{}, error) {
 		// Without fou, no generic netlink family "fou" (ENOENT) is the
-		// answer, before fou6 is asked for.
+		// answer, before fou6 is asked for. The family's request does not
+		// load the module on every kernel (not on the lab's Debian 6.1):
+		// modprobe does.
 		if _, err := netlink.FouFamilyId(); err != nil {
-			return struct{}{}, fmt.Errorf("generic netlink family fou: %w", err)
+			_ = exec.Command("modprobe", "-q", "fou").Run()
+			if _, err := netlink.FouFamilyId(); err != nil {
+				return struct{}{}, fmt.Errorf("generic netlink family fou (after modprobe fou): %w", err)
+			}
 		}
 		if p.Family == method.IPv6 {
 			if err := loadFou6(); err != nil {
@@ -162,9 +167,9 @@ var (
 )
 
 // fouAdd sends FOU_CMD_ADD for p from this thread's namespace, as "ip
-// fou add" does: netlink.FouAdd always sends FOU_ATTR_IPPROTO, which
-// kernels that take only 1 to 255 there refuse for gue (ERANGE); here a
-// gue port has none.
+// fou add" does: netlink.FouAdd always sends FOU_ATTR_IPPROTO, 0 for a
+// gue port, which the lab's Debian 6.1 kernel refuses ("numerical result
+// out of range"); here a gue port has none.
 func fouAdd(p Port) error {
 	id, err := netlink.FouFamilyId()
 	if err != nil {
@@ -190,8 +195,8 @@ func fouAdd(p Port) error {
 }
 
 // loadFou6 loads fou6, which gives ip6tnl and ip6gre their fou and gue
-// encapsulation (nothing loads it on demand, unlike fou, which the
-// generic netlink request loads). Its failure wraps EPROTONOSUPPORT.
+// encapsulation (nothing loads it on demand). Its failure wraps
+// EPROTONOSUPPORT.
 func loadFou6() error {
 	if _, err := os.Stat("/sys/module/fou6"); err == nil {
 		return nil
