@@ -22,7 +22,8 @@ run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
-  openssh-server containerd runc etcd-server containernetworking-plugins)
+  openssh-server containerd runc etcd-server containernetworking-plugins
+  openssh-client)
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
 # fresh-check's question to crates.io, installed in test mode only when the
@@ -81,7 +82,8 @@ if [ "$mode" = test ]; then
   pkill -x ovs-vswitchd 2>/dev/null || true
   pkill -x ovsdb-server 2>/dev/null || true
   # openssh-server is there for the ssh testbed's tests, which run private
-  # sshd instances inside their own namespaces (internal/remotehost/sshtest);
+  # sshd instances inside their own namespaces (internal/remotehost/sshtest),
+  # and with openssh-client for the ssh-tunnel method (ssh -w to a private sshd);
   # a system sshd the package may start is left alone: it may be how this
   # machine is reached.
   # containerd, runc, etcd-server and containernetworking-plugins are for

@@ -481,13 +481,13 @@ var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE
 func TestNoSecretsInResults(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	var methods []string
-	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn", "nebula"} {
+	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn", "nebula", "ssh-tunnel"} {
 		if ready(t, m) {
 			methods = append(methods, m)
 		}
 	}
 	if len(methods) == 0 {
-		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn, nebula is ready here (see tunbench methods)")
+		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn, nebula, ssh-tunnel is ready here (see tunbench methods)")
 	}
 	home, _ := os.UserHomeDir()
 	before := snapshot(t, home)

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -391,6 +393,100 @@ func TestIPsecTeardown(t *testing.T) {
 	if diff := cmp.Diff(before, ipsecHostFiles(t)); diff != "" {
 		t.Errorf("host strongSwan files changed (-before +after):\n%s", diff)
 	}
+}
+
+// TestIPsecTeardownKeepsOthers: on a host's own namespace (the ssh
+// testbed) another IPsec may live beside the run's, so Teardown removes
+// only what is tunbench's: an xfrm policy between other addresses, a
+// route in table 220 to another network, and the rule to table 220 that
+// route needs stay; the run's own routes, policies and lo addresses go
+// (charon takes its own rule with it when it stops).
+// (This kernel refuses xfrm states without ESP; the lab's teardown test
+// covers states.)
+func TestIPsecTeardownKeepsOthers(t *testing.T) {
+	ipsecRequireSwan(t)
+	m := ipsec.NewIPsec()
+	l, env, path := methodtest.Setup(t, m, method.IPv4, 1500, nil)
+	methodtest.Ping(t, l, path)
+	ep := l.A
+	// Another IPsec's state on the same host, in documentation ranges
+	// (configuration only: nothing is sent).
+	_, other, _ := net.ParseCIDR("192.0.2.0/25")
+	_, otherDst, _ := net.ParseCIDR("192.0.2.128/25")
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignRoute := &netlink.Route{LinkIndex: lo.Attrs().Index, Dst: otherDst, Table: 220}
+	// charon removes its own rule (priority 220) when it stops; the
+	// other IPsec's rule has another priority.
+	foreignRule := netlink.NewRule()
+	foreignRule.Table, foreignRule.Priority, foreignRule.Family = 220, 1220, netlink.FAMILY_V4
+	foreignPolicy := &netlink.XfrmPolicy{Src: other, Dst: otherDst, Dir: netlink.XFRM_DIR_OUT,
+		Tmpls: []netlink.XfrmPolicyTmpl{{Src: net.ParseIP("192.0.2.1"), Dst: net.ParseIP("192.0.2.129"), Proto: netlink.XFRM_PROTO_ESP, Mode: netlink.XFRM_MODE_TUNNEL, Reqid: 4242}}}
+	ourPolicy := &netlink.XfrmPolicy{Src: netipNet(method.OverlayA4.Addr()), Dst: netipNet(method.OverlayB4.Addr()), Dir: netlink.XFRM_DIR_OUT,
+		Tmpls: []netlink.XfrmPolicyTmpl{{Src: net.ParseIP("198.18.0.1"), Dst: net.ParseIP("198.18.0.2"), Proto: netlink.XFRM_PROTO_ESP, Mode: netlink.XFRM_MODE_TUNNEL, Reqid: 4243}}}
+	for _, add := range []func() error{
+		func() error { return ep.NL.RouteAdd(foreignRoute) },
+		func() error { return ep.NL.RuleAdd(foreignRule) },
+		func() error { return ep.NL.XfrmPolicyAdd(foreignPolicy) },
+		func() error { return ep.NL.XfrmPolicyAdd(ourPolicy) },
+	} {
+		if err := add(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	var got []string
+	routes, err := ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 220}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		got = append(got, "route "+r.Dst.String()+" table 220")
+	}
+	rules, err := ep.NL.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.Table == 220 {
+			got = append(got, fmt.Sprintf("rule priority %d to table 220", r.Priority))
+		}
+	}
+	policies, err := ep.NL.XfrmPolicyList(netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies {
+		got = append(got, fmt.Sprintf("policy %s -> %s", p.Src, p.Dst))
+	}
+	want := []string{"route 192.0.2.128/25 table 220", "rule priority 1220 to table 220", "policy 192.0.2.0/25 -> 192.0.2.128/25"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("side a after Teardown (-want +got):\n%s", diff)
+	}
+	// Now the host's own go too, and the namespace is clean.
+	if err := ep.NL.XfrmPolicyDel(foreignPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.NL.RouteDel(foreignRoute); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.Table == 220 {
+			if err := ep.NL.RuleDel(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ipsecCheckClean(t, ep)
+}
+
+// netipNet is addr as a host network.
+func netipNet(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
 }
 
 // ipsecCheckClean checks that ep holds nothing of an IPsec method.
