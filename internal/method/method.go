@@ -3,8 +3,9 @@
 // requirements, and the daemon handling (start, readiness wait, exit
 // check) every family shares. The methods themselves live one family a
 // package beside it: kernel (kernel tunnel devices and SRv6), wireguard,
-// ipsec, ovs, openvpn and ebpftun; package registry holds the single list
-// of them all (registry.Builtin).
+// nebula, tailscale, ipsec, ovs, openvpn, sshtunnel, ebpftun, l2tp, macsec
+// and fou; package registry holds the single list of them all
+// (registry.Builtin).
 //
 // A method is set up between the two endpoints of a testbed (Setup), is
 // measured by sending from endpoint a to endpoint b over the overlay

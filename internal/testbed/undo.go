@@ -48,6 +48,8 @@ type Undo struct {
 	// Features as `ethtool -k` names them.
 	MTU      int             `json:"mtu,omitempty"`
 	Features map[string]bool `json:"features,omitempty"`
+	// Port is the UDP port of UndoDelFou.
+	Port int `json:"port,omitempty"`
 }
 
 // The kinds of Undo.
@@ -66,6 +68,11 @@ const (
 	// Table, which a daemon of the run adds (charon's table 220); it is
 	// recorded only when the host had no such rule.
 	UndoDelRule = "delrule"
+	// UndoDelFou closes the FOU or GUE receive port Port of family Value
+	// ("ipv4" or "ipv6") that the fou and gue methods open in the
+	// endpoint's namespace: per-namespace kernel state no device name
+	// leads to.
+	UndoDelFou = "delfou"
 )
 
 // IsRunDevice reports whether name is a device a run created (named
@@ -111,6 +118,13 @@ func WriteUndo(dir, name string, u Undo) error {
 		return fmt.Errorf("testbed: journal: %w", err)
 	}
 	return os.WriteFile(filepath.Join(undoDir(dir), name), data, 0o600)
+}
+
+// HasUndo reports whether the journal of dir holds name: a change made
+// and not yet reverted.
+func HasUndo(dir, name string) bool {
+	_, err := os.Stat(filepath.Join(undoDir(dir), name))
+	return err == nil
 }
 
 // DropUndo takes name out of the journal of dir once the change is
@@ -370,6 +384,27 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("route %s removed from table %d", dst, u.Table), nil
+	case UndoDelFou:
+		return delFou(u)
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
+}
+
+// delFou closes the FOU/GUE port of u in this thread's network namespace
+// (the netlink package's own handle); a port or a fou module that is gone
+// leaves nothing to do (the kernel answers EINVAL for a port it does not
+// know, ENOENT without the generic netlink family).
+func delFou(u Undo) (string, error) {
+	family := unix.AF_INET
+	if u.Value == "ipv6" {
+		family = unix.AF_INET6
+	}
+	err := netlink.FouDel(netlink.Fou{Family: family, Port: u.Port})
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.ENOENT) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("close fou port %d (%s): %w", u.Port, u.Value, err)
+	}
+	return fmt.Sprintf("fou port %d (%s) closed", u.Port, u.Value), nil
 }

@@ -69,8 +69,10 @@ type TunnelWire struct {
 // one second of iperf3, tear down. It captures a's underlay while the
 // pings and the iperf3 run and checks every tunnel frame against want.
 // The full-size ping proves the overhead arithmetic: its outer packet must
-// be exactly the underlay MTU, unfragmented.
-func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) {
+// be exactly the underlay MTU, unfragmented. It returns the testbed and
+// the env, still set up (t's cleanup tears down), for the caller's own
+// checks.
+func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) (*testbed.Local, *method.Env) {
 	t.Helper()
 	RequireTunnelKernel(t, m)
 	l, env, path := Setup(t, m, family, 1500, opts)
@@ -128,6 +130,7 @@ func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]str
 		t.Errorf("no %s frames captured under iperf3; frames:\n%s", m.Name(), frameLines(frames[:min(len(frames), 20)]))
 	}
 	t.Logf("%s: %s (%d frames captured)", t.Name(), fmt.Sprintf("%.2f Gbit/s", Gbps(t, out)), len(frames))
+	return l, env
 }
 
 // checkTunnelFrames checks every a-to-b frame of want.Proto between the underlay
@@ -157,10 +160,17 @@ func isEchoInner(in *wire.Inner) bool {
 	return in.Proto == wire.ProtoICMP || in.Proto == wire.ProtoICMPv6
 }
 
+// maxTunnelIPLen is the largest outer IP packet of frames: the length its
+// header states or, when larger, the frame's length on the wire less the
+// Ethernet header. The receiving side of a FOU or GUE tunnel rewrites the
+// outer length field in place as it pulls the UDP header
+// (fou_recv_pull), in the buffer a capture on a veth pair shares with
+// the receiver, so the captured header can read short by the
+// encapsulation; the wire length cannot.
 func maxTunnelIPLen(frames []wire.Frame) int {
 	n := 0
 	for _, f := range frames {
-		n = max(n, f.IPLen)
+		n = max(n, f.IPLen, f.WireLen-14)
 	}
 	return n
 }

@@ -5,6 +5,7 @@ package registry
 import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
+	"github.com/tunbench/tunbench/internal/method/fou"
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/l2tp"
@@ -49,5 +50,7 @@ func Builtin() *method.Registry {
 		sshtunnel.New(),
 		l2tp.L2TPv3{},
 		macsec.MACsec{},
+		fou.FOU{},
+		fou.GUE{},
 	)
 }

@@ -22,6 +22,7 @@ var labPackages = []string{
 	"github.com/tunbench/tunbench/internal/method/registry",
 	"github.com/tunbench/tunbench/internal/method/l2tp",
 	"github.com/tunbench/tunbench/internal/method/macsec",
+	"github.com/tunbench/tunbench/internal/method/fou",
 }
 
 // TestKernelLab runs every TestLab* test of labPackages inside a stock

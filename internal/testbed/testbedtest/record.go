@@ -409,6 +409,7 @@ func (r *Recorder) linkSpec(link netlink.Link) string {
 		add(l.Type(), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		add(greKeys(l.IKey, l.OKey)...)
 		add(pmtu(l.PMtuDisc))
+		add(tunnelEncap(l.EncapType, l.EncapSport, l.EncapDport, l.EncapFlags)...)
 	case *netlink.Gretap:
 		add(l.Type(), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		add(greKeys(l.IKey, l.OKey)...)
@@ -416,11 +417,13 @@ func (r *Recorder) linkSpec(link netlink.Link) string {
 	case *netlink.Iptun:
 		add("ipip", "mode", protoName(l.Proto), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		add(pmtu(l.PMtuDisc))
+		add(tunnelEncap(l.EncapType, l.EncapSport, l.EncapDport, l.EncapFlags)...)
 	case *netlink.Ip6tnl:
 		add("ip6tnl", "mode", protoName(l.Proto), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		if l.Flags&0x1 != 0 {
 			add("encaplimit", "none")
 		}
+		add(tunnelEncap(l.EncapType, l.EncapSport, l.EncapDport, l.EncapFlags)...)
 	case *netlink.Xfrmi:
 		add("xfrm", "if_id", strconv.Itoa(int(l.Ifid)))
 		if l.ParentIndex != 0 {
@@ -430,6 +433,30 @@ func (r *Recorder) linkSpec(link netlink.Link) string {
 		add(link.Type())
 	}
 	return strings.Join(f, " ")
+}
+
+// tunnelEncap is the UDP encapsulation of an ip tunnel (FOU or GUE) as
+// "ip link add" writes it; nothing for a tunnel without one.
+func tunnelEncap(typ, sport, dport, flags uint16) []string {
+	if typ == uint16(netlink.None) {
+		return nil
+	}
+	f := []string{"encap", map[uint16]string{uint16(netlink.FOU): "fou", uint16(netlink.GUE): "gue"}[typ], "encap-sport"}
+	if sport == 0 {
+		f = append(f, "auto")
+	} else {
+		f = append(f, strconv.Itoa(int(sport)))
+	}
+	f = append(f, "encap-dport", strconv.Itoa(int(dport)))
+	if flags&uint16(netlink.CSum) == 0 {
+		f = append(f, "noencap-csum")
+	} else {
+		f = append(f, "encap-csum")
+	}
+	if flags&uint16(netlink.CSum6) != 0 {
+		f = append(f, "encap-csum6")
+	}
+	return f
 }
 
 func greKeys(ikey, okey uint32) []string {
