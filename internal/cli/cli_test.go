@@ -53,9 +53,10 @@ func TestMain(m *testing.M) {
 // iperf3's seconds, daemons, ssh sites, clusters and the kernel lab (one
 // guest at a time per machine) far more than on the CPU, so more than
 // the two the CPU count gives: run one after the other they took 18
-// minutes of make test (docs/development.md). Six, because the two kernel
-// lab tests hold theirs while they wait for the machine's one guest
-// (internal/method/registry's TestKernelLab takes minutes).
+// minutes of make test (docs/development.md). Not more: up to four
+// Kubernetes clusters then run at once, and the two kernel lab tests,
+// which hold their places while they wait for the machine's one guest,
+// end after internal/method/registry's TestKernelLab whatever the number.
 //
 // Each such test keeps to its own run ids, namespaces, sites, cluster and
 // databases. The tests that look at the whole machine stay serial, and go
@@ -66,7 +67,7 @@ func TestMain(m *testing.M) {
 // process created), TestNoSecretsInResults (reads every run whose lock
 // this process holds, and snapshots /etc, /run and the home directory),
 // TestMissingToolAndNotRoot (sets PATH) and the eBPF stats tests.
-const parallelTests = 6
+const parallelTests = 4
 
 // parallelByDefault sets -test.parallel to parallelTests when the command
 // line does not set it.
