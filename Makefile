@@ -29,9 +29,10 @@ lint:
 # The tests run in strict mode (TUNBENCH_STRICT=1: a test that would skip
 # for something this target provides fails instead), and scripts/skips
 # lists every skipped test at the end and fails on one that
-# scripts/expected-skips.txt does not name (docs/development.md). Four
-# test packages run at once (-p 4): most wait on load tools, daemons and
-# the kernel lab rather than on the CPU. Every fuzz target (30 s each,
+# no expected-skips file names: scripts/expected-skips.txt, and each
+# method family's own expected-skips.txt in its folder (docs/development.md).
+# Four test packages run at once (-p 4): most wait on load tools, daemons
+# and the kernel lab rather than on the CPU. Every fuzz target (30 s each,
 # scripts/fuzz.sh) runs beside the tests, niced so that the tests keep
 # the CPU they ask for; its report follows the tests', and make test fails
 # when either fails, saying which.

@@ -8,10 +8,12 @@
 #     (go tool staticcheck) build;
 #   - the wrapper module that builds the test cluster's Kubernetes
 #     binaries (tools/k8s) downloads the same way and its commands resolve
-#     offline from it;
+#     offline from it, and so does the tailscale method's control server
+#     (tools/tailscale);
 #   - every tool pinned by install.sh is served by its registry at the
 #     version written there (wireguard-go by its Go pseudo-version,
 #     nebula and nebula-cert by their Go module version,
+#     tailscaled and tailscale by their Go module version,
 #     boringtun-cli by its crates.io version);
 #   - every Debian package install.sh names exists in the package lists
 #     (cargo-web included, which it installs only on a machine without
@@ -39,6 +41,10 @@ echo "fresh-check: the Kubernetes binaries' wrapper module (tools/k8s) downloads
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubelet \
     k8s.io/kubernetes/cmd/kube-controller-manager >/dev/null)
 
+echo "fresh-check: the tailscale control server's wrapper module (tools/tailscale) downloads and resolves offline"
+(cd tools/tailscale && go mod download &&
+  GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -deps . >/dev/null)
+
 echo "fresh-check: tools pinned by scripts/install.sh are served at their versions"
 wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)
 [ -n "$wg" ] || { echo "fresh-check: no WIREGUARD_GO_MODULE in scripts/install.sh" >&2; exit 1; }
@@ -50,6 +56,13 @@ nbc=$(sed -n 's/^ *NEBULA_CERT_CMD=//p' scripts/install.sh)
 GOBIN="$tmp/bin" go install "$nb" "$nbc"
 for p in nebula nebula-cert; do
   [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $nb $nbc built no $p binary" >&2; exit 1; }
+done
+tsd=$(sed -n 's/^ *TAILSCALED_CMD=//p' scripts/install.sh)
+tsc=$(sed -n 's/^ *TAILSCALE_CMD=//p' scripts/install.sh)
+[ -n "$tsd" ] && [ -n "$tsc" ] || { echo "fresh-check: no TAILSCALED_CMD or TAILSCALE_CMD in scripts/install.sh" >&2; exit 1; }
+GOBIN="$tmp/bin" go install "$tsd" "$tsc"
+for p in tailscaled tailscale; do
+  [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $tsd $tsc built no $p binary" >&2; exit 1; }
 done
 bt=$(grep -o 'boringtun-cli --version [0-9][^ ]*' scripts/install.sh | awk '{print $3}')
 [ -n "$bt" ] || { echo "fresh-check: no boringtun-cli version in scripts/install.sh" >&2; exit 1; }

@@ -22,7 +22,8 @@ run_pkgs=(iperf3 sockperf iproute2 iputils-ping procps)
 test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
-  openssh-server containerd runc etcd-server containernetworking-plugins)
+  openssh-server containerd runc etcd-server containernetworking-plugins
+  openssh-client)
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
 # fresh-check's question to crates.io, installed in test mode only when the
@@ -81,7 +82,8 @@ if [ "$mode" = test ]; then
   pkill -x ovs-vswitchd 2>/dev/null || true
   pkill -x ovsdb-server 2>/dev/null || true
   # openssh-server is there for the ssh testbed's tests, which run private
-  # sshd instances inside their own namespaces (internal/remotehost/sshtest);
+  # sshd instances inside their own namespaces (internal/remotehost/sshtest),
+  # and with openssh-client for the ssh-tunnel method (ssh -w to a private sshd);
   # a system sshd the package may start is left alone: it may be how this
   # machine is reached.
   # containerd, runc, etcd-server and containernetworking-plugins are for
@@ -116,6 +118,26 @@ if [ "$mode" = test ]; then
     install -m 0755 "$tmp/nebula" "$tmp/nebula-cert" /usr/local/bin/
     rm -rf "$tmp"
   fi
+
+  # tailscaled and tailscale: pinned, from the Go module, like nebula.
+  # v1.100.0 is the newest whose go.mod this Go builds (it declares go
+  # 1.26.4; later releases need go 1.27). go install records no VCS stamp,
+  # so --version prints 1.100.0-ERR-BuildInfo. The tailscale method's
+  # control server, tunbench-tscontrol, is built from the wrapper module
+  # tools/tailscale, which pins the same tailscale.com (its test control
+  # server, DERP and STUN).
+  TAILSCALED_CMD=tailscale.com/cmd/tailscaled@v1.100.0
+  TAILSCALE_CMD=tailscale.com/cmd/tailscale@v1.100.0
+  if ! /usr/local/bin/tailscaled --version 2>/dev/null | head -1 | grep -q "^${TAILSCALED_CMD#*@v}\(-ERR-BuildInfo\)\?$" ||
+    ! /usr/local/bin/tailscale --version 2>/dev/null | head -1 | grep -q "^${TAILSCALE_CMD#*@v}\(-ERR-BuildInfo\)\?$"; then
+    echo "install.sh: building tailscaled and tailscale ${TAILSCALED_CMD#*@}"
+    tmp=$(mktemp -d)
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "$TAILSCALED_CMD" "$TAILSCALE_CMD"
+    install -m 0755 "$tmp/tailscaled" "$tmp/tailscale" /usr/local/bin/
+    rm -rf "$tmp"
+  fi
+  echo "install.sh: building tunbench-tscontrol (tools/tailscale)"
+  (cd tools/tailscale && go build -o /usr/local/bin/tunbench-tscontrol .)
 
   # boringtun: pinned, from crates.io, about two minutes, with the
   # machine's own cargo when it has one (rustup's included) and Debian's

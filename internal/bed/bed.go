@@ -3,7 +3,9 @@
 // a run on it (Preflight), how the runner opens it (Open), how "tunbench
 // clean" cleans it (Clean) and how commands reach its hosts (OnEachSite).
 // The command line looks an entry up by the name a user gave and calls
-// it; nothing else branches on a testbed's name.
+// it; nothing else branches on a testbed's name. What each testbed is
+// (name, description, class) lives in the leaf package kind, which the
+// report reads without this package's code.
 package bed
 
 import (
@@ -14,6 +16,7 @@ import (
 	"net"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/bed/kind"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -22,29 +25,13 @@ import (
 // Entry is one testbed. A nil function is an operation the testbed does
 // not offer; the command line refuses it naming the testbeds that do.
 type Entry struct {
-	// Name is the testbed's name in scenarios and on --testbed.
-	Name string
-	// Description is the one line --help gives the testbed.
-	Description string
-	// Default marks the testbed a scenario without one runs on.
-	Default bool
-	// Remote: the endpoints are other machines (hosts, a cluster's
-	// nodes), named by the scenario's section of this testbed; this
-	// machine only drives them and stores the results.
-	Remote bool
-	// Local: the endpoints are this machine's namespaces, so commands
-	// that inspect them (ebpf stats) read them here.
-	Local bool
-	// Lab: the whole run happens in the kernel lab, a guest booted under
-	// qemu that runs the scenario on its own local testbed
-	// (runner.SessionOptions.Lab); such a run cannot be resumed yet.
-	Lab bool
+	// Kind is what the testbed is: its name, description, default,
+	// Remote, Local, Lab and reference Class (package kind, which the
+	// report reads without this package's code).
+	kind.Kind
 	// Scenario is what the scenario's validation asks of the testbed:
 	// its section's checks (scenario.SSHBed...).
 	Scenario scenario.Bed
-	// Class is the reference class of the testbed (scenario.Testbed*),
-	// "" where it cannot be told.
-	Class string
 
 	// Preflight refuses, before anything is created, a run of s that
 	// cannot work from this machine, every reason at once, each naming

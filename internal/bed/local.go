@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tunbench/tunbench/internal/bed/kind"
 	"io"
 	"os/exec"
 	"slices"
@@ -19,11 +20,7 @@ import (
 // local is the default testbed: for each cell two network namespaces on
 // this machine joined by a veth pair (testbed.LocalTestbed).
 var local = Entry{
-	Name:        "local",
-	Description: "two network namespaces on this machine joined by a veth pair",
-	Default:     true,
-	Local:       true,
-	Class:       scenario.TestbedOneMachine,
+	Kind: kind.Local,
 	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
 		return preflightHere(s, reg, env, true)
 	},
@@ -42,11 +39,8 @@ var local = Entry{
 // one: only programs (shared through the root file system) are checked
 // here, and the guest's own run checks its kernel.
 var vm = Entry{
-	Name:        "vm",
-	Description: "the kernel lab",
-	Lab:         true,
-	Scenario:    scenario.VMBed,
-	Class:       scenario.TestbedLocalVM,
+	Kind:     kind.VM,
+	Scenario: scenario.VMBed,
 	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
 		return preflightHere(s, reg, env, false)
 	},

@@ -3,6 +3,7 @@ package bed
 import (
 	"context"
 	"fmt"
+	"github.com/tunbench/tunbench/internal/bed/kind"
 	"io"
 	"slices"
 
@@ -17,11 +18,9 @@ import (
 // ssh runs on the hosts of the scenario's ssh section, each driven over
 // SSH by an agent of this binary (agentbed).
 var ssh = Entry{
-	Name:        "ssh",
-	Description: "the hosts of the scenario's ssh section, -f",
-	Remote:      true,
-	Scenario:    scenario.SSHBed,
-	Preflight:   remotePreflight,
+	Kind:      kind.SSH,
+	Scenario:  scenario.SSHBed,
+	Preflight: remotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := agentbed.Open(ctx, SSHConfig(s, reg, env, id, log))
 		if err != nil {
@@ -41,11 +40,9 @@ var ssh = Entry{
 // kubernetes runs on the nodes of the scenario's kubernetes section, in
 // pods whose agents this binary drives through the API server (kubebed).
 var kubernetes = Entry{
-	Name:        "kubernetes",
-	Description: "the nodes of its kubernetes section, -f",
-	Remote:      true,
-	Scenario:    scenario.KubernetesBed,
-	Preflight:   remotePreflight,
+	Kind:      kind.Kubernetes,
+	Scenario:  scenario.KubernetesBed,
+	Preflight: remotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := kubebed.Open(ctx, KubeConfig(s, reg, env, id, log))
 		if err != nil {

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -518,13 +519,13 @@ var keyShaped = regexp.MustCompile(`[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]=|PRIVATE
 func TestNoSecretsInResults(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	var methods []string
-	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn", "nebula"} {
+	for _, m := range []string{"wireguard-go", "boringtun", "ipsec", "ipsec-ecmp", "openvpn", "nebula", "ssh-tunnel", "tailscale"} {
 		if ready(t, m) {
 			methods = append(methods, m)
 		}
 	}
 	if len(methods) == 0 {
-		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn, nebula is ready here (see tunbench methods)")
+		t.Skip("none of wireguard-go, boringtun, ipsec, ipsec-ecmp, openvpn, nebula, ssh-tunnel, tailscale is ready here (see tunbench methods)")
 	}
 	home, _ := os.UserHomeDir()
 	before := snapshot(t, home)
@@ -642,6 +643,7 @@ var (
 	pemPrivate = regexp.MustCompile(`(?s)-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----\n(.*?)-----END`)
 	staticKey  = regexp.MustCompile(`(?s)-----BEGIN OpenVPN Static key V1-----\n(.*?)-----END`)
 	pskLine    = regexp.MustCompile(`(?m)^\s*secret = (\S+)`)
+	tsPrivKey  = regexp.MustCompile(`(?:privkey|nlpriv):([0-9a-f]{64})`)
 )
 
 // collectSecrets reads the key material of every file under dir into
@@ -660,6 +662,21 @@ func collectSecrets(t *testing.T, dir string, secrets map[string]string, keyFile
 		switch base := filepath.Base(path); {
 		case base == "private.key" || base == "preshared.key":
 			found = append(found, strings.TrimSpace(text))
+		case base == "authkey": // tailscale's per-run auth key
+			found = append(found, strings.TrimSpace(text))
+		case base == "tailscaled.log.conf": // logtail's private id (uploads are off)
+			var conf struct{ PrivateID string }
+			_ = json.Unmarshal(data, &conf)
+			found = append(found, conf.PrivateID)
+		case base == "tailscaled.state": // JSON of base64 values, machine and node keys among them
+			var st map[string]string
+			_ = json.Unmarshal(data, &st)
+			for _, v := range st {
+				dec, _ := base64.StdEncoding.DecodeString(v)
+				for _, m := range tsPrivKey.FindAllSubmatch(dec, -1) {
+					found = append(found, string(m[1]))
+				}
+			}
 		default:
 			for _, m := range pskLine.FindAllStringSubmatch(text, -1) {
 				found = append(found, m[1])

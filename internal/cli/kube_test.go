@@ -22,7 +22,7 @@ import (
 
 // kubeMethods are what issue 25 asks of a run between two nodes through
 // pods and agents, and the cluster's own pod network beside native.
-var kubeMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "pod-network"}
+var kubeMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "pod-network", "ssh-tunnel"}
 
 // kubeScenario writes a scenario for cl's two nodes.
 func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []string, reps int, duration string) string {
@@ -42,8 +42,8 @@ func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []stri
 }
 
 // TestKubernetesRun: "tunbench run" on testbed kubernetes over a real
-// two-node cluster (kubetest): native, vxlan, wireguard-go and ipsec
-// between the nodes through the agent pods, and pod-network between
+// two-node cluster (kubetest): native, vxlan, wireguard-go, ipsec and
+// ssh-tunnel between the nodes through the agent pods, and pod-network between
 // ordinary pods beside them. Every cell is ok with throughput, the
 // pod-network cells record the CNI, and afterwards the cluster holds no
 // pod of the run and the nodes no device of it.

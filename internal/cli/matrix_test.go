@@ -184,6 +184,40 @@ func TestLatencyUnderLoadNative(t *testing.T) {
 	}
 }
 
+// latency_under_load on ssh-tunnel beside native: TCP over TCP. The
+// request/response packets queue behind the load in the one outer TCP
+// connection (ssh's send buffer and channel window), so the loaded p99
+// grows far beyond the idle one, and far more than native's does
+// (docs/methods.md, "SSH tunnel").
+func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
+	if !ready(t, "ssh-tunnel") {
+		return
+	}
+	doc, stdout := runExport(t,
+		"--methods", "native,ssh-tunnel", "--tests", "tcp_rr,latency_under_load", "--streams", "1",
+		"--duration", "1s", "--omit", "1s", "--latency", "3s", "--reps", "1")
+	ratio := map[string]float64{}
+	for _, c := range doc.Cells {
+		l := c.LatencyUnderLoad
+		if c.Status != result.StatusOK || l == nil || l.Idle == nil || l.Loaded == nil || l.Loaded.Samples == 0 {
+			t.Fatalf("%s: cell %s: %s; record %+v", c.Method, c.Status, c.Error, l)
+		}
+		ratio[c.Method] = l.P99Ratio
+		t.Logf("%s: p99 idle %.0f µs, loaded %.0f µs (x%.1f); p50 idle %.0f µs, loaded %.0f µs; load %.2f Gbit/s",
+			c.Method, l.Idle.P99, l.Loaded.P99, l.P99Ratio, l.Idle.P50, l.Loaded.P50, l.LoadBitsPerSecond/1e9)
+	}
+	if len(ratio) != 2 {
+		t.Fatalf("cells for %v, want native and ssh-tunnel", ratio)
+	}
+	if ratio["ssh-tunnel"] < 3 || ratio["ssh-tunnel"] <= ratio["native"] {
+		t.Errorf("ssh-tunnel's loaded/idle p99 ratio %.1f, native's %.1f: want TCP over TCP's queueing to show (at least 3, and above native's)",
+			ratio["ssh-tunnel"], ratio["native"])
+	}
+	if !strings.Contains(stdout, "latency under load") {
+		t.Errorf("table lacks the latency-under-load section:\n%s", stdout)
+	}
+}
+
 // latency_under_load with more streams than one iperf3 process takes: the
 // parallel test's processes carry the load.
 func TestLatencyUnderParallelLoad(t *testing.T) {

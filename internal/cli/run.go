@@ -73,8 +73,10 @@ func newRunCmd(env bed.Env) *cobra.Command {
 		Long: `Run a benchmark: every combination of methods, families, MTUs, offload
 states, directions, MSS values, TCP congestion control algorithms and
 stream counts, each running the
-scenario's tests (tcp_stream and tcp_rr by default; also parallel and
-latency_under_load), each repeated. The matrix comes from the default
+scenario's tests (tcp_stream and tcp_rr by default; also parallel,
+latency_under_load, udp_sizes, mtu_probe, and connect and recover: the
+time to the first packet after set-up, and traffic across an underlay
+flap and a forced rekey), each repeated. The matrix comes from the default
 scenario, a YAML file (-f), and flags, in that order of precedence (flags
 win). Each finished measurement is committed to the results database at
 once; a JSON export of the run is written at the end.

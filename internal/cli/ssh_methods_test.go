@@ -18,7 +18,7 @@ import (
 // database, a key exchange or a BPF program on the hosts, besides the
 // kernel's srv6: what a run over real hosts must set up, measure and
 // leave no trace of.
-var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-geneve", "wireguard-go"}
+var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-geneve", "wireguard-go", "ssh-tunnel"}
 
 // TestSSHRunEveryFamily: "tunbench run" over two sshtest hosts with a
 // method of every family (issue 21): every cell is ok, its implementation

@@ -268,11 +268,13 @@ func processesIn(ns string) []string {
 			continue
 		}
 		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		if strings.TrimSpace(string(comm)) == "sshd" {
-			continue
-		}
 		raw, _ := os.ReadFile("/proc/" + pid + "/cmdline")
 		cmdline := strings.TrimSpace(strings.Join(strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"), " "))
+		// The hosts' own sshd, not ssh-tunnel's (its configuration is in
+		// the run's directory).
+		if strings.TrimSpace(string(comm)) == "sshd" && !strings.Contains(cmdline, "/ssh-tunnel-") {
+			continue
+		}
 		kind := "process"
 		if strings.Contains(cmdline, "tunbench") && strings.HasSuffix(cmdline, " agent") {
 			kind = "agent"

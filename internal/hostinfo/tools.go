@@ -34,6 +34,7 @@ var Tools = []Tool{
 	{"openvpn", []string{"openvpn", "--version"}},
 	{"boringtun-cli", []string{"boringtun-cli", "--version"}},
 	{"nebula", []string{"nebula", "-version"}},
+	{"tailscaled", []string{"tailscaled", "--version"}},
 }
 
 // toolTimeout bounds each version command.

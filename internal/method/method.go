@@ -207,6 +207,15 @@ type Counter interface {
 	Counters(ctx context.Context, env *Env) (map[string]string, error)
 }
 
+// Rekeyer is implemented by methods that can force a rekey of a running
+// tunnel (a new WireGuard handshake, a new IPsec CHILD_SA): the recover
+// test measures a request stream across it. Rekey returns once the
+// method's command has returned, and says what it did (e.g. "swanctl
+// --rekey --child tunbench"); it never names a key.
+type Rekeyer interface {
+	Rekey(ctx context.Context, env *Env) (how string, err error)
+}
+
 // Registry maps names to methods.
 type Registry struct{ m map[string]Method }
 

@@ -118,3 +118,23 @@ func FamilyOf(a netip.Addr) int {
 func UnsupportedFamily(m Method, family string) error {
 	return fmt.Errorf("%s carries only %s, not %s", m.Name(), strings.Join(m.Families(), " and "), family)
 }
+
+// The address ranges tunbench's namespaces, underlays and overlays use:
+// RFC 2544's 198.18.0.0/15 and RFC 5180's 2001:2::/48, reserved for
+// benchmarking (docs/methods.md).
+var benchmarking = []netip.Prefix{
+	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("2001:2::/48"),
+}
+
+// Benchmarking reports whether a is in the ranges tunbench uses, so that
+// a teardown on a host's own namespace (the ssh testbed) removes only
+// what is tunbench's.
+func Benchmarking(a netip.Addr) bool {
+	for _, p := range benchmarking {
+		if p.Contains(a.Unmap()) {
+			return true
+		}
+	}
+	return false
+}

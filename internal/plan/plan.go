@@ -114,6 +114,9 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 											UDP:               udp,
 											WAN:               wan,
 										}
+										if s.HasTest(scenario.TestRecover) {
+											p.RecoverDown = s.Recover.DownTime().Seconds()
+										}
 										if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
 											p.OffloadSet, p.OffloadFeatures = off, set
 										}
@@ -266,6 +269,10 @@ func (s Step) Measured() float64 {
 			sum += 2*p.Latency + p.Omit + loadedLead
 		case scenario.TestMTUProbe:
 			sum += mtuProbeSeconds
+		case scenario.TestConnect:
+			sum += connectSeconds
+		case scenario.TestRecover:
+			sum += p.RecoverDown + recoverSeconds
 		case scenario.TestUDPSizes:
 			if u := p.UDP; u != nil {
 				per := p.Duration
@@ -283,6 +290,16 @@ func (s Step) Measured() float64 {
 // mtuProbeSeconds is the planned time of mtu_probe: a dozen pings and a
 // 2-second TCP transfer.
 const mtuProbeSeconds = 4
+
+// connectSeconds is the planned time of connect beyond the method's
+// set-up, which every step has: starting the echo server and the probe's
+// first answer.
+const connectSeconds = 0.5
+
+// recoverSeconds is the planned time of recover beyond the down time:
+// the stream's lead (1 s), recovery and tail (about 1 s), and the rekey
+// stream of the methods that rekey (lead, 2 s, tail).
+const recoverSeconds = 6
 
 // loadedLead is how long the load of latency_under_load runs before the
 // loaded latency measurement starts, on top of its warm-up (seconds).

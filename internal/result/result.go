@@ -163,6 +163,9 @@ type Params struct {
 	WAN *WANParams `json:"wan,omitempty"`
 	// UDP is the udp_sizes test's configuration (nil when it did not run).
 	UDP *UDPParams `json:"udp,omitempty"`
+	// RecoverDown is how long the recover test keeps the underlay down
+	// (0 when it did not run).
+	RecoverDown float64 `json:"recover_down_s,omitempty"`
 	// SiteA and SiteB are the sites of an ssh testbed the cell ran
 	// between (a sends); empty on the local testbed.
 	SiteA string `json:"site_a,omitempty"`
@@ -242,6 +245,9 @@ type Cell struct {
 	LatencyUnderLoad *LatencyUnderLoad `json:"latency_under_load,omitempty"`
 	// MTUProbe is the mtu_probe test's record.
 	MTUProbe *MTUProbe `json:"mtu_probe,omitempty"`
+	// Connect is the connect test's record; Recover the recover test's.
+	Connect *Connect `json:"connect,omitempty"`
+	Recover *Recover `json:"recover,omitempty"`
 	// UDPSizes is the udp_sizes test's record: one entry per frame size.
 	UDPSizes []UDPSize `json:"udp_sizes,omitempty"`
 	// Derived are figures computed from the measurements of this cell
@@ -323,6 +329,62 @@ type MTUProbe struct {
 	TCPSeconds       float64 `json:"tcp_seconds_s"`
 	Stalled          bool    `json:"stalled"`
 	TCPError         string  `json:"tcp_error,omitempty"`
+}
+
+// Connect is the time from the start of the method's set-up to the first
+// request answered through the tunnel, in two parts: Setup, the method's
+// own set-up (devices, daemons, and whatever the method waits for before
+// it returns), and Handshake, from set-up returned to the first answer of
+// a UDP request sent every Interval (tunbench's rr probe). Handshake
+// includes starting the probe (Harness, measured on the same clock:
+// Handshake less the probe's own time to its first answer).
+type Connect struct {
+	Setup     float64 `json:"setup_s"`
+	Handshake float64 `json:"handshake_s"`
+	Total     float64 `json:"total_s"`
+	// Probe is the probe's own time from its first request to the first
+	// answer; Probes the requests it sent.
+	Probe    float64 `json:"probe_s"`
+	Probes   int64   `json:"probes"`
+	Harness  float64 `json:"harness_s"`
+	Interval float64 `json:"interval_s"`
+	Tool     string  `json:"tool"`
+}
+
+// Recover is the recover test: a stream of UDP requests (one every
+// Interval) through the tunnel while side a's underlay device is taken
+// down for Down seconds and up again. Recovery is the time from the
+// device up to the first answered request; Lost the requests never
+// answered; Outage the longest time without an answer. Rekey, for methods
+// that can force a rekey (WireGuard family, IPsec), is a second stream
+// across a forced rekey.
+type Recover struct {
+	Dev       string  `json:"dev"`
+	Down      float64 `json:"down_s"`
+	Interval  float64 `json:"interval_s"`
+	Sent      int64   `json:"sent"`
+	Lost      int64   `json:"lost"`
+	Recovered bool    `json:"recovered"`
+	Recovery  float64 `json:"recovery_s"`
+	Outage    float64 `json:"outage_s"`
+	// Restored names what taking the device down removed and the test
+	// put back (addresses, routes).
+	Restored []string `json:"restored,omitempty"`
+	Tool     string   `json:"tool"`
+	Rekey    *Rekey   `json:"rekey,omitempty"`
+}
+
+// Rekey is a request stream across a rekey the method forced: How names
+// it (e.g. "swanctl --rekey --child tunbench"), Took the time the method's
+// command took; Outage the longest time without an answer and Lost the
+// requests never answered.
+type Rekey struct {
+	How    string  `json:"how"`
+	Took   float64 `json:"rekey_command_s"`
+	Sent   int64   `json:"sent"`
+	Lost   int64   `json:"lost"`
+	Outage float64 `json:"outage_s"`
+	Error  string  `json:"error,omitempty"`
 }
 
 // UDPSize is the udp_sizes test at one frame size.

@@ -30,6 +30,10 @@ func TestCeilingFraction(t *testing.T) {
 		{"vxlan v6 1500", "ipv6", 1430, 70, 0, 1358, 1538},
 		// wireguard v4 (60 bytes): overlay 1440, payload 1388.
 		{"wireguard v4", "ipv4", 1440, 60, 0, 1388, 1538},
+		// macsec (SecTAG 16 + ICV 16): overlay 1468, payload 1416.
+		{"macsec v4", "ipv4", 1468, 32, 0, 1416, 1538},
+		// l2tpv3 encap ip v4 (20 + session 4 + Ethernet 14): overlay 1462, payload 1410.
+		{"l2tpv3 ip v4", "ipv4", 1462, 38, 0, 1410, 1538},
 		// MSS 216 caps the segment: payload 204; wire 204+32+20+0+38 = 294.
 		{"native mss 216", "ipv4", 1500, 0, 216, 204, 294},
 		// jumbo: 9000-52 = 8948; wire 9038.

@@ -3,6 +3,7 @@ package runner
 import (
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -81,11 +82,8 @@ func (p *progress) end(s plan.Step, c result.Cell) {
 	defer p.mu.Unlock()
 	p.elapsed += s.Measured()
 	what := "failed: " + c.Error
-	if c.Status == result.StatusOK && c.Throughput != nil {
-		what = fmt.Sprintf("%.2f Gbit/s", c.Throughput.BitsPerSecond/1e9)
-		if c.Latency != nil {
-			what += fmt.Sprintf(", p50 RTT %.0f µs", c.Latency.P50)
-		}
+	if c.Status == result.StatusOK {
+		what = okSummary(c)
 	}
 	if p.tty {
 		fmt.Fprintf(p.w, "\r\033[K")
@@ -105,4 +103,28 @@ func onOff(b bool) string {
 		return "on"
 	}
 	return "off"
+}
+
+// okSummary is the progress line's account of an ok cell: throughput and
+// p50 RTT when measured, the connect and recover times when measured,
+// else "ok".
+func okSummary(c result.Cell) string {
+	var parts []string
+	if c.Throughput != nil {
+		what := fmt.Sprintf("%.2f Gbit/s", c.Throughput.BitsPerSecond/1e9)
+		if c.Latency != nil {
+			what += fmt.Sprintf(", p50 RTT %.0f µs", c.Latency.P50)
+		}
+		parts = append(parts, what)
+	}
+	if k := c.Connect; k != nil {
+		parts = append(parts, fmt.Sprintf("connect %.0f ms", 1000*k.Total))
+	}
+	if r := c.Recover; r != nil && r.Recovered {
+		parts = append(parts, fmt.Sprintf("recover %.0f ms, %d lost", 1000*r.Recovery, r.Lost))
+	}
+	if len(parts) == 0 {
+		return "ok"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,13 +67,32 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		cell.Implementation = hi.ImplementationOn(ctx, s.tb.A)
 	}
 
-	// Set the method up.
+	// Set the method up; the connect test times it and probes the tunnel
+	// at once.
+	var echo *echoServer
+	var probe *connectProbe
+	if slices.Contains(st.Params.Tests, scenario.TestConnect) {
+		if echo, err = startEcho(ctx, s.tb.B); err != nil {
+			s.fail(fmt.Errorf("connect: rr echo: %w", err))
+		} else if probe, err = startConnectProbe(ctx, s.tb); err != nil {
+			s.fail(fmt.Errorf("connect: %w", err))
+		}
+	}
+	setupStart := time.Now()
 	err = s.setUpMethod()
+	setupEnd := time.Now()
 	defer s.tearDownMethod() // also after a failed set-up
 	if err != nil {
+		probe.stop()
+		echo.stop()
 		s.fail(fmt.Errorf("set up %s: %w", m.Name(), err))
 		return cell
 	}
+	if probe != nil {
+		cell.Connect, err = probe.measure(s.path, setupEnd.Sub(setupStart), setupEnd)
+		s.fail(err)
+	}
+	echo.stop()
 	if c, ok := m.(method.Counter); ok {
 		// Runs before the method's teardown: the counters go with the
 		// data path.
@@ -87,6 +107,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	// Measure. The watch stops after the derived figures and before the
 	// teardown ends the daemons it watches.
 	mctx, w := startWatch(ctx, s.tb, s.path)
+	s.w = w
 	defer s.stopWatch(w)
 	s.measureTests(mctx)
 	s.deriveFigures()
@@ -107,6 +128,7 @@ type stepRun struct {
 	env  *method.Env
 	path *method.Path
 	sp   *span // the span of the first throughput test, for the cost
+	w    *watch
 	// pins are the routes to the peer that carry the congestion control
 	// on remote hosts (pinCongestion).
 	pins []congestionPin
@@ -324,6 +346,14 @@ func (s *stepRun) measureTest(mctx context.Context, test string) {
 		cell.MTUProbe = probe
 		if err != nil {
 			s.fail(fmt.Errorf("mtu_probe: %w", err))
+		}
+	case scenario.TestConnect:
+		// Measured around the method's set-up (runStep).
+	case scenario.TestRecover:
+		rec, err := measureRecover(mctx, tb, s.m, s.env, path, time.Duration(p.RecoverDown*float64(time.Second)), s.w)
+		cell.Recover = rec
+		if err != nil {
+			s.fail(fmt.Errorf("recover: %w", err))
 		}
 	case scenario.TestUDPSizes:
 		sizes, err := measureUDPSizes(mctx, tb, path, p, cell.Params.OverlayMTU)

@@ -33,6 +33,27 @@ type watch struct {
 	mu     sync.Mutex
 	faults []string
 	seen   map[string]bool
+	// flapping is set while the recover test takes an underlay device
+	// down on purpose: the devices' state is not watched meanwhile, and
+	// is learnt again after.
+	flapping bool
+}
+
+// setFlapping tells the watch that the underlay goes down on purpose
+// (on) or that it is back (off). A nil watch does nothing.
+func (w *watch) setFlapping(on bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flapping = on
+}
+
+func (w *watch) isFlapping() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flapping
 }
 
 // daemonProbe reports whether pid still runs on ep's host (a zombie has
@@ -105,9 +126,14 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (conte
 					w.fault(d.Side+"/"+d.Role, fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at))
 				}
 			}
+			flapping := w.isFlapping()
 			for _, ep := range tb.Endpoints() {
 				if ep.Lost() != nil {
 					continue // said above
+				}
+				if flapping {
+					wasUp[ep.Side] = false
+					continue
 				}
 				up, err := linkProbe(ep)
 				switch {

@@ -86,6 +86,8 @@ type Scenario struct {
 	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
 	// UDP configures the udp_sizes test.
 	UDP UDP `yaml:"udp" json:"udp"`
+	// Recover configures the recover test.
+	Recover Recover `yaml:"recover" json:"recover"`
 	// WAN is a matrix dimension: emulated wide-area conditions on the
 	// underlay (netem for delay, jitter and loss; tbf for a rate alone).
 	// Empty means none.
@@ -180,6 +182,21 @@ type UDP struct {
 	SearchSteps int    `yaml:"search_steps" json:"search_steps"`
 }
 
+// Recover configures the recover test: Down is how long side a's
+// underlay device stays down (a Go duration, default 2s).
+type Recover struct {
+	Down string `yaml:"down" json:"down"`
+}
+
+// DownTime is Down parsed; Validate has checked it.
+func (r Recover) DownTime() time.Duration {
+	d, _ := parseDuration(r.Down)
+	return d
+}
+
+// MaxRecoverDown is the longest down time the recover test takes.
+const MaxRecoverDown = 5 * time.Minute
+
 // UDP rate modes.
 const (
 	UDPUnlimited = "unlimited"
@@ -213,10 +230,12 @@ const (
 	TestLatencyUnderLoad = "latency_under_load"
 	TestUDPSizes         = "udp_sizes"
 	TestMTUProbe         = "mtu_probe"
+	TestConnect          = "connect"
+	TestRecover          = "recover"
 )
 
 // Tests lists every test name, in the order they are documented.
-var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe}
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe, TestConnect, TestRecover}
 
 // Directions of the TCP tests.
 const (
@@ -321,6 +340,7 @@ func Default() Scenario {
 			Trial:       "1s",
 			SearchSteps: 6,
 		},
+		Recover: Recover{Down: "2s"},
 	}
 }
 
@@ -575,6 +595,9 @@ func (s Scenario) Validate(c Catalog) error {
 	if s.HasTest(TestUDPSizes) {
 		s.validateUDP(c, bad)
 	}
+	if s.HasTest(TestRecover) {
+		s.validateRecover(bad)
+	}
 	s.validateReference(c.Names(), bad)
 	s.validateSkipped(c.Names(), bad)
 	for i, w := range s.WAN {
@@ -664,6 +687,38 @@ func (s Scenario) validateUDP(c Catalog, bad func(field, format string, args ...
 							size, size-14, m, overlay, mtu, f)
 					}
 				}
+			}
+		}
+	}
+}
+
+// validateRecover checks the recover test's down time, and that the
+// testbed lets a run take the underlay device down.
+func (s Scenario) validateRecover(bad func(field, format string, args ...any)) {
+	d, err := parseDuration(s.Recover.Down)
+	switch {
+	case err != nil:
+		bad("recover.down", "malformed duration %q: write a Go duration such as 2s or 500ms", s.Recover.Down)
+	case d <= 0:
+		bad("recover.down", "%s: the underlay must go down for some time: use a positive duration such as 2s (the default)", s.Recover.Down)
+	case d < 10*time.Millisecond:
+		bad("recover.down", "%s is shorter than the probe interval (10ms): use 10ms or more, e.g. 2s", s.Recover.Down)
+	case d > MaxRecoverDown:
+		bad("recover.down", "%s is longer than %s: use a shorter down time, e.g. 2s", s.Recover.Down, MaxRecoverDown)
+	}
+	switch s.Testbed {
+	case "kubernetes":
+		bad("tests", "recover takes the underlay device down, which on a cluster node cuts the node off its cluster: drop recover, or run it on testbed local, vm or ssh")
+	case "ssh":
+		if s.SSH == nil {
+			return
+		}
+		for i, st := range s.SSH.Sites {
+			if !s.SSH.ChangesHost(st.Name) {
+				bad(fmt.Sprintf("ssh.sites[%d]", i), "recover takes %s's underlay device %s down and up: set host_changes: true (for the site or the ssh section), or drop recover", st.Name, st.Dev)
+			}
+			if st.ControlOverDev {
+				bad(fmt.Sprintf("ssh.sites[%d].control_over_dev", i), "recover takes %s's underlay device down, which carries its SSH connection: drop recover, or reach the site over another device", st.Name)
 			}
 		}
 	}
@@ -784,6 +839,7 @@ func (s Scenario) Scale(f float64) Scenario {
 	s.Duration = scale(s.Duration, time.Second, true)
 	s.Omit = scale(s.Omit, 0, true)
 	s.Latency = scale(s.Latency, time.Second, false)
+	s.Recover.Down = scale(s.Recover.Down, 10*time.Millisecond, false)
 	return s
 }
 

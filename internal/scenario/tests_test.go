@@ -118,3 +118,56 @@ func TestWANValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestConnectRecoverValidation(t *testing.T) {
+	s, err := scenario.Parse([]byte("tests: [connect, recover]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Fatalf("connect and recover refused: %v", err)
+	}
+	if d := s.Recover.DownTime(); d.String() != "2s" {
+		t.Errorf("default recover.down %s, want 2s", d)
+	}
+	for _, tc := range []struct{ doc, want string }{
+		{"tests: [recover]\nrecover: {down: 0s}", "recover.down: 0s: the underlay must go down for some time: use a positive duration such as 2s"},
+		{"tests: [recover]\nrecover: {down: -1s}", "recover.down: -1s: the underlay must go down for some time"},
+		{"tests: [recover]\nrecover: {down: soon}", `recover.down: malformed duration "soon": write a Go duration such as 2s`},
+		{"tests: [recover]\nrecover: {down: 1ms}", "recover.down: 1ms is shorter than the probe interval (10ms)"},
+		{"tests: [recover]\nrecover: {down: 1h}", "recover.down: 1h is longer than 5m0s"},
+		{"tests: [connect, reconnect]", `tests: unknown test "reconnect": valid tests are tcp_stream, tcp_rr, parallel, latency_under_load, udp_sizes, mtu_probe, connect, recover`},
+	} {
+		s, err := scenario.Parse([]byte(tc.doc))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.doc, err)
+		}
+		err = s.Validate(catalog{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want it to contain %q", tc.doc, err, tc.want)
+		}
+	}
+	// --scale shortens the down time too, to no less than 10ms.
+	s, _ = scenario.Parse([]byte("tests: [recover]\nrecover: {down: 2s}"))
+	if got := s.Scale(0.1).Recover.Down; got != "200ms" {
+		t.Errorf("scaled down time %q, want 200ms", got)
+	}
+}
+
+// TestRecoverOnSSH: recover takes the sites' own device down, so it needs
+// host_changes and refuses control_over_dev.
+func TestRecoverOnSSH(t *testing.T) {
+	s, err := scenario.Parse([]byte(sshYAML + "tests: [recover]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(catalog{})
+	want := "ssh.sites[0]: recover takes fra's underlay device eth1 down and up: set host_changes: true"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("recover without host_changes: %v, want %q", err, want)
+	}
+	s.SSH.HostChanges = true
+	if err := s.Validate(catalog{}); err != nil && strings.Contains(err.Error(), "recover") {
+		t.Errorf("recover with host_changes refused: %v", err)
+	}
+}

@@ -9,8 +9,8 @@
 // those through SkipMissing or NeedProgram. Skips for kernel features this
 // host may truly lack (GENEVE, GRE, ESP...; the kernel lab's tests cover
 // them) stay plain t.Skip calls: scripts/skips lists every skip of a
-// "make test" run and fails on one that scripts/expected-skips.txt does
-// not name.
+// "make test" run and fails on one that no expected-skips file names
+// (scripts/expected-skips.txt, or a family's in its folder).
 package testenv
 
 import (

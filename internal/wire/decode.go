@@ -97,7 +97,8 @@ type Frame struct {
 	Proto uint8
 	// SrcPort and DstPort are set for UDP and TCP.
 	SrcPort, DstPort uint16
-	// Payload is the captured part of the UDP payload.
+	// Payload is the captured part of the UDP payload, or of the IP
+	// payload of a protocol a method family registered (RegisterProto).
 	Payload []byte
 	// Encap names the encapsulation recognised (Encap* constants), or is
 	// empty.
@@ -307,6 +308,11 @@ func decodeTransport(f *Frame, payload []byte) error {
 		esp, err := decodeESP(payload)
 		f.ESP = esp
 		return err
+	default:
+		if dec := registeredProto(f.Proto); dec != nil {
+			f.Payload = payload
+			return dec(f)
+		}
 	}
 	return nil
 }
@@ -345,6 +351,32 @@ func RegisterUDP(port uint16, dec UDPDecoder) {
 		panic(fmt.Sprintf("wire: UDP port %d registered twice", port))
 	}
 	udpDecoders[port] = dec
+}
+
+var protoDecoders = map[uint8]UDPDecoder{}
+
+// RegisterProto makes Decode recognise an encapsulation carried right in
+// the outer IP header as protocol proto (L2TPv3 over IP: 115): dec gets
+// the frame with Payload set to the IP payload. As RegisterUDP, from the
+// family's package; the protocols this package decodes cannot be taken
+// over, and registering one twice panics.
+func RegisterProto(proto uint8, dec UDPDecoder) {
+	udpMu.Lock()
+	defer udpMu.Unlock()
+	switch proto {
+	case ProtoUDP, ProtoTCP, ProtoGRE, ProtoIPIP, ProtoIPv6, ProtoESP:
+		panic(fmt.Sprintf("wire: IP protocol %d is decoded by this package", proto))
+	}
+	if _, dup := protoDecoders[proto]; dup {
+		panic(fmt.Sprintf("wire: IP protocol %d registered twice", proto))
+	}
+	protoDecoders[proto] = dec
+}
+
+func registeredProto(proto uint8) UDPDecoder {
+	udpMu.RLock()
+	defer udpMu.RUnlock()
+	return protoDecoders[proto]
 }
 
 // DecodeInner decodes, into f.Inner, a packet of the given EtherType

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -458,4 +459,35 @@ func TestRegisterUDP(t *testing.T) {
 		}
 	}()
 	wire.RegisterUDP(wire.PortVXLAN, func(*wire.Frame) error { return nil })
+}
+
+// registerTestProto registers TestRegisterProto's decoder once (-count).
+var registerTestProto sync.Once
+
+// TestRegisterProto: an encapsulation right in IP that a method family
+// registers (L2TPv3 over IP's protocol 115) gets the IP payload; the
+// package's own protocols cannot be taken over.
+func TestRegisterProto(t *testing.T) {
+	const proto = 253 // RFC 3692 experimentation
+	registerTestProto.Do(func() {
+		wire.RegisterProto(proto, func(f *wire.Frame) error {
+			f.Encap = "test-proto"
+			return wire.DecodeInner(f, wire.EtherTypeIPv4, f.Payload[4:])
+		})
+	})
+	a4, b4 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
+	oa, ob := netip.MustParseAddr("198.19.0.1"), netip.MustParseAddr("198.19.0.2")
+	f, err := wire.Decode(eth(wire.EtherTypeIPv4, ip4(a4, b4, proto, cat([]byte{1, 2, 3, 4}, ip4(oa, ob, wire.ProtoICMP, icmpEcho())))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Encap != "test-proto" || f.Inner == nil || f.Inner.Src != oa || f.Inner.Proto != wire.ProtoICMP {
+		t.Errorf("%s (inner %+v)", f, f.Inner)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("registering GRE's protocol did not panic")
+		}
+	}()
+	wire.RegisterProto(wire.ProtoGRE, func(*wire.Frame) error { return nil })
 }

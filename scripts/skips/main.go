@@ -8,13 +8,20 @@
 //
 //	go test -json -count=1 ./... 2>&1 | go run ./scripts/skips
 //
-// The expected-skips file (-expected, scripts/expected-skips.txt by
-// default) has one line per expected skip: the package (relative to the
-// module, or its full import path), a regular expression that must match
-// the whole test name (subtests included, as in TestA/sub), and the reason
-// the skip is expected on the machines make test runs on. Blank lines and
-// lines starting with # are ignored. Lines not on stdin in JSON (go's own
-// messages) are copied through.
+// The expected skips are read from scripts/expected-skips.txt (the skips
+// of no one family: lab-only tests, opt-in tests) and from every
+// expected-skips.txt under internal/ (a method family's own, kept in its
+// folder beside the tests that skip: internal/method/kernel/expected-skips.txt).
+// A family's file also names the family's subtests in other packages
+// (TestMethodsThroughAgents/l2tpv3 in internal/method/registry), so adding
+// a method touches its own folder only.
+// -expected names one file instead. Each file has one line per expected
+// skip: the package (relative to the module, or its full import path), a
+// regular expression that must match the whole test name (subtests
+// included, as in TestA/sub), and the reason the skip is expected on the
+// machines make test runs on. Blank lines and lines starting with # are
+// ignored. Lines not on stdin in JSON (go's own messages) are copied
+// through.
 package main
 
 import (
@@ -24,16 +31,24 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
 
 func main() {
-	expected := flag.String("expected", "scripts/expected-skips.txt", "the expected-skips file")
+	expected := flag.String("expected", "", "read only this expected-skips file (default: scripts/expected-skips.txt and every expected-skips.txt under internal/)")
 	verbose := flag.Bool("v", false, "copy every line of test output, as go test -v does")
 	flag.Parse()
-	exp, err := readExpected(*expected)
+	var exp []expectation
+	var err error
+	if *expected != "" {
+		exp, err = readExpected(*expected)
+	} else {
+		exp, err = readRepository(".")
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "skips: %v\n", err)
 		os.Exit(2)
@@ -53,6 +68,7 @@ type expectation struct {
 	pkg    string
 	test   *regexp.Regexp
 	reason string
+	file   string
 	line   int
 }
 
@@ -79,12 +95,45 @@ func parseExpected(name string, r io.Reader) ([]expectation, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: test-name pattern: %w", name, n, err)
 		}
-		out = append(out, expectation{pkg: strings.TrimSuffix(f[0], "/"), test: re, reason: strings.Join(f[2:], " "), line: n})
+		out = append(out, expectation{pkg: strings.TrimSuffix(f[0], "/"), test: re, reason: strings.Join(f[2:], " "), file: name, line: n})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read %s: %w", name, err)
 	}
 	return out, nil
+}
+
+// centralSkips is the expected-skips file of no one family, relative to
+// the module's root.
+const centralSkips = "scripts/expected-skips.txt"
+
+// familySkips is the name of a folder's own expected-skips file.
+const familySkips = "expected-skips.txt"
+
+// readRepository reads the module's expected skips (root is the module's
+// directory): the central file and every folder's file under internal/,
+// so that a method family's skips, wherever its tests sit (its own
+// package, or its subtest of internal/method/registry), live in its folder.
+func readRepository(root string) ([]expectation, error) {
+	exp, err := readExpected(filepath.Join(root, centralSkips))
+	if err != nil {
+		return nil, err
+	}
+	err = filepath.WalkDir(filepath.Join(root, "internal"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != familySkips {
+			return err
+		}
+		more, err := readExpected(path)
+		if err != nil {
+			return err
+		}
+		exp = append(exp, more...)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("expected skips: %w", err)
+	}
+	return exp, nil
 }
 
 func readExpected(path string) ([]expectation, error) {

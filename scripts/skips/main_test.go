@@ -237,22 +237,72 @@ func TestParseExpectedErrors(t *testing.T) {
 	}
 }
 
-// The repository's own file parses, and each line names a directory of
-// the module.
+// The repository's own files parse (the central one and every family's),
+// and each line names a directory of the module.
 func TestRepositoryExpectedSkips(t *testing.T) {
-	exp, err := readExpected("../expected-skips.txt")
+	exp, err := readRepository(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exp) == 0 {
-		t.Fatal("no expected skips: the file is empty")
-	}
+	files := map[string]bool{}
 	for _, e := range exp {
+		files[filepath.ToSlash(e.file)] = true
 		if strings.Contains(e.pkg, ".") {
-			t.Errorf("line %d: package %q: use the directory relative to the module", e.line, e.pkg)
+			t.Errorf("%s:%d: package %q: use the directory relative to the module", e.file, e.line, e.pkg)
 		} else if _, err := os.Stat(filepath.Join("..", "..", e.pkg)); err != nil {
-			t.Errorf("line %d: package %q: %v", e.line, e.pkg, err)
+			t.Errorf("%s:%d: package %q: %v", e.file, e.line, e.pkg, err)
 		}
+	}
+	for _, want := range []string{"../../scripts/expected-skips.txt", "../../internal/method/kernel/expected-skips.txt"} {
+		if !files[want] {
+			t.Errorf("no expected skip read from %s (read: %v)", want, files)
+		}
+	}
+}
+
+// A family's file is read beside the central one: a skip only it names is
+// expected, and a bad line in it is an error naming the file and line.
+func TestFamilyExpectedSkips(t *testing.T) {
+	root := t.TempDir()
+	for name, text := range map[string]string{
+		"scripts/expected-skips.txt":             "internal/cli  TestLabX  lab only\n",
+		"internal/method/fam/expected-skips.txt": "# fam\ninternal/method/fam  TestLabFam(/.*)?  host kernel lacks it\ninternal/method/registry  TestMethodsThroughAgents/fam/.*  same\n",
+	} {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exp, err := readRepository(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pkg, test string
+		want      bool
+	}{
+		{"github.com/x/internal/method/fam", "TestLabFam/ipv4", true},
+		{"github.com/x/internal/method/registry", "TestMethodsThroughAgents/fam/ipv6", true},
+		{"github.com/x/internal/cli", "TestLabX", true},
+		{"github.com/x/internal/method/fam", "TestOther", false},
+	} {
+		got := false
+		for _, e := range exp {
+			got = got || e.matches(c.pkg, c.test)
+		}
+		if got != c.want {
+			t.Errorf("%s %s: expected %v, want %v", c.pkg, c.test, got, c.want)
+		}
+	}
+	bad := filepath.Join(root, "internal/method/fam/expected-skips.txt")
+	if err := os.WriteFile(bad, []byte("internal/method/fam  TestLab(\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRepository(root); err == nil || !strings.Contains(err.Error(), "fam/expected-skips.txt:1") {
+		t.Errorf("a bad line in a family's file: error %v, want one naming the file and line", err)
 	}
 }
 

@@ -180,6 +180,12 @@ func (r *ipsecRuns) put(env *method.Env, run *ipsecRun) {
 	r.m[env] = run
 }
 
+func (r *ipsecRuns) get(env *method.Env) *ipsecRun {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.m[env]
+}
+
 func (r *ipsecRuns) take(env *method.Env) *ipsecRun {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -196,6 +202,19 @@ type ipsecRun struct {
 	restore []func() error
 }
 
+// ownsRule reports whether charon's rule to table 220 on side's host is
+// the run's: the host had none before (journalCharonRule).
+func (r *ipsecRun) ownsRule(side string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, c := range r.charons {
+		if c.ep.Side == side && c.ownsRule {
+			return true
+		}
+	}
+	return false
+}
+
 func (r *ipsecRun) add(c *charon) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -205,6 +224,9 @@ func (r *ipsecRun) add(c *charon) {
 // charon is one running charon daemon.
 type charon struct {
 	ep *testbed.Endpoint
+	// ownsRule: its host had no rule to table 220 before this charon
+	// (journalCharonRule), so the rule it adds is the run's to remove.
+	ownsRule bool
 	// run is charon's private /run on the host: strongswan.conf, the pid
 	// file, the vici socket and the log live there.
 	run  string
@@ -234,9 +256,11 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 	// namespace (a testbed namespace goes with its rule): the journal
 	// takes it out then, unless the host had one before.
 	if !ep.Local() {
-		if err := journalCharonRule(ep); err != nil {
+		owns, err := journalCharonRule(ep)
+		if err != nil {
 			return nil, err
 		}
+		c.ownsRule = owns
 	}
 	// unshare execs sh, which execs charon: the pid stays charon's.
 	p, err := method.StartDaemon(ep, "charon", c.logPath(),
@@ -647,6 +671,32 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 	return path, nil
 }
 
+// Rekey makes side a's charon rekey the CHILD_SA (method.Rekeyer): a new
+// SA pair is negotiated and installed, and the old one deleted.
+func (m *IPsec) Rekey(ctx context.Context, env *method.Env) (string, error) {
+	return ipsecRekey(ctx, m.runs.get(env), "tunbench")
+}
+
+func ipsecRekey(ctx context.Context, run *ipsecRun, child string) (string, error) {
+	how := "swanctl --rekey --child " + child
+	if run == nil {
+		return how, errors.New("ipsec: rekey: not set up")
+	}
+	run.mu.Lock()
+	var a *charon
+	if len(run.charons) > 0 {
+		a = run.charons[0]
+	}
+	run.mu.Unlock()
+	if a == nil {
+		return how, errors.New("ipsec: rekey: no charon running")
+	}
+	if _, err := a.swanctl(ctx, "--rekey", "--child", child); err != nil {
+		return how, a.proc.Failure("rekey CHILD_SA "+child, err)
+	}
+	return how, nil
+}
+
 // Teardown stops both charons (they remove their SAs, routes and TUN
 // devices), then removes whatever a killed charon or a partial Setup left:
 // the overlay addresses on lo, table 220 and its rule, xfrm state, and the
@@ -673,10 +723,15 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 		if ep == nil || ep.NL == nil {
 			continue
 		}
-		if err := ipsecCleanNamespace(ep); err != nil {
+		// Without the run (a Setup that failed before it started a
+		// charon, a second Teardown) a host's rule is left to the
+		// journal, which knows whether it was there before.
+		if err := ipsecCleanNamespace(ep, func() bool { return run != nil && run.ownsRule(ep.Side) }); err != nil {
 			errs = append(errs, err)
-		} else if err := ep.ForgetUndo(charonRuleUndo); err != nil {
-			errs = append(errs, err)
+		} else if run != nil || ep.Local() {
+			if err := ep.ForgetUndo(charonRuleUndo); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := ep.RemoveAll(filepath.Join(method.SideRoot(env, ep), name+"-"+ep.Side)); err != nil {
 			errs = append(errs, err)
@@ -693,32 +748,38 @@ const charonRuleUndo = "ipsec-rule-220"
 
 // journalCharonRule records, unless ep's host already has a rule to
 // charonTable, that the rule charon is about to add must go when the run
-// dies (testbed.UndoDelRule).
-func journalCharonRule(ep *testbed.Endpoint) error {
+// dies (testbed.UndoDelRule), and reports whether it did: the rule will
+// be the run's.
+func journalCharonRule(ep *testbed.Endpoint) (bool, error) {
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		rules, err := ep.NL.RuleList(fam)
 		if err != nil {
-			return fmt.Errorf("%s: list rules: %w", ep.Side, err)
+			return false, fmt.Errorf("%s: list rules: %w", ep.Side, err)
 		}
 		for _, r := range rules {
 			if r.Table == charonTable {
-				return nil
+				return false, nil
 			}
 		}
 	}
-	return ep.RecordUndo(charonRuleUndo, testbed.Undo{Kind: testbed.UndoDelRule, Table: charonTable})
+	return true, ep.RecordUndo(charonRuleUndo, testbed.Undo{Kind: testbed.UndoDelRule, Table: charonTable})
 }
 
 // ipsecCleanNamespace removes from ep's namespace what the IPsec methods
-// may have left: overlay host addresses on lo, routes in table 220 and
-// the rule that looks it up, and every xfrm state and policy (the
-// namespace belongs to the testbed; nothing else puts xfrm state there).
-func ipsecCleanNamespace(ep *testbed.Endpoint) error {
+// may have left, and nothing else (on the ssh testbed the namespace is a
+// host's own, which may run IPsec of its own): the overlay host addresses
+// on lo, the routes in table 220 to tunbench's addresses, charon's rule to
+// table 220 when ownsRule (the run added it) or, with no run to ask, when
+// the table is left empty, the xfrm policies whose selector is one of
+// tunbench's addresses and the xfrm states those policies' templates
+// name (by reqid) or that run between tunbench's addresses.
+func ipsecCleanNamespace(ep *testbed.Endpoint, ownsRule func() bool) error {
 	var errs []error
 	lo, err := ep.NL.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
 	}
+	tableLeft := 0
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		addrs, err := ep.NL.AddrList(lo, fam)
 		if err != nil {
@@ -738,32 +799,87 @@ func ipsecCleanNamespace(ep *testbed.Endpoint) error {
 		routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: charonTable}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: list routes of table %d: %w", ep.Side, charonTable, err))
+			tableLeft++
 		}
 		for _, r := range routes {
+			if !ownNet(r.Dst) {
+				tableLeft++
+				continue
+			}
 			if err := ep.NL.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
 				errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
 			}
 		}
-		rules, err := ep.NL.RuleList(fam)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: list rules: %w", ep.Side, err))
+	}
+	if ownsRule() || tableLeft == 0 && ep.Local() {
+		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+			rules, err := ep.NL.RuleList(fam)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: list rules: %w", ep.Side, err))
+			}
+			for _, r := range rules {
+				if r.Table != charonTable {
+					continue
+				}
+				if err := ep.NL.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+					errs = append(errs, fmt.Errorf("%s: delete rule to table %d: %w", ep.Side, charonTable, err))
+				}
+			}
 		}
-		for _, r := range rules {
-			if r.Table != charonTable {
+	}
+	reqids := map[int]bool{}
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		policies, err := ep.NL.XfrmPolicyList(fam)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list xfrm policies: %w", ep.Side, err))
+		}
+		for _, p := range policies {
+			if !ownNet(p.Src) && !ownNet(p.Dst) {
 				continue
 			}
-			if err := ep.NL.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, fmt.Errorf("%s: delete rule to table %d: %w", ep.Side, charonTable, err))
+			for _, t := range p.Tmpls {
+				if t.Reqid != 0 {
+					reqids[t.Reqid] = true
+				}
+			}
+			if err := ep.NL.XfrmPolicyDel(&p); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("%s: delete xfrm policy %s -> %s: %w", ep.Side, p.Src, p.Dst, err))
 			}
 		}
 	}
-	if err := ep.NL.XfrmPolicyFlush(); err != nil {
-		errs = append(errs, fmt.Errorf("%s: flush xfrm policies: %w", ep.Side, err))
-	}
-	if err := ep.NL.XfrmStateFlush(0); err != nil {
-		errs = append(errs, fmt.Errorf("%s: flush xfrm states: %w", ep.Side, err))
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		states, err := ep.NL.XfrmStateList(fam)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list xfrm states: %w", ep.Side, err))
+		}
+		for _, st := range states {
+			if !reqids[st.Reqid] && !(ownIP(st.Src) && ownIP(st.Dst)) {
+				continue
+			}
+			if err := ep.NL.XfrmStateDel(&st); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("%s: delete xfrm state %s -> %s spi %#x: %w", ep.Side, st.Src, st.Dst, st.Spi, err))
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// ownNet reports whether n lies in the address ranges tunbench uses
+// (method.Benchmarking); a nil or default net does not.
+func ownNet(n *net.IPNet) bool {
+	if n == nil {
+		return false
+	}
+	if ones, _ := n.Mask.Size(); ones == 0 {
+		return false
+	}
+	return ownIP(n.IP)
+}
+
+// ownIP reports whether ip is in the address ranges tunbench uses.
+func ownIP(ip net.IP) bool {
+	a, ok := netip.AddrFromSlice(ip)
+	return ok && method.Benchmarking(a.Unmap())
 }
 
 // addLoAddr adds addr as a host address on lo.

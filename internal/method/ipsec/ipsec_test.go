@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -177,7 +179,8 @@ func TestIPsecLibipsec(t *testing.T) {
 	faults := ipsecWithoutESP(t)
 	for _, family := range []string{method.IPv4, method.IPv6} {
 		t.Run(family, func(t *testing.T) {
-			l, env, path := methodtest.SetupFaults(t, ipsec.NewIPsec(), family, 1500, nil, faults)
+			m := ipsec.NewIPsec()
+			l, env, path := methodtest.SetupFaults(t, m, family, 1500, nil, faults)
 			if !strings.HasPrefix(path.Variant, "kernel-libipsec") || path.Datapath != method.DatapathLibipsec {
 				t.Fatalf("variant %q, datapath %q on a kernel without ESP, want kernel-libipsec, libipsec", path.Variant, path.Datapath)
 			}
@@ -195,8 +198,42 @@ func TestIPsecLibipsec(t *testing.T) {
 			})
 			ipsecCheckESP(t, l, frames, wire.EncapESPUDP, env.UnderlayMTU, spis)
 			t.Logf("%s %s: %.2f Gbit/s (one TCP stream, 2 s)", path.Variant, family, methodtest.Gbps(t, out))
+			ipsecRekeyCheck(t, m, l, env, path, spis)
 		})
 	}
+}
+
+// ipsecRekeyCheck forces a rekey (method.Rekeyer): new SPIs replace the
+// old ones, and traffic flows over them.
+func ipsecRekeyCheck(t *testing.T, m method.Method, l *testbed.Local, env *method.Env, path *method.Path, before map[uint32]bool) {
+	t.Helper()
+	rk, ok := m.(method.Rekeyer)
+	if !ok {
+		t.Fatal("ipsec is not a method.Rekeyer")
+	}
+	how, err := rk.Rekey(context.Background(), env)
+	if err != nil {
+		t.Fatalf("rekey: %v", err)
+	}
+	if how != "swanctl --rekey --child tunbench" {
+		t.Errorf("rekey says %q", how)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		now := ipsecSPIs(t, l, filepath.Join(env.Dir, "ipsec-a"))
+		fresh := false
+		for spi := range now {
+			fresh = fresh || !before[spi]
+		}
+		if fresh {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new SPI 10 s after the rekey: %v, before %v", now, before)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	methodtest.Ping(t, l, path)
 }
 
 // TestIPsecCiphers carries traffic with each cipher and checks that charon
@@ -391,6 +428,100 @@ func TestIPsecTeardown(t *testing.T) {
 	if diff := cmp.Diff(before, ipsecHostFiles(t)); diff != "" {
 		t.Errorf("host strongSwan files changed (-before +after):\n%s", diff)
 	}
+}
+
+// TestIPsecTeardownKeepsOthers: on a host's own namespace (the ssh
+// testbed) another IPsec may live beside the run's, so Teardown removes
+// only what is tunbench's: an xfrm policy between other addresses, a
+// route in table 220 to another network, and the rule to table 220 that
+// route needs stay; the run's own routes, policies and lo addresses go
+// (charon takes its own rule with it when it stops).
+// (This kernel refuses xfrm states without ESP; the lab's teardown test
+// covers states.)
+func TestIPsecTeardownKeepsOthers(t *testing.T) {
+	ipsecRequireSwan(t)
+	m := ipsec.NewIPsec()
+	l, env, path := methodtest.Setup(t, m, method.IPv4, 1500, nil)
+	methodtest.Ping(t, l, path)
+	ep := l.A
+	// Another IPsec's state on the same host, in documentation ranges
+	// (configuration only: nothing is sent).
+	_, other, _ := net.ParseCIDR("192.0.2.0/25")
+	_, otherDst, _ := net.ParseCIDR("192.0.2.128/25")
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	foreignRoute := &netlink.Route{LinkIndex: lo.Attrs().Index, Dst: otherDst, Table: 220}
+	// charon removes its own rule (priority 220) when it stops; the
+	// other IPsec's rule has another priority.
+	foreignRule := netlink.NewRule()
+	foreignRule.Table, foreignRule.Priority, foreignRule.Family = 220, 1220, netlink.FAMILY_V4
+	foreignPolicy := &netlink.XfrmPolicy{Src: other, Dst: otherDst, Dir: netlink.XFRM_DIR_OUT,
+		Tmpls: []netlink.XfrmPolicyTmpl{{Src: net.ParseIP("192.0.2.1"), Dst: net.ParseIP("192.0.2.129"), Proto: netlink.XFRM_PROTO_ESP, Mode: netlink.XFRM_MODE_TUNNEL, Reqid: 4242}}}
+	ourPolicy := &netlink.XfrmPolicy{Src: netipNet(method.OverlayA4.Addr()), Dst: netipNet(method.OverlayB4.Addr()), Dir: netlink.XFRM_DIR_OUT,
+		Tmpls: []netlink.XfrmPolicyTmpl{{Src: net.ParseIP("198.18.0.1"), Dst: net.ParseIP("198.18.0.2"), Proto: netlink.XFRM_PROTO_ESP, Mode: netlink.XFRM_MODE_TUNNEL, Reqid: 4243}}}
+	for _, add := range []func() error{
+		func() error { return ep.NL.RouteAdd(foreignRoute) },
+		func() error { return ep.NL.RuleAdd(foreignRule) },
+		func() error { return ep.NL.XfrmPolicyAdd(foreignPolicy) },
+		func() error { return ep.NL.XfrmPolicyAdd(ourPolicy) },
+	} {
+		if err := add(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	var got []string
+	routes, err := ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: 220}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		got = append(got, "route "+r.Dst.String()+" table 220")
+	}
+	rules, err := ep.NL.RuleList(netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.Table == 220 {
+			got = append(got, fmt.Sprintf("rule priority %d to table 220", r.Priority))
+		}
+	}
+	policies, err := ep.NL.XfrmPolicyList(netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range policies {
+		got = append(got, fmt.Sprintf("policy %s -> %s", p.Src, p.Dst))
+	}
+	want := []string{"route 192.0.2.128/25 table 220", "rule priority 1220 to table 220", "policy 192.0.2.0/25 -> 192.0.2.128/25"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("side a after Teardown (-want +got):\n%s", diff)
+	}
+	// Now the host's own go too, and the namespace is clean.
+	if err := ep.NL.XfrmPolicyDel(foreignPolicy); err != nil {
+		t.Fatal(err)
+	}
+	if err := ep.NL.RouteDel(foreignRoute); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if r.Table == 220 {
+			if err := ep.NL.RuleDel(&r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ipsecCheckClean(t, ep)
+}
+
+// netipNet is addr as a host network.
+func netipNet(a netip.Addr) *net.IPNet {
+	return &net.IPNet{IP: a.AsSlice(), Mask: net.CIDRMask(a.BitLen(), a.BitLen())}
 }
 
 // ipsecCheckClean checks that ep holds nothing of an IPsec method.

@@ -172,7 +172,7 @@ func AgentTunnel(t *testing.T, m method.Method, family string, opts map[string]s
 	}
 	if largest := maxTunnelIPLen(echo); largest != env.UnderlayMTU {
 		t.Errorf("largest echo request is %d bytes on the underlay, want exactly the underlay MTU %d (overhead %d)",
-			largest, env.UnderlayMTU, m.Overhead(family))
+			largest, env.UnderlayMTU, env.UnderlayMTU-env.OverlayMTU)
 	}
 
 	c, err = wire.Start(l.A, l.A.Dev)

@@ -49,9 +49,16 @@ var options = []method.Option{
 		Help: "UDP listen port of both sides"},
 }
 
-// handshakeTimeout bounds the wait for the first packet through the
-// tunnel (a variable for tests).
-var handshakeTimeout = 15 * time.Second
+// defaultHandshakeTimeout is Nebula.HandshakeTimeout's default.
+const defaultHandshakeTimeout = 15 * time.Second
+
+// handshakeTimeout is n's wait for the first packet through the tunnel.
+func (n *Nebula) handshakeTimeout() time.Duration {
+	if n.HandshakeTimeout > 0 {
+		return n.HandshakeTimeout
+	}
+	return defaultHandshakeTimeout
+}
 
 // Nebula is Slack's Nebula: one nebula daemon per side, each creating its
 // TUN device (named with the run's prefix, MTU the overlay MTU) and
@@ -71,6 +78,10 @@ var handshakeTimeout = 15 * time.Second
 // (default 4242). It is safe for concurrent use by runs with distinct
 // Env.Dir.
 type Nebula struct {
+	// HandshakeTimeout bounds the wait for the first packet through the
+	// tunnel; zero is 15 s (tests shorten it).
+	HandshakeTimeout time.Duration
+
 	mu   sync.Mutex
 	runs map[string][]*method.Process // by Env.Dir
 }
@@ -366,7 +377,7 @@ func (n *Nebula) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 			return nil, err
 		}
 	}
-	if err := waitTunnel(ctx, sides, procs); err != nil {
+	if err := waitTunnel(ctx, sides, procs, n.handshakeTimeout()); err != nil {
 		return nil, err
 	}
 	va, vb := n.ImplementationOn(ctx, env.A), n.ImplementationOn(ctx, env.B)
@@ -386,7 +397,7 @@ func (n *Nebula) Setup(ctx context.Context, env *method.Env) (*method.Path, erro
 // waitTunnel pings b's overlay address from a, once a second, until it
 // answers: the first ping starts the handshake. On timeout the error
 // quotes both daemons' logs.
-func waitTunnel(ctx context.Context, sides [2]*side, procs [2]*method.Process) error {
+func waitTunnel(ctx context.Context, sides [2]*side, procs [2]*method.Process, handshakeTimeout time.Duration) error {
 	a, b := sides[0], sides[1]
 	var last error
 	err := method.WaitFor(ctx, handshakeTimeout, "nebula tunnel", func() (bool, error) {

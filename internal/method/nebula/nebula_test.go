@@ -327,8 +327,8 @@ func checkNebulaWire(t *testing.T, l *testbed.Local, env *method.Env, frames []w
 // (twice) leaves no link, daemon or file behind.
 func TestNebulaUnreachable(t *testing.T) {
 	needNebula(t)
-	t.Cleanup(nebula.SetHandshakeTimeout(3 * time.Second))
 	m := nebula.New()
+	m.HandshakeTimeout = 3 * time.Second
 	l := testbedtest.New(t, 1500)
 	blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
 	if err := l.A.NL.RouteAdd(blackhole); err != nil {

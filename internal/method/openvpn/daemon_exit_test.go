@@ -15,7 +15,7 @@ import (
 func TestDaemonExitThroughMethodWaits(t *testing.T) {
 	ctx := context.Background()
 	methodtest.CheckWaitsSeeExit(t, map[string]methodtest.DaemonWait{
-		"openvpn init": func(p *method.Process, ep *testbed.Endpoint) error { return ovpnWaitInit(ctx, ep, p) },
+		"openvpn init": func(p *method.Process, ep *testbed.Endpoint) error { return ovpnWaitInit(ctx, ep, p, ovpnInitTimeout) },
 		"openvpn client": func(p *method.Process, ep *testbed.Endpoint) error {
 			_, err := ovpnWaitClient(ctx, ep, p, filepath.Join(ep.Dir, "status"), "AES-256-GCM")
 			return err

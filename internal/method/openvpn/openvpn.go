@@ -51,6 +51,10 @@ import (
 //
 // It is safe for concurrent use by runs with distinct Env.Dir.
 type OpenVPN struct {
+	// InitTimeout bounds each wait for a daemon to complete its
+	// initialisation; zero is 15 s (tests shorten it).
+	InitTimeout time.Duration
+
 	mu   sync.Mutex
 	runs map[string][]*method.Process // by Env.Dir
 }
@@ -67,13 +71,20 @@ const (
 	OpenVPNChaCha20  = "CHACHA20-POLY1305"
 )
 
-// ovpnInitTimeout bounds each wait for a daemon to complete its
-// initialisation (a variable for tests).
-var ovpnInitTimeout = 15 * time.Second
+// ovpnInitTimeout is OpenVPN.InitTimeout's default.
+const ovpnInitTimeout = 15 * time.Second
+
+// initTimeout is m's wait for a daemon's initialisation.
+func (m *OpenVPN) initTimeout() time.Duration {
+	if m.InitTimeout > 0 {
+		return m.InitTimeout
+	}
+	return ovpnInitTimeout
+}
 
 // ovpnStatusTimeout bounds the wait for the server's status file to list
 // the connected client (it is rewritten every second).
-var ovpnStatusTimeout = 5 * time.Second
+const ovpnStatusTimeout = 5 * time.Second
 
 // ovpnInitDone is what OpenVPN logs once it is up: for the client, once
 // the TLS handshake, the pushed options and its TUN device are done.
@@ -467,7 +478,7 @@ func (m *OpenVPN) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 		}
 		m.record(env, p)
 		procs[i] = p
-		if err := ovpnWaitInit(ctx, ep, p); err != nil {
+		if err := ovpnWaitInit(ctx, ep, p, m.initTimeout()); err != nil {
 			return nil, err
 		}
 	}
@@ -496,8 +507,8 @@ func (m *OpenVPN) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 // ovpnWaitInit waits until p, started on ep, logs that its initialisation
 // is complete (its log is read on ep's host). An exit, a completion "With
 // Errors" or the timeout is an error quoting the log.
-func ovpnWaitInit(ctx context.Context, ep *testbed.Endpoint, p *method.Process) error {
-	err := method.WaitFor(ctx, ovpnInitTimeout, fmt.Sprintf("%q in %s", ovpnInitDone, filepath.Base(p.Log)), func() (bool, error) {
+func ovpnWaitInit(ctx context.Context, ep *testbed.Endpoint, p *method.Process, timeout time.Duration) error {
+	err := method.WaitFor(ctx, timeout, fmt.Sprintf("%q in %s", ovpnInitDone, filepath.Base(p.Log)), func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}

@@ -37,13 +37,5 @@ const (
 	OpenVPNClientName = ovpnClientName
 )
 
-// SetOpenVPNInitTimeout sets the wait for a daemon's initialisation and
-// returns a function restoring it.
-func SetOpenVPNInitTimeout(d time.Duration) (restore func()) {
-	old := ovpnInitTimeout
-	ovpnInitTimeout = d
-	return func() { ovpnInitTimeout = old }
-}
-
 // OpenVPNNetmask is ovpnNetmask.
 func OpenVPNNetmask(p netip.Prefix) string { return ovpnNetmask(p) }

@@ -723,7 +723,6 @@ func checkOpenVPNWire(t *testing.T, frames []wire.Frame, env *method.Env, proto 
 // Setup leaves no link, process or file behind.
 func TestOpenVPNStartFailure(t *testing.T) {
 	requireOpenVPN(t)
-	t.Cleanup(openvpn.SetOpenVPNInitTimeout(3 * time.Second))
 	l := testbedtest.New(t, 1500)
 	ctx := context.Background()
 	blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
@@ -731,6 +730,7 @@ func TestOpenVPNStartFailure(t *testing.T) {
 		t.Fatalf("a: blackhole %s: %v", l.B.Addr4.Addr(), err)
 	}
 	m := openvpn.NewOpenVPN()
+	m.InitTimeout = 3 * time.Second
 	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
 	env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(method.IPv4),
 		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir}

@@ -7,10 +7,14 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/kernel"
+	"github.com/tunbench/tunbench/internal/method/l2tp"
+	"github.com/tunbench/tunbench/internal/method/macsec"
 	"github.com/tunbench/tunbench/internal/method/nebula"
 	"github.com/tunbench/tunbench/internal/method/openvpn"
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/method/podnet"
+	"github.com/tunbench/tunbench/internal/method/sshtunnel"
+	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 )
 
@@ -41,5 +45,9 @@ func Builtin() *method.Registry {
 		ebpftun.EBPFGRE,
 		ebpftun.EBPFIPIP,
 		podnet.PodNetwork{},
+		tailscale.New(),
+		sshtunnel.New(),
+		l2tp.L2TPv3{},
+		macsec.MACsec{},
 	)
 }

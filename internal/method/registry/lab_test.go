@@ -11,7 +11,7 @@ import (
 // host may lack: the methods' core (netem), the kernel tunnels, kernel
 // WireGuard, IPsec over xfrm, OVS's kernel datapath, the eBPF tunnels'
 // interoperation with the kernel's devices, and every method through two
-// agents (this package).
+// agents (this package), and the L2TPv3 and MACsec families.
 var labPackages = []string{
 	"github.com/tunbench/tunbench/internal/method",
 	"github.com/tunbench/tunbench/internal/method/kernel",
@@ -20,6 +20,8 @@ var labPackages = []string{
 	"github.com/tunbench/tunbench/internal/method/ovs",
 	"github.com/tunbench/tunbench/internal/method/ebpftun",
 	"github.com/tunbench/tunbench/internal/method/registry",
+	"github.com/tunbench/tunbench/internal/method/l2tp",
+	"github.com/tunbench/tunbench/internal/method/macsec",
 }
 
 // TestKernelLab runs every TestLab* test of labPackages inside a stock

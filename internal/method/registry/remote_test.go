@@ -60,6 +60,7 @@ var labThroughAgents = []struct {
 	{"ovs-vxlan", map[string]string{"datapath": "system"}},
 	{"ovs-geneve", map[string]string{"datapath": "system"}},
 	{"ovs-gre", map[string]string{"datapath": "system"}},
+	{"l2tpv3", nil}, {"macsec", nil},
 }
 
 // TestLabMethodsThroughAgents is TestMethodsThroughAgents for the methods

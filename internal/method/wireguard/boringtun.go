@@ -80,3 +80,6 @@ func (m *BoringTun) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 
 // Teardown stops both daemons and removes their devices, sockets and keys.
 func (m *BoringTun) Teardown(_ context.Context, env *method.Env) error { return m.u.teardown(env) }
+
+// Rekey forces a new handshake (method.Rekeyer; see wgRekey).
+func (m *BoringTun) Rekey(_ context.Context, env *method.Env) (string, error) { return m.u.rekey(env) }

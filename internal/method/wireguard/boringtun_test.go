@@ -14,7 +14,7 @@ func TestBoringTun(t *testing.T) {
 	requireProgram(t, m, "boringtun-cli")
 	for _, family := range m.Families() {
 		t.Run(family, func(t *testing.T) {
-			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r) })
+			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r); wgRekeyCheck(t, m, r) })
 		})
 	}
 }

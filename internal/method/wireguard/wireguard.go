@@ -840,6 +840,16 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 	}, nil
 }
 
+// rekey forces a new handshake on side a's daemon (see wgRekey).
+func (u *wgUserspace) rekey(env *method.Env) (string, error) {
+	dir, err := method.SideDir(env, u.d.method, env.A)
+	if err != nil {
+		return "", err
+	}
+	s := &wgSide{ep: env.A, dev: wgDevName(env, env.A), dir: dir}
+	return wgRekey(env, u.d.method, wgUAPI{ep: env.A, sock: wgSocket(s)})
+}
+
 // teardown stops the daemons (which removes their devices and sockets),
 // deletes any device left, and removes the side directories.
 func (u *wgUserspace) teardown(env *method.Env) error {
@@ -858,4 +868,44 @@ func (u *wgUserspace) teardown(env *method.Env) error {
 		method.DelLinks(env.B, wgDevName(env, env.B)),
 		wgRemoveDirs(env, u.d.method))
 	return errors.Join(errs...)
+}
+
+// wgRekey forces a new handshake (method.Rekeyer): side a removes its
+// peer, dropping the session keys, and adds it back as it was (public
+// key, preshared key read from the side directory, endpoint, allowed
+// IPs); a's next packet starts a new handshake, which b answers. It
+// returns what it did, naming no key.
+func wgRekey(env *method.Env, name string, ctl wgControl) (string, error) {
+	const how = "remove and re-add the peer on side a (new handshake)"
+	d, err := ctl.device()
+	if err != nil {
+		return how, fmt.Errorf("a: read %s: %w", name, err)
+	}
+	if len(d.Peers) != 1 {
+		return how, fmt.Errorf("a: %s has %d peers, want 1", name, len(d.Peers))
+	}
+	p := d.Peers[0]
+	dir, err := method.SideDir(env, name, env.A)
+	if err != nil {
+		return how, err
+	}
+	data, err := env.A.ReadFile(filepath.Join(dir, "preshared.key"))
+	if err != nil {
+		return how, fmt.Errorf("a: read the preshared key: %w", err)
+	}
+	psk, err := wgtypes.ParseKey(strings.TrimSpace(string(data)))
+	if err != nil {
+		return how, fmt.Errorf("a: preshared key: %w", errMalformed)
+	}
+	if err := ctl.configure(wgtypes.Config{Peers: []wgtypes.PeerConfig{{PublicKey: p.PublicKey, Remove: true}}}); err != nil {
+		return how, fmt.Errorf("a: remove the peer: %w", err)
+	}
+	err = ctl.configure(wgtypes.Config{Peers: []wgtypes.PeerConfig{{
+		PublicKey: p.PublicKey, PresharedKey: &psk, Endpoint: p.Endpoint,
+		ReplaceAllowedIPs: true, AllowedIPs: p.AllowedIPs,
+	}}})
+	if err != nil {
+		return how, fmt.Errorf("a: add the peer back: %w", err)
+	}
+	return how, nil
 }

@@ -78,3 +78,8 @@ func (m *WireGuardGo) Setup(ctx context.Context, env *method.Env) (*method.Path,
 
 // Teardown stops both daemons and removes their devices, sockets and keys.
 func (m *WireGuardGo) Teardown(_ context.Context, env *method.Env) error { return m.u.teardown(env) }
+
+// Rekey forces a new handshake (method.Rekeyer; see wgRekey).
+func (m *WireGuardGo) Rekey(_ context.Context, env *method.Env) (string, error) {
+	return m.u.rekey(env)
+}

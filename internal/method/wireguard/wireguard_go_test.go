@@ -29,7 +29,7 @@ func TestWireGuardGo(t *testing.T) {
 	requireProgram(t, m, "wireguard-go")
 	for _, family := range m.Families() {
 		t.Run(family, func(t *testing.T) {
-			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r) })
+			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r); wgRekeyCheck(t, m, r) })
 		})
 	}
 }

@@ -82,3 +82,8 @@ func (WireGuard) Teardown(_ context.Context, env *method.Env) error {
 		wgRemoveDirs(env, "wireguard"),
 	)
 }
+
+// Rekey forces a new handshake (method.Rekeyer; see wgRekey).
+func (WireGuard) Rekey(_ context.Context, env *method.Env) (string, error) {
+	return wgRekey(env, "wireguard", wgKernel{ep: env.A, dev: wgDevName(env, env.A)})
+}

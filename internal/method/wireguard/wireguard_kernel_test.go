@@ -39,7 +39,7 @@ func TestLabWireGuard(t *testing.T) {
 	m := wireguard.WireGuard{}
 	for _, family := range m.Families() {
 		t.Run(family, func(t *testing.T) {
-			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r) })
+			runWireGuard(t, m, family, nil, func(r *wgRun) { wgShow(t, r); wgRekeyCheck(t, m, r) })
 		})
 	}
 }

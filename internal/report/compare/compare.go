@@ -154,6 +154,22 @@ var compareMetrics = []metric{
 	{"p50 rtt", summary.UnitMicros, false, func(s summary.Summary) summary.Figure { return s.P50RTT }},
 	{"p99 rtt", summary.UnitMicros, false, func(s summary.Summary) summary.Figure { return s.P99RTT }},
 	{"gbit/s per core", summary.UnitGbpsPerCore, true, func(s summary.Summary) summary.Figure { return s.GbpsPerCore }},
+	// The connect and recover tests: lower is better.
+	{"connect", summary.UnitSeconds, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.Total })},
+	{"recover", summary.UnitSeconds, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.Recovery })},
+	{"recover lost", summary.UnitRequests, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.Lost })},
+	{"rekey outage", summary.UnitSeconds, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.RekeyOutage })},
+}
+
+// connectFigure reads a figure of the connect and recover tests; none
+// when the row has no such test.
+func connectFigure(get func(*summary.ConnectSummary) summary.Figure) func(summary.Summary) summary.Figure {
+	return func(s summary.Summary) summary.Figure {
+		if s.Tests == nil || s.Tests.Connect == nil {
+			return summary.Figure{}
+		}
+		return get(s.Tests.Connect)
+	}
 }
 
 // Compare measures run B against run A: for every cell (key) in both runs

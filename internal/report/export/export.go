@@ -87,6 +87,10 @@ var WideCSVHeader = []string{
 	"congestion_control", "congestion_control_used",
 	// Issue 34: where the method's packets were processed.
 	"datapath",
+	// Issue 33: the connect and recover tests.
+	"connect_setup_s", "connect_handshake_s", "connect_total_s",
+	"recover_down_s", "recover_s", "recover_lost_requests", "recover_outage_s",
+	"rekey_outage_s", "rekey_lost_requests",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -138,7 +142,30 @@ func wideRow(run result.Run, c result.Cell) []string {
 		c.Error,
 	)
 	row = append(row, csvTestColumns(c)...)
-	return append(row, p.CongestionControl, c.Meta.CongestionControl, summary.CellDatapath(c))
+	row = append(row, p.CongestionControl, c.Meta.CongestionControl, summary.CellDatapath(c))
+	return append(row, connectColumns(c)...)
+}
+
+// connectColumns are the connect and recover tests' CSV fields: empty
+// where not measured (recover_s also when traffic never came back).
+func connectColumns(c result.Cell) []string {
+	row := []string{"", "", ""}
+	if k := c.Connect; k != nil {
+		row = []string{flt(k.Setup), flt(k.Handshake), flt(k.Total)}
+	}
+	r := c.Recover
+	if r == nil {
+		return append(row, "", "", "", "", "", "")
+	}
+	rec := ""
+	if r.Recovered {
+		rec = flt(r.Recovery)
+	}
+	row = append(row, flt(r.Down), rec, strconv.FormatInt(r.Lost, 10), flt(r.Outage))
+	if k := r.Rekey; k != nil && k.Error == "" {
+		return append(row, flt(k.Outage), strconv.FormatInt(k.Lost, 10))
+	}
+	return append(row, "", "")
 }
 
 // csvTestColumns are the issue-12 columns: empty where not measured.
@@ -338,6 +365,29 @@ func measuredValues(c result.Cell) []measuredValue {
 		i("mss_probe", unitBytes, int64(m.TCPMSS))
 		f("mss_probe_throughput", unitBitPerSecond, m.TCPBitsPerSecond)
 		b("mss_probe_stalled", m.Stalled)
+	}
+	if k := c.Connect; k != nil {
+		f("connect_setup", unitSeconds, k.Setup)
+		f("connect_handshake", unitSeconds, k.Handshake)
+		f("connect_total", unitSeconds, k.Total)
+		f("connect_harness", unitSeconds, k.Harness)
+		i("connect_probes", unitCount, k.Probes)
+	}
+	if r := c.Recover; r != nil {
+		f("recover_down", unitSeconds, r.Down)
+		b("recover_recovered", r.Recovered)
+		if r.Recovered {
+			f("recover_time", unitSeconds, r.Recovery)
+		}
+		i("recover_sent", unitCount, r.Sent)
+		i("recover_lost", unitCount, r.Lost)
+		f("recover_outage", unitSeconds, r.Outage)
+		if k := r.Rekey; k != nil && k.Error == "" {
+			i("rekey_sent", unitCount, k.Sent)
+			i("rekey_lost", unitCount, k.Lost)
+			f("rekey_outage", unitSeconds, k.Outage)
+			f("rekey_command", unitSeconds, k.Took)
+		}
 	}
 	for _, u := range c.UDPSizes {
 		frame := strconv.Itoa(u.FrameBytes)

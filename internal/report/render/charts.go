@@ -89,6 +89,7 @@ var Sections = []struct{ ID, Heading string }{
 	{SectionParallel, "Parallel iperf3 processes: throughput and CPU against streams"},
 	{SectionLineRate, "% of line rate against iperf3 processes"},
 	{SectionUDPSizes, "Packet-size sweep"},
+	{SectionConnect, "Connect and recover"},
 	{SectionMTU, "Underlay MTU"},
 	{SectionMSS, "TCP maximum segment size"},
 	{SectionOffloads, "Offloads"},
@@ -342,6 +343,13 @@ var figureKinds = []func(chartInput) []Chart{
 		var out []Chart
 		for _, ps := range in.sets {
 			out = append(out, udpSizeCharts(in.run.ID, ps, in.byKey)...)
+		}
+		return out
+	},
+	func(in chartInput) []Chart {
+		var out []Chart
+		for _, ps := range in.sets {
+			out = append(out, connectCharts(in.run.ID, ps, in.byKey)...)
 		}
 		return out
 	},

@@ -324,6 +324,7 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 	parallelClaims(tc)
 	lineRateClaims(tc)
 	udpClaims(tc)
+	connectClaims(tc)
 
 	// The effect of one parameter on each method: MTU, offloads, streams, MSS.
 	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, good, link)...)

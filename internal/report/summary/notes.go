@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/kind"
 	"github.com/tunbench/tunbench/internal/result"
 )
 
@@ -194,7 +194,7 @@ func CCName(cc string) string {
 // records older than that, when the host's default was bbr and no
 // algorithm was asked for.
 func pacingWarning(run result.Run, rows []Summary) string {
-	if e, ok := bed.Named(run.Testbed); !ok || !e.Local {
+	if e, ok := kind.Named(run.Testbed); !ok || !e.Local {
 		return ""
 	}
 	v := VaryingParams(rows)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/kind"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/stats"
@@ -151,7 +151,7 @@ func BuildReferences(run result.Run, rows []Summary, figures []string) Reference
 // it; records without a testbed ran on the default one); "" where it
 // cannot be told (ssh hosts, a cluster).
 func testbedClass(run result.Run) string {
-	e, err := bed.Lookup(run.Testbed)
+	e, err := kind.Lookup(run.Testbed)
 	if err != nil {
 		return ""
 	}

@@ -47,6 +47,8 @@ type TestSummary struct {
 	MSSStalled    bool `json:"mss_probe_stalled,omitempty"`
 	// UDP is the udp_sizes test, one entry per frame size.
 	UDP []UDPSizeSummary `json:"udp_sizes,omitempty"`
+	// Connect is the connect and recover tests.
+	Connect *ConnectSummary `json:"connect,omitempty"`
 	// Saturated lists the load-tool roles that used 95% or more of a core
 	// in any repetition: the tool, not the tunnel, may be the limit.
 	Saturated []string `json:"load_tool_saturated,omitempty"`
@@ -199,7 +201,8 @@ func summarizeTests(s *Summary, reps []result.Cell) {
 		}
 	}
 	ts.UDP = summarizeUDP(reps)
-	if !seen && len(ts.UDP) == 0 {
+	ts.Connect = summarizeConnect(reps)
+	if !seen && len(ts.UDP) == 0 && ts.Connect == nil {
 		return
 	}
 	ts.Parallel = FigureOf(UnitGbps, par)
@@ -389,6 +392,9 @@ func writeTestTables(b *strings.Builder, rows []Summary, v Varying) error {
 		if err := RenderGrid(b, cols, grid); err != nil {
 			return err
 		}
+	}
+	if err := writeConnectTable(b, rows, v); err != nil {
+		return err
 	}
 	if has(func(t *TestSummary) bool { return t.CeilingPercent.N > 0 }) {
 		basis := ""

@@ -161,10 +161,27 @@ func (r *Recorder) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, err
 	}
 	// The environment the command gets, as shell assignments before it.
 	line := shellJoin(append(slices.Clone(c.Env), c.Args...))
+	// Input of a known length (a strings.Reader, a bytes.Buffer: not a
+	// StdinPipe) is written as a here-document after the command.
+	var input []string
+	if _, ok := c.Stdin.(interface{ Len() int }); ok {
+		data, err := io.ReadAll(c.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		input = strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+		line += " <<EOF"
+	}
 	if a.Runs {
 		r.record("exec %s &  # pid %d", line, pid)
 	} else {
 		r.record("exec %s", line)
+	}
+	if input != nil {
+		for _, l := range input {
+			r.record("%s", l)
+		}
+		r.record("EOF")
 	}
 	if c.OutputFile != "" {
 		r.mu.Lock()

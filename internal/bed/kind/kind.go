@@ -1,0 +1,96 @@
+// Package kind says what each testbed is, without what it does: its name,
+// the line --help gives it, whether it is the default, whether its
+// endpoints are this machine's namespaces, other machines or the kernel
+// lab's guest, and the reference class its results belong to. It imports
+// nothing of tunbench's testbeds, so the report (which reads stored runs
+// offline) can ask it without pulling in the code that opens and cleans
+// them; package bed adds that code to each kind.
+package kind
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/scenario"
+)
+
+// Kind is what one testbed is.
+type Kind struct {
+	// Name is the testbed's name in scenarios and on --testbed.
+	Name string
+	// Description is the one line --help gives the testbed.
+	Description string
+	// Default marks the testbed a scenario without one runs on.
+	Default bool
+	// Remote: the endpoints are other machines (hosts, a cluster's
+	// nodes), named by the scenario's section of this testbed; this
+	// machine only drives them and stores the results.
+	Remote bool
+	// Local: the endpoints are this machine's namespaces, so commands
+	// that inspect them (ebpf stats) read them here.
+	Local bool
+	// Lab: the whole run happens in the kernel lab, a guest booted under
+	// qemu that runs the scenario on its own local testbed; such a run
+	// cannot be resumed yet.
+	Lab bool
+	// Class is the reference class of the testbed (scenario.Testbed*),
+	// "" where it cannot be told.
+	Class string
+}
+
+// The testbeds.
+var (
+	Local = Kind{
+		Name:        "local",
+		Description: "two network namespaces on this machine joined by a veth pair",
+		Default:     true,
+		Local:       true,
+		Class:       scenario.TestbedOneMachine,
+	}
+	VM = Kind{
+		Name:        "vm",
+		Description: "the kernel lab",
+		Lab:         true,
+		Class:       scenario.TestbedLocalVM,
+	}
+	SSH = Kind{
+		Name:        "ssh",
+		Description: "the hosts of the scenario's ssh section, -f",
+		Remote:      true,
+	}
+	Kubernetes = Kind{
+		Name:        "kubernetes",
+		Description: "the nodes of its kubernetes section, -f",
+		Remote:      true,
+	}
+)
+
+// All are the testbeds, the default first.
+func All() []Kind { return []Kind{Local, VM, SSH, Kubernetes} }
+
+// Lookup returns the testbed called name ("" is the default, as in a
+// record or scenario that names none), or an error that names every
+// testbed.
+func Lookup(name string) (Kind, error) {
+	for _, k := range All() {
+		if k.Name == name || name == "" && k.Default {
+			return k, nil
+		}
+	}
+	var names []string
+	for _, k := range All() {
+		names = append(names, k.Name)
+	}
+	return Kind{}, fmt.Errorf("unknown testbed %q: use %s", name, strings.Join(names, ", "))
+}
+
+// Named returns the testbed called name, if there is one (the default
+// only by its name).
+func Named(name string) (Kind, bool) {
+	for _, k := range All() {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return Kind{}, false
+}

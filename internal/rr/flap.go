@@ -1,0 +1,139 @@
+package rr
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// LinkFlap takes a device of this process's network namespace down and
+// up again. Going down (IFF_UP cleared) makes the kernel drop every route
+// through the device and, unless keep_addr_on_down is set, its IPv6
+// addresses: LinkFlap sets keep_addr_on_down for the device while it is
+// down, and after the device is up puts back every address and every
+// route (all tables, except the kernel's own, which come back by
+// themselves) that it had before and lacks. A device that is already down
+// is refused.
+type LinkFlap struct {
+	Dev string
+
+	link       netlink.Link
+	addrs      []netlink.Addr
+	routes     []netlink.Route
+	keepPath   string
+	keepBefore string
+}
+
+// Down records the device's addresses and routes and takes it down.
+func (f *LinkFlap) Down() error {
+	l, err := netlink.LinkByName(f.Dev)
+	if err != nil {
+		return fmt.Errorf("find %s: %w", f.Dev, err)
+	}
+	if l.Attrs().Flags&unix.IFF_UP == 0 {
+		return fmt.Errorf("%s is already down", f.Dev)
+	}
+	f.link = l
+	if f.addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL); err != nil {
+		return fmt.Errorf("list addresses of %s: %w", f.Dev, err)
+	}
+	all, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return fmt.Errorf("list routes through %s: %w", f.Dev, err)
+	}
+	for _, r := range all {
+		if r.Protocol == unix.RTPROT_KERNEL || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST {
+			continue
+		}
+		f.routes = append(f.routes, r)
+	}
+	f.keepPath = filepath.Join("/proc/sys/net/ipv6/conf", f.Dev, "keep_addr_on_down")
+	if old, err := os.ReadFile(f.keepPath); err == nil {
+		f.keepBefore = strings.TrimSpace(string(old))
+		if err := os.WriteFile(f.keepPath, []byte("1\n"), 0o644); err != nil {
+			return fmt.Errorf("set %s: %w", f.keepPath, err)
+		}
+	} else {
+		f.keepPath = "" // no IPv6 here
+	}
+	if err := netlink.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set %s down: %w", f.Dev, err)
+	}
+	return nil
+}
+
+// Up sets the device up and puts back what going down removed.
+func (f *LinkFlap) Up() ([]string, error) {
+	if f.link == nil {
+		return nil, nil
+	}
+	var errs []error
+	var restored []string
+	if err := netlink.LinkSetUp(f.link); err != nil {
+		errs = append(errs, fmt.Errorf("set %s up: %w", f.Dev, err))
+	}
+	have, err := netlink.AddrList(f.link, netlink.FAMILY_ALL)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list addresses of %s: %w", f.Dev, err))
+	}
+	for _, a := range f.addrs {
+		if hasAddr(have, a) || a.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		back := netlink.Addr{IPNet: a.IPNet, Flags: a.Flags}
+		if err := netlink.AddrAdd(f.link, &back); err != nil && !errors.Is(err, unix.EEXIST) {
+			errs = append(errs, fmt.Errorf("put %s back on %s: %w", a.IPNet, f.Dev, err))
+			continue
+		}
+		restored = append(restored, "address "+a.IPNet.String())
+	}
+	for _, r := range f.routes {
+		back := r
+		back.LinkIndex = f.link.Attrs().Index
+		err := netlink.RouteAdd(&back)
+		switch {
+		case err == nil:
+			restored = append(restored, "route "+routeName(r))
+		case errors.Is(err, unix.EEXIST):
+		default:
+			errs = append(errs, fmt.Errorf("put route %s back: %w", routeName(r), err))
+		}
+	}
+	if f.keepPath != "" {
+		if err := os.WriteFile(f.keepPath, []byte(f.keepBefore+"\n"), 0o644); err != nil {
+			errs = append(errs, fmt.Errorf("restore %s: %w", f.keepPath, err))
+		}
+	}
+	f.link = nil
+	return restored, errors.Join(errs...)
+}
+
+func hasAddr(have []netlink.Addr, a netlink.Addr) bool {
+	for _, h := range have {
+		if h.IPNet.String() == a.IPNet.String() {
+			return true
+		}
+	}
+	return false
+}
+
+func routeName(r netlink.Route) string {
+	dst := "default"
+	if r.Dst != nil {
+		dst = r.Dst.String()
+	}
+	s := dst
+	if r.Gw != nil {
+		s += " via " + r.Gw.String()
+	}
+	if r.Table != unix.RT_TABLE_MAIN && r.Table != 0 {
+		s += fmt.Sprintf(" table %d", r.Table)
+	}
+	return s
+}
