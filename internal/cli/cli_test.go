@@ -67,7 +67,9 @@ func TestMain(m *testing.M) {
 // (counts /run/netns), TestDatabaseDiskFails (counts the namespaces this
 // process created), TestNoSecretsInResults (reads every run whose lock
 // this process holds, and snapshots /etc, /run and the home directory),
-// TestMissingToolAndNotRoot (sets PATH) and the eBPF stats tests.
+// TestMissingToolAndNotRoot (sets PATH), the eBPF stats tests, and
+// TestLatencyUnderLoadSSHTunnel (compares two methods' loaded/idle
+// latency ratios, which the other tests' load would blur).
 const parallelTests = 4
 
 // parallelByDefault sets -test.parallel to parallelTests when the command
