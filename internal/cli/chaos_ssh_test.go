@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -149,21 +150,52 @@ var okLine = regexp.MustCompile(`(?m)^\[\d+/\d+ ETA [^\]]*\] .*: [0-9.]+ Gbit/s`
 // with file systems of their own) and counts hosts not exactly as before
 // (hostState), clean failures, and ok cells lost: cells the controller
 // reported stored ok before the kill that the database lacks.
+//
+// The kills are shared among chaosSSHLanes subtests that run at once, each
+// over three sites of its own with its own random stream: a kill mostly
+// waits (for its moment, for the agents to go), so lanes cut the wall
+// time without fewer kills.
 func TestChaosSSH(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("chaos over ssh: seed %d, methods %v, %d kills in %d lanes", seed, sshChaosMethods, *chaosSSHKills, chaosSSHLanes)
+	// The lanes start together and share this test's place among the
+	// parallel tests (as parallel subtests they would queue again behind
+	// every other test).
+	var wg sync.WaitGroup
+	for lane := range chaosSSHLanes {
+		kills := *chaosSSHKills / chaosSSHLanes
+		if lane < *chaosSSHKills%chaosSSHLanes {
+			kills++
+		}
+		wg.Go(func() {
+			t.Run(fmt.Sprintf("lane%d", lane+1), func(t *testing.T) {
+				chaosSSHLane(t, bin, seed, uint64(lane), kills)
+			})
+		})
+	}
+	wg.Wait()
+}
+
+// chaosSSHLanes is how many sets of sites TestChaosSSH kills runs on at
+// once.
+const chaosSSHLanes = 2
+
+// chaosSSHLane is one lane of TestChaosSSH: kills SIGKILLs of runs over
+// three sites of its own, drawn from the random stream (seed, lane).
+func chaosSSHLane(t *testing.T, bin string, seed, lane uint64, kills int) {
 	sites := sshtest.New(t, 3, sshtest.Management(), sshtest.PrivateFiles())
 	addrsSettled(t, sites)
 	before := make([][]string, len(sites.Site))
 	for i, st := range sites.Site {
 		before[i] = hostState(t, sites, st)
 	}
-	seed := uint64(time.Now().UnixNano())
-	rng := rand.New(rand.NewPCG(seed, 0))
-	t.Logf("chaos over ssh: seed %d, methods %v", seed, sshChaosMethods)
+	rng := rand.New(rand.NewPCG(seed, lane))
 	var changedByAgents, changed, cleanFailures, okReported, lost int
 	dir := t.TempDir()
-	for kill := 1; kill <= *chaosSSHKills; kill++ {
+	for kill := 1; kill <= kills; kill++ {
 		delay := time.Duration(500+rng.IntN(24500)) * time.Millisecond
 		perm := rng.Perm(len(sshChaosMethods))
 		methods := []string{sshChaosMethods[perm[0]], sshChaosMethods[perm[1]]}
@@ -234,6 +266,6 @@ func TestChaosSSH(t *testing.T) {
 			break
 		}
 	}
-	t.Logf("chaos over ssh: %d controller SIGKILLs over ssh hosts (seed %d): %d hosts left changed, %d clean failures, %d ok cells lost (of %d); %d host checks found the host changed before clean",
-		*chaosSSHKills, seed, changed, cleanFailures, lost, okReported, changedByAgents)
+	t.Logf("chaos over ssh: %d controller SIGKILLs over ssh hosts (seed %d, stream %d): %d hosts left changed, %d clean failures, %d ok cells lost (of %d); %d host checks found the host changed before clean",
+		kills, seed, lane, changed, cleanFailures, lost, okReported, changedByAgents)
 }

@@ -36,6 +36,7 @@ var chaosMethods = []string{"vxlan", "wireguard-go", "boringtun", "ipsec", "ipse
 // every cell exactly once. Each round runs vxlan plus two other methods
 // drawn at random, one repetition of one second each.
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	var pool []string
 	for _, m := range chaosMethods[1:] {
 		if slices.Contains(methodNames(), m) && ready(t, m) {

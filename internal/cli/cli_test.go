@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -39,11 +40,46 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "udpgen" {
 		os.Exit(udpgen.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
+	flag.Parse()
+	parallelByDefault()
 	code := m.Run()
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
+}
+
+// parallelTests is how many of this package's tests run at once (those
+// that call t.Parallel) unless -parallel says otherwise. They wait on
+// iperf3's seconds, daemons, ssh sites, clusters and the kernel lab (one
+// guest at a time per machine) far more than on the CPU, so more than
+// the two the CPU count gives: run one after the other they took 18
+// minutes of make test (docs/development.md). Not more: up to four
+// Kubernetes clusters then run at once, and the two kernel lab tests,
+// which hold their places while they wait for the machine's one guest,
+// end after internal/method/registry's TestKernelLab whatever the number.
+//
+// Each such test keeps to its own run ids, namespaces, sites, cluster and
+// databases. The tests that look at the whole machine stay serial, and go
+// test runs every serial test before the parallel ones start:
+// TestKilledRunIsCleaned (clean must report its killed run's namespace,
+// which another run's start would clean first), TestDryRunCreatesNothing
+// (counts /run/netns), TestDatabaseDiskFails (counts the namespaces this
+// process created), TestNoSecretsInResults (reads every run whose lock
+// this process holds, and snapshots /etc, /run and the home directory),
+// TestMissingToolAndNotRoot (sets PATH), the eBPF stats tests, and
+// TestLatencyUnderLoadSSHTunnel (compares two methods' loaded/idle
+// latency ratios, which the other tests' load would blur).
+const parallelTests = 4
+
+// parallelByDefault sets -test.parallel to parallelTests when the command
+// line does not set it.
+func parallelByDefault() {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(parallelTests))
+	}
 }
 
 var (
@@ -189,6 +225,7 @@ func TestMethodsCommand(t *testing.T) {
 
 // TestRunExportsJSON runs a short real benchmark and checks the export.
 func TestRunExportsJSON(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	for _, tool := range []string{"iperf3", "sockperf"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -398,6 +435,7 @@ func iperf3Namespace(pid int) string {
 // second cell: the run must tear everything down, mark itself
 // interrupted, and keep the cell it had already measured.
 func TestInterruptedRunKeepsResults(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	var stderr bytes.Buffer
@@ -444,6 +482,7 @@ func TestInterruptedRunKeepsResults(t *testing.T) {
 // TestOffloadsOff runs vxlan with TSO/GSO/GRO off and checks the recorded
 // device state.
 func TestOffloadsOff(t *testing.T) {
+	t.Parallel()
 	doc, _ := runExport(t,
 		"--methods", "vxlan", "--offloads", "off", "--duration", "1s", "--omit", "0s", "--latency", "0s", "--reps", "1")
 	if len(doc.Cells) != 1 || doc.Cells[0].Status != result.StatusOK {

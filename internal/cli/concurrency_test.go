@@ -19,6 +19,7 @@ import (
 // measuring: neither run touches the other's objects, clean touches
 // nothing of a live run, and every cell of both runs is stored.
 func TestConcurrentRunsShareOneDatabase(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	start := func(methods string) (*exec.Cmd, *bytes.Buffer) {

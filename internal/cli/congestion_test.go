@@ -72,6 +72,7 @@ func wantCongestionCells(t *testing.T, cells []result.Cell, n int, ccs ...string
 // testbed gives a cell per algorithm whose connections used it, read from
 // their sockets, and the host's own setting is the same afterwards.
 func TestCongestionControlLocal(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	before := sysctlIn(t, "")
 	dir := t.TempDir()
@@ -98,6 +99,7 @@ func TestCongestionControlLocal(t *testing.T) {
 // TestCongestionControlDefaultIsCubic: the default run measures with
 // cubic whatever the host's own default, and says so under the table.
 func TestCongestionControlDefaultIsCubic(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
@@ -128,6 +130,7 @@ func TestCongestionControlUnknownRefused(t *testing.T) {
 // hosts, set per connection: every cell used what it asked for, and each
 // host's own default is unchanged.
 func TestCongestionControlSSH(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	var before []string
@@ -153,6 +156,7 @@ func TestCongestionControlSSH(t *testing.T) {
 // TestCongestionControlSSHRefused: an algorithm a host does not offer is
 // refused for that host before anything is created on any.
 func TestCongestionControlSSHRefused(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "1s", "congestion_control: [nosuchcc]\n")

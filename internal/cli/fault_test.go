@@ -133,6 +133,7 @@ func wantOK(t *testing.T, c result.Cell) {
 // cell whose reason names the side and the component, and the next cell
 // of the matrix is measured as usual.
 func TestFaultsFailTheCell(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 
 	t.Run("load tool crashes", func(t *testing.T) {

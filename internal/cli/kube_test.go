@@ -48,6 +48,7 @@ func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []stri
 // pod-network cells record the CNI, and afterwards the cluster holds no
 // pod of the run and the nodes no device of it.
 func TestKubernetesRun(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, kubeMethods, 1, "2s")
@@ -211,6 +212,7 @@ func agentPod(t *testing.T, cl *kubetest.Cluster, node string) string {
 // next cells get a new pod (the node cleaned first) and are ok, and
 // nothing of the run is left in the cluster or on the nodes.
 func TestKubernetesPodDeletedMidCell(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
@@ -251,6 +253,7 @@ func TestKubernetesPodDeletedMidCell(t *testing.T) {
 // kubernetes -f SCENARIO" finds the run by its label, sees its agents
 // gone, cleans the nodes through its pods and deletes them.
 func TestKubernetesClean(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
@@ -282,6 +285,7 @@ func TestKubernetesClean(t *testing.T) {
 // the agent containers, not onto the nodes (the run's own kubernetes.dir
 // is absent from the nodes' file system, which is this machine's).
 func TestKubernetesToolsImage(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	begin := time.Now()
 	cl := kubetest.Start(t, kubetest.WithToolsImage())
@@ -368,6 +372,7 @@ func kubeRunPods(t *testing.T, cl *kubetest.Cluster) []string {
 // of the run is left in the API, and node1 is clean. (node2's own
 // leftovers wait for its kubelet; kubetest's teardown checks the machine.)
 func TestKubernetesNodeLost(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
@@ -448,6 +453,7 @@ func TestKubernetesNodeLost(t *testing.T) {
 // neither a pod in the cluster nor a device on a node, with no "tunbench
 // clean" run.
 func TestKubernetesInterrupted(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
@@ -485,6 +491,7 @@ func TestKubernetesInterrupted(t *testing.T) {
 // user lacks, and no pod ever exists (a watch from before the run sees
 // none added).
 func TestKubernetesNoAccess(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 1, "2s")
@@ -551,18 +558,15 @@ func TestKubernetesNoAccess(t *testing.T) {
 // "tunbench clean --testbed kubernetes -f SCENARIO --run ID" makes a pod
 // of the run on node2 for the cleaning, cleans it, and deletes every pod.
 func TestKubernetesCleanGonePod(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
-	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
+	// The run is killed while its first cell measures: the long cells
+	// only keep it measuring, on a busy machine, until the kill lands.
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "30s")
 	run := startKubeRun(t, cl, bin, scen)
 	node2 := cl.Nodes[1]
 	run.waitMeasuring(t, node2.Netns)
-	pod := agentPod(t, cl, node2.Name)
-	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := pods.Labels[kubehost.LabelRun]
 	pids, _ := exec.Command("ip", "netns", "pids", node2.Netns).Output()
 	for _, pid := range strings.Fields(string(pids)) {
 		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "tunbench" {
@@ -571,6 +575,12 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 	}
 	_ = run.Process.Kill()
 	<-run.exited
+	pod := agentPod(t, cl, node2.Name)
+	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := pods.Labels[kubehost.LabelRun]
 	grace := int64(0)
 	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)

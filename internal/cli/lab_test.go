@@ -18,6 +18,7 @@ const envTestBinary = "TUNBENCH_TEST_BINARY"
 // every repetition it asked for is ok: a run that loses repetitions to a
 // fault that did not happen hides half of the lab's figures.
 func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
+	t.Parallel()
 	if labtest.InLab() {
 		t.Skip("already inside the kernel lab")
 	}
@@ -57,6 +58,7 @@ func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 // TestKernelLabFaults runs the TestLabFault* tests of this package inside
 // the kernel lab, with the tunbench binary built here.
 func TestKernelLabFaults(t *testing.T) {
+	t.Parallel()
 	if labtest.InLab() {
 		t.Skip("already inside the kernel lab")
 	}

@@ -112,6 +112,7 @@ func exportOf(t *testing.T, path string) export.Document {
 // A reduced paper-parallel.yaml: 1, 4, 130 and 256 streams for 3 s on
 // native and vxlan. Each cell stores every iperf3 process and their sum.
 func TestParallelPaperReduced(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
 	code, stdout, stderr := run(t, "run", "-f", "../../examples/paper-parallel.yaml", "--db", filepath.Join(dir, "r.db"),
@@ -157,6 +158,7 @@ func TestParallelPaperReduced(t *testing.T) {
 // latency_under_load on native: idle and loaded distributions side by
 // side, and their ratio.
 func TestLatencyUnderLoadNative(t *testing.T) {
+	t.Parallel()
 	doc, stdout := runExport(t,
 		"--methods", "native", "--tests", "tcp_rr,latency_under_load", "--streams", "2",
 		"--duration", "1s", "--omit", "1s", "--latency", "2s", "--reps", "1")
@@ -219,6 +221,7 @@ func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
 // latency_under_load with more streams than one iperf3 process takes: the
 // parallel test's processes carry the load.
 func TestLatencyUnderParallelLoad(t *testing.T) {
+	t.Parallel()
 	doc, _ := runExport(t,
 		"--methods", "native", "--tests", "latency_under_load", "--streams", "256",
 		"--duration", "1s", "--omit", "1s", "--latency", "1s", "--reps", "1")
@@ -232,6 +235,7 @@ func TestLatencyUnderParallelLoad(t *testing.T) {
 // A run killed with SIGKILL and then resumed stores every cell exactly
 // once and ends done.
 func TestResumeAfterSIGKILL(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	bin := tunbenchBinary(t)
@@ -312,6 +316,7 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 // and vxlan; every size carries the rate with its delay, jitter and loss
 // figures, and the 1514-byte frame is measured fragmented over vxlan.
 func TestUDPSizesReduced(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
@@ -370,6 +375,7 @@ func TestUDPSizesReduced(t *testing.T) {
 // The NDR/PDR search on native, one size: its trials are stored, the NDR
 // trial lost nothing, and PDR ≥ NDR.
 func TestUDPSearch(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "s.yaml")
@@ -406,6 +412,7 @@ func TestUDPSearch(t *testing.T) {
 // MTU, no mismatch, and TCP just above it is not stalled (the kernel clamps
 // the MSS to the device MTU).
 func TestMTUProbe(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "ping", "apt-get install -y --no-install-recommends iputils-ping")
 	doc, stdout := runExport(t,
@@ -429,6 +436,7 @@ func TestMTUProbe(t *testing.T) {
 // jitter or loss need netem, and a kernel without it is refused before
 // anything is created, naming the kernel lab.
 func TestWANRate(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	dir := t.TempDir()
 	scen := filepath.Join(dir, "s.yaml")
@@ -491,6 +499,7 @@ func (p probeWithout) HasKernel(option, module string) (bool, error) {
 // A named offload set is applied on every device of the path and
 // recorded; a feature a device cannot change is recorded, not hidden.
 func TestOffloadSet(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	doc, _ := runExport(t,
 		"--methods", "native,vxlan", "--offloads", "udp-tnl-seg-off,udp-tnl-seg-on", "--tests", "tcp_stream",

@@ -24,6 +24,7 @@ import (
 // a throughput-against-MSS figure with a line for every method at every
 // MSS.
 func TestMTUSweepReport(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	const example = "../../examples/mtu-sweep.yaml"

@@ -18,6 +18,7 @@ import (
 // geneve and WireGuard is faked, so the test runs on any kernel (this
 // project's host lacks both anyway).
 func TestSkipUnavailable(t *testing.T) {
+	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	env := kernelWithout("CONFIG_GENEVE", "CONFIG_WIREGUARD")

@@ -33,10 +33,12 @@ import (
 //   - agents: every agent process is SIGKILLed too, so only clean can
 //     put the hosts back, from the journals on each host.
 func TestSSHCleanSeparateHosts(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	for _, victim := range []string{"controller", "session", "agents"} {
 		t.Run(victim, func(t *testing.T) {
+			t.Parallel()
 			sites := sshtest.New(t, 2, sshtest.Management(), sshtest.PrivateFiles())
 			addrsSettled(t, sites)
 			before := [][]string{hostState(t, sites, sites.Site[0]), hostState(t, sites, sites.Site[1])}

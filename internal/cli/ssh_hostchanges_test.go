@@ -81,6 +81,7 @@ func feature(state []string, name string) string {
 // recording its MTU and offloads on both hosts' devices, and afterwards
 // both devices are exactly as before (MTU and every ethtool -k line).
 func TestSSHHostChanges(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2, sshtest.Management())
@@ -170,10 +171,12 @@ func needEthtool(t *testing.T) {
 // journal themselves (clean then finds nothing); when the agents die
 // without a word, clean restores from the journal.
 func TestSSHHostChangesCrash(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	for _, victim := range []string{"controller", "agents"} {
 		t.Run(victim, func(t *testing.T) {
+			t.Parallel()
 			sites := sshtest.New(t, 2, sshtest.Management())
 			before := [][]string{devState(t, sites.Site[0]), devState(t, sites.Site[1])}
 			scen := hostChangesYAML(t, sites, bin, "mtus: [9000]\noffloads: [off]\n", true, "")
@@ -289,6 +292,7 @@ func agentPids(ns string) []int {
 // control_over_dev; with control_over_dev: true the run goes ahead, and
 // the devices are back as before afterwards.
 func TestSSHHostChangesControlOverDev(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
@@ -334,6 +338,7 @@ func TestSSHHostChangesControlOverDev(t *testing.T) {
 // watchdog renewals no longer arrive, and within the watchdog's time site
 // 1's device is back as it was, while the connection is still cut.
 func TestSSHHostChangesWatchdog(t *testing.T) {
+	t.Parallel()
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)

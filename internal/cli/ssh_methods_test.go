@@ -29,6 +29,7 @@ var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-g
 // interface: OVS's netdev datapath, the one this kernel offers, takes
 // the underlay's addresses to its bridge while it runs (docs/ssh.md).
 func TestSSHRunEveryFamily(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2, sshtest.Management())
 	var b strings.Builder

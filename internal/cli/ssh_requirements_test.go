@@ -42,6 +42,7 @@ func TestPreflightSSHAsksNothingOfThisMachine(t *testing.T) {
 // not named; and nothing is left on either host: no agent or other
 // process, no run directory, no device.
 func TestSSHRunRefusesHostKernelWithoutOption(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	kconfig, err := sshtest.KernelConfigWithout("CONFIG_VXLAN")

@@ -57,6 +57,7 @@ func inSite(sites *sshtest.Sites, bin string, args ...string) *exec.Cmd {
 // every ordered pair, prints the site matrix, stores the cells, and
 // leaves no run directory or device on the hosts.
 func TestSSHRunFromTheCommandLine(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "2s", "tests: [tcp_stream, tcp_rr]\n")
@@ -87,6 +88,7 @@ func TestSSHRunFromTheCommandLine(t *testing.T) {
 // TestSSHRunRefusesUnknownHostKey: a host not in known_hosts stops the run
 // before anything is created, with the line that accepts it.
 func TestSSHRunRefusesUnknownHostKey(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	empty := filepath.Join(t.TempDir(), "known_hosts")
@@ -111,6 +113,7 @@ func TestSSHRunRefusesUnknownHostKey(t *testing.T) {
 // the hosts once "tunbench clean --testbed ssh" has run there (the agents
 // clean up when their connection ends; clean catches the rest).
 func TestSSHControllerKilled(t *testing.T) {
+	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "20s", "tests: [tcp_stream]\n")
