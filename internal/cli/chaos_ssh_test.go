@@ -156,7 +156,9 @@ var okLine = regexp.MustCompile(`(?m)^\[\d+/\d+ ETA [^\]]*\] .*: [0-9.]+ Gbit/s`
 // waits (for its moment, for the agents to go), so lanes cut the wall
 // time without fewer kills.
 func TestChaosSSH(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	seed := uint64(time.Now().UnixNano())

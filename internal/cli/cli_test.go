@@ -67,9 +67,17 @@ func TestMain(m *testing.M) {
 // (counts /run/netns), TestDatabaseDiskFails (counts the namespaces this
 // process created), TestNoSecretsInResults (reads every run whose lock
 // this process holds, and snapshots /etc, /run and the home directory),
-// TestMissingToolAndNotRoot (sets PATH), the eBPF stats tests, and
+// TestMissingToolAndNotRoot (sets PATH), the eBPF stats tests,
 // TestLatencyUnderLoadSSHTunnel (compares two methods' loaded/idle
-// latency ratios, which the other tests' load would blur).
+// latency ratios, which the other tests' load would blur), and every test
+// that leaves a killed run's state on the machine to look at it, or runs
+// "tunbench clean" over every killed run (the chaos suites, the ssh crash
+// and clean tests, TestResumeAfterSIGKILL, the Kubernetes clean tests,
+// TestConcurrentRunsShareOneDatabase): every run's start cleans killed
+// runs' leftovers (runner.Session), so beside other runs such a test
+// finds its killed run's state already gone, or half gone (in parallel
+// they failed so in a clean-clone run). The Kubernetes tests that stay
+// parallel run one cluster at a time (oneCluster).
 const parallelTests = 4
 
 // parallelByDefault sets -test.parallel to parallelTests when the command

@@ -19,7 +19,9 @@ import (
 // measuring: neither run touches the other's objects, clean touches
 // nothing of a live run, and every cell of both runs is stored.
 func TestConcurrentRunsShareOneDatabase(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	bin := tunbenchBinary(t)
 	db := filepath.Join(t.TempDir(), "r.db")
 	start := func(methods string) (*exec.Cmd, *bytes.Buffer) {

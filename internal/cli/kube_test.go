@@ -47,8 +47,20 @@ func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []stri
 // ordinary pods beside them. Every cell is ok with throughput, the
 // pod-network cells record the CNI, and afterwards the cluster holds no
 // pod of the run and the nodes no device of it.
+// clusterMu lets one Kubernetes test's cluster run at a time: they run
+// beside the other parallel tests, but several clusters at once on this
+// 2-core machine once left a pod's iperf3 dead before its first sample.
+var clusterMu sync.Mutex
+
+// oneCluster holds clusterMu until t ends.
+func oneCluster(t *testing.T) {
+	clusterMu.Lock()
+	t.Cleanup(clusterMu.Unlock)
+}
+
 func TestKubernetesRun(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, kubeMethods, 1, "2s")
@@ -213,6 +225,7 @@ func agentPod(t *testing.T, cl *kubetest.Cluster, node string) string {
 // nothing of the run is left in the cluster or on the nodes.
 func TestKubernetesPodDeletedMidCell(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
@@ -253,7 +266,9 @@ func TestKubernetesPodDeletedMidCell(t *testing.T) {
 // kubernetes -f SCENARIO" finds the run by its label, sees its agents
 // gone, cleans the nodes through its pods and deletes them.
 func TestKubernetesClean(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
@@ -286,6 +301,7 @@ func TestKubernetesClean(t *testing.T) {
 // is absent from the nodes' file system, which is this machine's).
 func TestKubernetesToolsImage(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	begin := time.Now()
 	cl := kubetest.Start(t, kubetest.WithToolsImage())
@@ -373,6 +389,7 @@ func kubeRunPods(t *testing.T, cl *kubetest.Cluster) []string {
 // leftovers wait for its kubelet; kubetest's teardown checks the machine.)
 func TestKubernetesNodeLost(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 3, "4s")
@@ -454,6 +471,7 @@ func TestKubernetesNodeLost(t *testing.T) {
 // clean" run.
 func TestKubernetesInterrupted(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
@@ -492,6 +510,7 @@ func TestKubernetesInterrupted(t *testing.T) {
 // none added).
 func TestKubernetesNoAccess(t *testing.T) {
 	t.Parallel()
+	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	scen := kubeScenario(t, cl, bin, []string{"native"}, 1, "2s")
@@ -558,7 +577,9 @@ func TestKubernetesNoAccess(t *testing.T) {
 // "tunbench clean --testbed kubernetes -f SCENARIO --run ID" makes a pod
 // of the run on node2 for the cleaning, cleans it, and deletes every pod.
 func TestKubernetesCleanGonePod(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
 	// The run is killed while its first cell measures: the long cells

@@ -235,7 +235,9 @@ func TestLatencyUnderParallelLoad(t *testing.T) {
 // A run killed with SIGKILL and then resumed stores every cell exactly
 // once and ends done.
 func TestResumeAfterSIGKILL(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
 	bin := tunbenchBinary(t)

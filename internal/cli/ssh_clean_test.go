@@ -33,7 +33,9 @@ import (
 //   - agents: every agent process is SIGKILLed too, so only clean can
 //     put the hosts back, from the journals on each host.
 func TestSSHCleanSeparateHosts(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	for _, victim := range []string{"controller", "session", "agents"} {

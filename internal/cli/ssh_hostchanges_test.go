@@ -171,12 +171,13 @@ func needEthtool(t *testing.T) {
 // journal themselves (clean then finds nothing); when the agents die
 // without a word, clean restores from the journal.
 func TestSSHHostChangesCrash(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	for _, victim := range []string{"controller", "agents"} {
 		t.Run(victim, func(t *testing.T) {
-			t.Parallel()
 			sites := sshtest.New(t, 2, sshtest.Management())
 			before := [][]string{devState(t, sites.Site[0]), devState(t, sites.Site[1])}
 			scen := hostChangesYAML(t, sites, bin, "mtus: [9000]\noffloads: [off]\n", true, "")
@@ -338,7 +339,9 @@ func TestSSHHostChangesControlOverDev(t *testing.T) {
 // watchdog renewals no longer arrive, and within the watchdog's time site
 // 1's device is back as it was, while the connection is still cut.
 func TestSSHHostChangesWatchdog(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	needEthtool(t)
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)

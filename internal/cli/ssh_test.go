@@ -113,7 +113,9 @@ func TestSSHRunRefusesUnknownHostKey(t *testing.T) {
 // the hosts once "tunbench clean --testbed ssh" has run there (the agents
 // clean up when their connection ends; clean catches the rest).
 func TestSSHControllerKilled(t *testing.T) {
-	t.Parallel()
+	// Serial: it leaves a killed run's state on the machine, or cleans
+	// every killed run's, and any other run's start cleans them too
+	// (parallelTests).
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	scen := sshYAML(t, sites, bin, sites.KnownHosts, "20s", "tests: [tcp_stream]\n")
