@@ -32,8 +32,10 @@ package labtest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -84,9 +86,9 @@ var (
 // Config returns a lab.Config for one guest boot in a test: the kernel from
 // TUNBENCH_LAB_KERNEL and TUNBENCH_LAB_MODULES or the cached Debian one, a
 // work dir under t.TempDir() and a timeout that ends before the test's
-// deadline. It calls RequireLab first, and holds the machine-wide lab lock
-// until the test ends, so concurrently running test processes boot one
-// guest at a time.
+// deadline. It calls RequireLab first, and holds one of the machine-wide
+// lab slots until the test ends, so concurrently running test processes
+// boot at most labSlots guests at a time.
 func Config(t testing.TB) lab.Config {
 	t.Helper()
 	k := Kernel(t)
@@ -117,27 +119,56 @@ func deadline(t testing.TB) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// lock takes the machine-wide lab lock until t ends.
+// labSlots is how many guests the tests of all processes boot at once on
+// one machine. A software-emulated guest keeps about one core busy, so two
+// let the longest lab test (internal/method/registry's TestKernelLab)
+// run beside the others' boots on a 2-core machine instead of after
+// them; TUNBENCH_LAB_SLOTS changes it (1: one guest at a time).
+const labSlots = 2
+
+// slots is labSlots, or TUNBENCH_LAB_SLOTS when it is a positive number.
+func slots() int {
+	if n, err := strconv.Atoi(os.Getenv("TUNBENCH_LAB_SLOTS")); err == nil && n > 0 {
+		return n
+	}
+	return labSlots
+}
+
+// lock takes one of the machine-wide lab slots (a lock file each) until t
+// ends, waiting while every slot is held.
 func lock(t testing.TB) {
 	t.Helper()
 	dir := lab.DefaultCacheDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("kernel lab lock: %v", err)
 	}
-	path := filepath.Join(dir, "lab.lock")
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		t.Fatalf("kernel lab lock: %v", err)
+	n := slots()
+	files := make([]*os.File, n)
+	for i := range files {
+		path := filepath.Join(dir, fmt.Sprintf("lab.lock.%d", i))
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatalf("kernel lab lock: %v", err)
+		}
+		files[i] = f
 	}
 	for {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if !errors.Is(err, unix.EINTR) {
-			break
+		for i, f := range files {
+			err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+			if errors.Is(err, unix.EWOULDBLOCK) || errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				t.Fatalf("kernel lab lock %s: %v", f.Name(), err)
+			}
+			for j, other := range files {
+				if j != i {
+					other.Close()
+				}
+			}
+			t.Cleanup(func() { f.Close() }) // closing releases the lock
+			return
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	if err != nil {
-		f.Close()
-		t.Fatalf("kernel lab lock %s: %v", path, err)
-	}
-	t.Cleanup(func() { f.Close() }) // closing releases the lock
 }
