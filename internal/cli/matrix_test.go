@@ -186,9 +186,11 @@ func TestLatencyUnderLoadNative(t *testing.T) {
 
 // latency_under_load on ssh-tunnel beside native: TCP over TCP. The
 // request/response packets queue behind the load in the one outer TCP
-// connection (ssh's send buffer and channel window), so the loaded p99
-// grows far beyond the idle one, and far more than native's does
-// (docs/methods.md, "SSH tunnel").
+// connection (ssh's send buffer and channel window), so the loaded
+// median grows far beyond the idle one, and far more than native's does
+// (docs/methods.md, "SSH tunnel"). The median, not p99: on a busy machine
+// one stall can put the idle p99 of a userspace tunnel at 100 ms (it did
+// in a clean-clone run), while its loaded median still reads x200.
 func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
 	if !ready(t, "ssh-tunnel") {
 		return
@@ -202,7 +204,7 @@ func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
 		if c.Status != result.StatusOK || l == nil || l.Idle == nil || l.Loaded == nil || l.Loaded.Samples == 0 {
 			t.Fatalf("%s: cell %s: %s; record %+v", c.Method, c.Status, c.Error, l)
 		}
-		ratio[c.Method] = l.P99Ratio
+		ratio[c.Method] = l.Loaded.P50 / l.Idle.P50
 		t.Logf("%s: p99 idle %.0f µs, loaded %.0f µs (x%.1f); p50 idle %.0f µs, loaded %.0f µs; load %.2f Gbit/s",
 			c.Method, l.Idle.P99, l.Loaded.P99, l.P99Ratio, l.Idle.P50, l.Loaded.P50, l.LoadBitsPerSecond/1e9)
 	}
@@ -210,7 +212,7 @@ func TestLatencyUnderLoadSSHTunnel(t *testing.T) {
 		t.Fatalf("cells for %v, want native and ssh-tunnel", ratio)
 	}
 	if ratio["ssh-tunnel"] < 3 || ratio["ssh-tunnel"] <= ratio["native"] {
-		t.Errorf("ssh-tunnel's loaded/idle p99 ratio %.1f, native's %.1f: want TCP over TCP's queueing to show (at least 3, and above native's)",
+		t.Errorf("ssh-tunnel's loaded/idle median ratio %.1f, native's %.1f: want TCP over TCP's queueing to show (at least 3, and above native's)",
 			ratio["ssh-tunnel"], ratio["native"])
 	}
 	if !strings.Contains(stdout, "latency under load") {
