@@ -605,7 +605,9 @@ func (s Scenario) Validate(c Catalog) error {
 				continue
 			}
 			if err := tc.CheckTests(m, s.Options[m], s.Tests, s.Families, s.LatencyTool, s.MSS, s.CongestionControl); err != nil {
-				bad("tests", "%v", err)
+				for _, line := range strings.Split(err.Error(), "\n") {
+					bad("tests", "%s", line)
+				}
 			}
 		}
 	}
