@@ -140,7 +140,10 @@ func New() *Tailscale { return &Tailscale{runs: map[string]*run{}} }
 
 func (*Tailscale) Name() string { return "tailscale" }
 
-const impl = " (userspace, TUN)"
+// impl says where the data path runs: userspace WireGuard on a TUN
+// device or, with datapath netstack, in tailscaled's own TCP/IP stack
+// (the cell's Datapath and Variant say which ran).
+const impl = " (userspace, TUN or netstack)"
 
 // version turns the first line of "tailscaled --version" ("1.100.0", or
 // "1.100.0-ERR-BuildInfo" when built by go install, which records no VCS
@@ -156,7 +159,7 @@ func version(line string) string {
 var localVersion = sync.OnceValue(func() string { return version(method.ProgramVersion("tailscaled")) })
 
 // Implementation names the version installed on this machine, e.g.
-// "tailscale 1.100.0 (userspace, TUN)".
+// "tailscale 1.100.0 (userspace, TUN or netstack)".
 func (*Tailscale) Implementation() string { return localVersion() + impl }
 
 // ImplementationOn names the tailscaled of ep's host.
