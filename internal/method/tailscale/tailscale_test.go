@@ -617,20 +617,26 @@ func checkDERPWire(t *testing.T, ua, ub netip.Addr, env *method.Env, frames []wi
 // a's agent, tailscaled and its CLI on each, every command, file and
 // netlink call through the agent protocol. On both paths a ping each way,
 // a full-size ping and a second of iperf3 pass, a's underlay carries
-// WireGuard (direct) or TCP to the DERP port (derp), and the teardown
+// WireGuard (direct) or TCP to the DERP port (derp); on the netstack
+// datapath a second of iperf3 under the path's client wrapper passes and
+// a's underlay carries WireGuard; and the teardown
 // leaves the hosts' links, processes, run directories, policy rules,
 // routes and firewall as they were.
 func TestTailscaleThroughAgents(t *testing.T) {
 	needTailscale(t)
-	for _, pathOpt := range []string{"direct", "derp"} {
-		t.Run(pathOpt, func(t *testing.T) {
+	for _, name := range []string{"direct", "derp", "netstack"} {
+		pathOpt, opts := name, map[string]string{"path": name}
+		if name == "netstack" {
+			pathOpt, opts = "direct", map[string]string{"datapath": "netstack"}
+		}
+		t.Run(name, func(t *testing.T) {
 			m := tailscale.New()
 			ctx := context.Background()
 			methodtest.RequireTunnelKernel(t, m)
 			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
 			env := &method.Env{A: pair.A, B: pair.B, Family: method.IPv4, UnderlayMTU: 1500,
 				OverlayMTU: 1500 - m.Overhead(method.IPv4), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
-				Options: map[string]string{"path": pathOpt}}
+				Options: opts}
 			agents := methodtest.AgentStateOf(t, pair)
 			t.Cleanup(func() {
 				if err := m.Teardown(ctx, env); err != nil {
@@ -646,7 +652,9 @@ func TestTailscaleThroughAgents(t *testing.T) {
 			if !strings.Contains(path.Variant, "path "+pathOpt) {
 				t.Errorf("variant %q, want path %s", path.Variant, pathOpt)
 			}
-			methodtest.DeviceMTUOn(t, pair.Endpoints(), path, env.OverlayMTU)
+			if name != "netstack" {
+				methodtest.DeviceMTUOn(t, pair.Endpoints(), path, env.OverlayMTU)
+			}
 			ua, ub := pair.A.Addr(env.Family), pair.B.Addr(env.Family)
 			capture := func(load func()) []wire.Frame {
 				t.Helper()
@@ -666,6 +674,11 @@ func TestTailscaleThroughAgents(t *testing.T) {
 				return frames
 			}
 			frames := capture(func() {
+				if name == "netstack" {
+					out := iperf3Wrapped(t, pair.A, pair.B, path)
+					t.Logf("%.2f Gbit/s through agents, netstack", methodtest.Gbps(t, out))
+					return
+				}
 				for _, dir := range []struct {
 					from *testbed.Endpoint
 					to   string
@@ -900,7 +913,7 @@ func TestTailscaleNetstack(t *testing.T) {
 		t.Fatal(err)
 	}
 	txBefore := txBytes(t, l.A)
-	out := iperf3Wrapped(t, l, path)
+	out := iperf3Wrapped(t, l.A, l.B, path)
 	tx := txBytes(t, l.A) - txBefore
 	pkts, err := c.Stop()
 	if err != nil {
@@ -1005,23 +1018,23 @@ func addrs(t *testing.T, ep *testbed.Endpoint) []string {
 // iperf3Wrapped runs one second of iperf3 from a to b's overlay address
 // with the client under the path's wrapper, as the runner does, and
 // returns its JSON report.
-func iperf3Wrapped(t *testing.T, l *testbed.Local, path *method.Path) []byte {
+func iperf3Wrapped(t *testing.T, a, b *testbed.Endpoint, path *method.Path) []byte {
 	t.Helper()
 	ctx := context.Background()
-	srv := l.B.Command(ctx, load.Iperf3Server{Bind: path.B, Port: 5201}.Args()...)
-	if err := l.B.Start(srv); err != nil {
+	srv := b.Command(ctx, load.Iperf3Server{Bind: path.B, Port: 5201}.Args()...)
+	if err := b.Start(srv); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
 		_ = srv.Kill()
 		_ = srv.Wait()
-		l.B.Forget(srv)
+		b.Forget(srv)
 	}()
-	if err := l.B.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
+	if err := b.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
 	argv := path.Wrap(load.Iperf3Client{Server: path.B, Port: 5201, Duration: time.Second}.Args())
-	out, err := l.A.Run(ctx, argv...)
+	out, err := a.Run(ctx, argv...)
 	if err != nil {
 		t.Fatalf("%q: %v\n%s", argv, err, out)
 	}
