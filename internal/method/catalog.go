@@ -1,8 +1,8 @@
 package method
 
 // Catalog is a registry as the scenario's validation and the plan see
-// it (scenario.Catalog, scenario.UnderlayCatalog and
-// scenario.TestbedCatalog).
+// it (scenario.Catalog, scenario.UnderlayCatalog,
+// scenario.TestbedCatalog and scenario.TestsCatalog).
 type Catalog struct{ R *Registry }
 
 // Names lists the registered methods.
@@ -34,6 +34,25 @@ func (c Catalog) CheckOptions(name string, opts map[string]string) error {
 	}
 	_, err = ParseOptions(m, opts)
 	return err
+}
+
+// CheckTests checks the scenario's load against what name carries with
+// opts (TestChecker; scenario.TestsCatalog). The options were checked
+// on their own before (CheckOptions): an error there leaves this nil.
+func (c Catalog) CheckTests(name string, opts map[string]string, tests, families []string, latencyTool string, mss []int, congestion []string) error {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return nil
+	}
+	tc, ok := m.(TestChecker)
+	if !ok {
+		return nil
+	}
+	vals, err := ParseOptions(m, opts)
+	if err != nil {
+		return nil
+	}
+	return tc.CheckTests(vals, Load{Tests: tests, Families: families, LatencyTool: latencyTool, MSS: mss, CongestionControl: congestion})
 }
 
 // Underlay is the family of the underlay addresses name needs to carry

@@ -110,13 +110,28 @@ type Path struct {
 	// Datapath names, in one word, where the method's packets are
 	// processed, for a method that has more than one place to do it
 	// (result.Meta.Datapath: DatapathKernel, DatapathNetdev,
-	// DatapathLibipsec, DatapathUserspace); empty for a method with one.
+	// DatapathLibipsec, DatapathUserspace, DatapathNetstack); empty for a method with one.
 	Datapath string
 	// OverlayMTU, when not zero, is the MTU the method really gives the
 	// measured traffic, where its implementation cannot honour Env.OverlayMTU
 	// (kernel-libipsec reads at most 1400 bytes from its TUN device). The
 	// runner records it in place of the requested one.
 	OverlayMTU int
+	// ClientWrap, when not empty, is the argv prefix side a's load
+	// clients (iperf3, sockperf) run under, for a method whose overlay
+	// the host's stack on a cannot reach: tailscale's netstack datapath
+	// runs them under proxychains4, which sends their TCP connections
+	// through tailscaled's SOCKS5 server. A method that sets it refuses,
+	// in CheckTests, the tests whose clients cannot run under it.
+	ClientWrap []string
+}
+
+// Wrap returns argv run under p's ClientWrap (argv itself without one).
+func (p *Path) Wrap(argv []string) []string {
+	if len(p.ClientWrap) == 0 {
+		return argv
+	}
+	return append(append([]string(nil), p.ClientWrap...), argv...)
 }
 
 // Data paths a method records in Path.Datapath (see result.Meta.Datapath).
@@ -125,6 +140,7 @@ const (
 	DatapathNetdev    = result.DatapathNetdev
 	DatapathLibipsec  = result.DatapathLibipsec
 	DatapathUserspace = result.DatapathUserspace
+	DatapathNetstack  = result.DatapathNetstack
 )
 
 // Daemon is a userspace process that carries the method's traffic.
@@ -215,6 +231,27 @@ type Counter interface {
 // --rekey --child tunbench"); it never names a key.
 type Rekeyer interface {
 	Rekey(ctx context.Context, env *Env) (how string, err error)
+}
+
+// Load is what a scenario runs through a method: its tests, families,
+// request/response tool, and the TCP settings it gives explicitly
+// (scenario.Scenario's Tests, Families, LatencyTool, MSS and
+// CongestionControl).
+type Load struct {
+	Tests             []string
+	Families          []string
+	LatencyTool       string
+	MSS               []int
+	CongestionControl []string
+}
+
+// TestChecker is implemented by methods that cannot carry every test
+// with some of their options (tailscale's netstack datapath carries TCP
+// through a SOCKS5 wrapper only). CheckTests returns, before anything is
+// created, why the scenario's load cannot run with opts and what to do
+// instead; scenario validation calls it through Catalog.
+type TestChecker interface {
+	CheckTests(opts Values, load Load) error
 }
 
 // Registry maps names to methods.

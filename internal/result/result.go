@@ -686,7 +686,8 @@ type Meta struct {
 	// "kernel" (ovs-* on the system datapath, ipsec on xfrm, wireguard),
 	// "netdev" (ovs-* on Open vSwitch's userspace datapath), "libipsec"
 	// (ipsec on strongSwan's userspace kernel-libipsec), "userspace"
-	// (openvpn without DCO). Empty for methods with a single data path
+	// (openvpn without DCO), "netstack" (tailscale's userspace
+	// networking: gVisor's TCP/IP stack inside tailscaled). Empty for methods with a single data path
 	// and in records older than the field (report derives it from
 	// Variant there).
 	Datapath string `json:"datapath,omitempty"`
@@ -703,6 +704,7 @@ const (
 	DatapathNetdev    = "netdev"
 	DatapathLibipsec  = "libipsec"
 	DatapathUserspace = "userspace"
+	DatapathNetstack  = "netstack"
 )
 
 // Device is one network device on the measured path.

@@ -64,7 +64,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 
 	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams,
 		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
-	cmd := tb.A.Command(ctx, client.Args()...)
+	cmd := tb.A.Command(ctx, path.Wrap(client.Args())...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := tb.A.Start(cmd); err != nil {
@@ -134,6 +134,11 @@ func measureLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, p 
 	if p.LatencyTool == "sockperf" {
 		return sockperfLatency(ctx, tb, path, dur)
 	}
+	if len(path.ClientWrap) > 0 {
+		// Validation refuses it (method.TestChecker): rr is Go, which
+		// makes its system calls itself, past an LD_PRELOAD wrapper.
+		return nil, fmt.Errorf("rr cannot run under %s (the method's client wrapper): use latency_tool: sockperf", path.ClientWrap[0])
+	}
 	bexe, err := tb.B.Tunbench()
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for rr: %w", err)
@@ -174,7 +179,7 @@ func sockperfLatency(ctx context.Context, tb *testbed.Pair, path *method.Path, d
 	defer os.Remove(logPath)
 	secs := max(time.Second, dur.Round(time.Second))
 	client := load.SockperfClient{Server: path.B, Port: sockperfPort, Duration: secs, FullLog: logPath}
-	out, err := tb.A.Run(ctx, client.Args()...)
+	out, err := tb.A.Run(ctx, path.Wrap(client.Args())...)
 	if err != nil {
 		return nil, fmt.Errorf("sockperf client: %w", err)
 	}

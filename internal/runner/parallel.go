@@ -232,7 +232,7 @@ func newParallelClients(ctx context.Context, tb *testbed.Pair, path *method.Path
 		if err := c.Validate(); err != nil {
 			return clients, gates, err
 		}
-		cl := &parallelClient{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, c.Args()...)...)}
+		cl := &parallelClient{cmd: tb.A.Command(ctx, append([]string{"sh", "-c", `read _ ; exec "$@"`, "sh"}, path.Wrap(c.Args())...)...)}
 		out, err := os.CreateTemp(tb.Dir, fmt.Sprintf("iperf3-client-%d-*.json", parallelBasePort+i))
 		if err != nil {
 			return clients, gates, fmt.Errorf("iperf3 client %d: output file: %w", i+1, err)
@@ -427,7 +427,7 @@ func measureLatencyUnderLoad(ctx context.Context, tb *testbed.Pair, path *method
 	defer stop(tb.B, srv)
 	c := load.Iperf3Client{Server: path.B, Port: loadPort, Duration: loadDur, Omit: omit, Streams: min(p.Streams, scenario.MaxStreamsPerProcess),
 		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
-	cmd := tb.A.Command(ctx, c.Args()...)
+	cmd := tb.A.Command(ctx, path.Wrap(c.Args())...)
 	var lo, le bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &lo, &le
 	if err := tb.A.Start(cmd); err != nil {

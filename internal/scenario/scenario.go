@@ -282,6 +282,13 @@ type TestbedCatalog interface {
 	Testbeds(method string) (names []string, why string)
 }
 
+// TestsCatalog is implemented by catalogs that know which tests a
+// method cannot carry with its options (method.TestChecker): CheckTests
+// says why and what to do instead, nil when it can carry them all.
+type TestsCatalog interface {
+	CheckTests(method string, opts map[string]string, tests, families []string, latencyTool string, mss []int, congestion []string) error
+}
+
 // UnderlayFamilies returns, for every underlay family the scenario's
 // methods need (in ipv4, ipv6 order), the methods that need it: the
 // addresses each host must have on its underlay device.
@@ -589,6 +596,18 @@ func (s Scenario) Validate(c Catalog) error {
 		case slices.Contains(c.Names(), m):
 			if err := c.CheckOptions(m, s.Options[m]); err != nil {
 				bad("options."+m, "%v (tunbench methods --options %s lists them)", err, m)
+			}
+		}
+	}
+	if tc, ok := c.(TestsCatalog); ok {
+		for _, m := range s.Methods {
+			if !slices.Contains(c.Names(), m) {
+				continue
+			}
+			if err := tc.CheckTests(m, s.Options[m], s.Tests, s.Families, s.LatencyTool, s.MSS, s.CongestionControl); err != nil {
+				for _, line := range strings.Split(err.Error(), "\n") {
+					bad("tests", "%s", line)
+				}
 			}
 		}
 	}

@@ -1,8 +1,8 @@
 // Package tailscale is the tailscale method: Tailscale's tailscaled on
-// each side, on a TUN device, joined to a control server with its own
-// DERP relay that tunbench starts for the run on side a
-// (tunbench-tscontrol, from tools/tailscale), so that nothing of the run
-// leaves its machines.
+// each side, on a TUN device or (option datapath: netstack) in its
+// userspace networking, joined to a control server with its own DERP
+// relay that tunbench starts for the run on side a (tunbench-tscontrol,
+// from tools/tailscale), so that nothing of the run leaves its machines.
 package tailscale
 
 import (
@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 )
@@ -58,9 +59,31 @@ const (
 	PathDERP = "derp"
 )
 
+// Datapaths (option "datapath"): where tailscaled puts the overlay
+// addresses.
+const (
+	// DatapathTUN is a TUN device in the host's network stack.
+	DatapathTUN = "tun"
+	// DatapathNetstack is tailscaled's userspace networking
+	// (--tun=userspace-networking): the overlay addresses exist only in
+	// its own TCP/IP stack (gVisor's netstack). Side a's load clients
+	// reach b through tailscaled's SOCKS5 server under proxychains4
+	// (Path.ClientWrap); b's tailscaled forwards the TCP connections it
+	// accepts to b's own sockets at the same address and port, which b
+	// has on its loopback device for the run.
+	DatapathNetstack = "netstack"
+)
+
+// Wrapper is the program side a's load clients run under on the
+// netstack datapath: proxychains-ng, which preloads a library that sends
+// each TCP connect() through a SOCKS5 server.
+const Wrapper = "proxychains4"
+
 var options = []method.Option{
 	{Name: "path", Default: PathDirect, Values: []string{PathDirect, PathDERP},
 		Help: "how the nodes reach each other: WireGuard over UDP between the underlay addresses (direct) or relayed by the run's DERP server on side a over TCP/TLS (derp)"},
+	{Name: "datapath", Default: DatapathTUN, Values: []string{DatapathTUN, DatapathNetstack},
+		Help: "where the overlay lives: a TUN device in the host's stack (tun), or tailscaled's userspace networking (netstack), which side a's iperf3 and sockperf reach through tailscaled's SOCKS5 server under proxychains4: TCP tests only (tcp_stream, parallel; tcp_rr and latency_under_load with latency_tool: sockperf), IPv4 only"},
 	{Name: "port", Default: strconv.Itoa(Port), Min: 1, Max: 65535,
 		Help: "UDP port of both tailscaleds (direct path)"},
 }
@@ -85,7 +108,8 @@ const (
 // firewall is not touched (--netfilter-mode=off); tailscaled routes the
 // peer through its own table 52 and policy rules, which go with it.
 //
-// Options: "path" ("direct", the default, or "derp") and "port" (default
+// Options: "path" ("direct", the default, or "derp"), "datapath" ("tun",
+// the default, or "netstack": see DatapathNetstack) and "port" (default
 // 41641). It is safe for concurrent use by runs with distinct Env.Dir.
 type Tailscale struct {
 	// JoinTimeout bounds each node's "tailscale up" (joining the control
@@ -116,7 +140,10 @@ func New() *Tailscale { return &Tailscale{runs: map[string]*run{}} }
 
 func (*Tailscale) Name() string { return "tailscale" }
 
-const impl = " (userspace, TUN)"
+// impl says where the data path runs: userspace WireGuard on a TUN
+// device or, with datapath netstack, in tailscaled's own TCP/IP stack
+// (the cell's Datapath and Variant say which ran).
+const impl = " (userspace, TUN or netstack)"
 
 // version turns the first line of "tailscaled --version" ("1.100.0", or
 // "1.100.0-ERR-BuildInfo" when built by go install, which records no VCS
@@ -132,7 +159,7 @@ func version(line string) string {
 var localVersion = sync.OnceValue(func() string { return version(method.ProgramVersion("tailscaled")) })
 
 // Implementation names the version installed on this machine, e.g.
-// "tailscale 1.100.0 (userspace, TUN)".
+// "tailscale 1.100.0 (userspace, TUN or netstack)".
 func (*Tailscale) Implementation() string { return localVersion() + impl }
 
 // ImplementationOn names the tailscaled of ep's host.
@@ -168,6 +195,7 @@ func (*Tailscale) Requirements() []method.Requirement {
 		{Program: "tailscale", Install: Install},
 		{Program: Control, Install: InstallControl},
 		{Program: "ping", Package: "iputils-ping"},
+		{Program: Wrapper, Package: "proxychains4"},
 	}
 }
 
@@ -186,8 +214,58 @@ const (
 	controlDir  = "tailscale-control" // on a: the control server's directory
 	controlLog  = "tscontrol.log"
 	readyFile   = "ready.json"
-	caFile      = "ca.pem" // the control server's run CA, which the node trusts
+	caFile      = "ca.pem"           // the control server's run CA, which the node trusts
+	proxyConf   = "proxychains.conf" // on a, netstack: proxychains4's configuration
 )
+
+// socksListening is the line tailscaled logs once its SOCKS5 server
+// listens on a port the kernel picked ("SOCKS5 listening on
+// 127.0.0.1:40123").
+const socksListening = "SOCKS5 listening on "
+
+// netstackNo says why the netstack datapath cannot run a test, and what
+// runs it instead.
+var netstackNo = map[string]string{
+	scenario.TestUDPSizes: "it is UDP: proxychains4 carries TCP only (tailscaled's SOCKS5 server has UDP ASSOCIATE, but no wrapper of the load tools uses it)",
+	scenario.TestMTUProbe: "its ping and probes need the overlay address in the host's stack",
+	scenario.TestConnect:  "its probe is tunbench's own Go code, which makes its system calls itself, past proxychains4's LD_PRELOAD",
+	scenario.TestRecover:  "its request stream is tunbench's own Go code, which makes its system calls itself, past proxychains4's LD_PRELOAD",
+}
+
+// CheckTests refuses, on the netstack datapath, what its SOCKS5 wrapper
+// cannot carry or would measure wrongly: UDP and the tests whose clients
+// are tunbench's own Go code (rr, connect, recover), ping-based ones,
+// IPv6 (sockperf 3.7 is IPv4 only, and proxychains4 is untested over
+// it), and an explicit MSS or congestion control (they would set the
+// load tools' sockets on the loopback legs, not the overlay's TCP, which
+// is gVisor's inside tailscaled).
+func (*Tailscale) CheckTests(opts method.Values, l method.Load) error {
+	if opts.String("datapath") != DatapathNetstack {
+		return nil
+	}
+	const fix = "use datapath: tun (the default) for it"
+	var errs []error
+	for _, t := range l.Tests {
+		if why, ok := netstackNo[t]; ok {
+			errs = append(errs, fmt.Errorf("tailscale with datapath netstack cannot run %s: %s; drop it or %s", t, why, fix))
+		}
+		if (t == scenario.TestTCPRR || t == scenario.TestLatencyUnderLoad) && l.LatencyTool != "sockperf" {
+			errs = append(errs, fmt.Errorf("tailscale with datapath netstack cannot run %s with latency_tool %s: rr is tunbench's own Go code, which makes its system calls itself, past proxychains4's LD_PRELOAD; set latency_tool: sockperf, or %s", t, l.LatencyTool, fix))
+		}
+	}
+	for _, f := range l.Families {
+		if f != method.IPv4 {
+			errs = append(errs, fmt.Errorf("tailscale with datapath netstack measures ipv4 only (sockperf 3.7 is IPv4 only; proxychains4 is not checked over IPv6), and families lists %s: drop it or %s", f, fix))
+		}
+	}
+	if len(l.MSS) > 0 {
+		errs = append(errs, fmt.Errorf("tailscale with datapath netstack cannot set mss: iperf3 -M would set its socket to the SOCKS5 server on the loopback, not the overlay's TCP, which is gVisor's inside tailscaled; drop mss or %s", fix))
+	}
+	if len(l.CongestionControl) > 0 {
+		errs = append(errs, fmt.Errorf("tailscale with datapath netstack cannot set congestion_control: it would set the load tools' sockets on the loopback legs, not the overlay's TCP, which is gVisor's inside tailscaled; drop congestion_control or %s", fix))
+	}
+	return errors.Join(errs...)
+}
 
 // side is the plan of one side.
 type side struct {
@@ -264,6 +342,10 @@ func (t *Tailscale) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 	if err != nil {
 		return nil, err
 	}
+	netstack := opts.String("datapath") == DatapathNetstack
+	if netstack && env.Family != method.IPv4 {
+		return nil, fmt.Errorf("tailscale: datapath netstack measures ipv4 only: use datapath tun (the default) for %s", env.Family)
+	}
 	oa, ob := method.Overlay(env.Family)
 	var sides [2]*side
 	for i, ep := range env.Endpoints() {
@@ -302,25 +384,87 @@ func (t *Tailscale) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 			return nil, err
 		}
 	}
-	if err := waitTunnel(ctx, sides, procs, ctrl); err != nil {
+	var wrap []string
+	if netstack {
+		if wrap, err = netstackSides(ctx, sides); err != nil {
+			return nil, err
+		}
+	}
+	if err := waitTunnel(ctx, sides, procs, ctrl, netstack); err != nil {
 		return nil, err
 	}
 	how, err := waitPath(ctx, env, sides, procs, opts)
 	if err != nil {
 		return nil, err
 	}
+	if netstack {
+		how = "netstack (userspace networking: SOCKS5 on " + env.A.Side + ", forwarded to " + env.B.Side + "'s sockets), " + how
+	}
 	va, vb := t.ImplementationOn(ctx, env.A), t.ImplementationOn(ctx, env.B)
 	variant := strings.TrimSuffix(va, impl)
 	if va != vb {
 		variant = env.A.Side + ": " + strings.TrimSuffix(va, impl) + "; " + env.B.Side + ": " + strings.TrimSuffix(vb, impl)
 	}
-	return &method.Path{
+	path := &method.Path{
 		A:       sides[0].addr.Addr(),
 		B:       sides[1].addr.Addr(),
 		Devices: map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
 		Daemons: []method.Daemon{procs[0].Daemon(), procs[1].Daemon(), ctrl.Daemon()},
 		Variant: variant + ", " + how,
-	}, nil
+	}
+	if netstack {
+		path.Devices = map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}}
+		path.Datapath = method.DatapathNetstack
+		path.ClientWrap = wrap
+	}
+	return path, nil
+}
+
+// netstackSides readies the sides of the netstack datapath once both
+// tailscaleds run: on b, its overlay address on the loopback device, for
+// the connections b's tailscaled forwards to b's own sockets (tailscaled
+// dials the address and port they were for, as the run's addresses are
+// not Tailscale's 100.64.0.0/10, which it would dial at 127.0.0.1); on
+// a, proxychains4's configuration naming a's SOCKS5 server. It returns
+// the ClientWrap.
+func netstackSides(ctx context.Context, sides [2]*side) ([]string, error) {
+	a, b := sides[0], sides[1]
+	lo, err := b.ep.NL.LinkByName("lo")
+	if err != nil {
+		return nil, fmt.Errorf("%s: find lo: %w", b.ep.Side, err)
+	}
+	if err := method.AddAddr(b.ep, lo, b.addr); err != nil {
+		return nil, err
+	}
+	var socks string
+	log := filepath.Join(a.dir, logFile)
+	err = method.WaitFor(ctx, 10*time.Second, "tailscaled's SOCKS5 server on "+a.ep.Side, func() (bool, error) {
+		data, err := a.ep.ReadFile(log)
+		if err != nil {
+			return false, nil
+		}
+		_, rest, ok := strings.Cut(string(data), socksListening)
+		if !ok {
+			return false, nil
+		}
+		line, _, _ := strings.Cut(rest, "\n")
+		ap, err := netip.ParseAddrPort(strings.TrimSpace(line))
+		if err != nil {
+			return false, fmt.Errorf("%s: SOCKS5 address %q in %s: %w", a.ep.Side, line, logFile, err)
+		}
+		socks = fmt.Sprintf("socks5 %s %d", ap.Addr(), ap.Port())
+		return true, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	conf := filepath.Join(a.dir, proxyConf)
+	text := "# tunbench: side a's load clients through tailscaled's SOCKS5 server\n" +
+		"strict_chain\nquiet_mode\ntcp_read_time_out 15000\ntcp_connect_time_out 8000\n[ProxyList]\n" + socks + "\n"
+	if err := a.ep.WriteFile(conf, []byte(text), 0o644); err != nil {
+		return nil, fmt.Errorf("%s: write %s: %w", a.ep.Side, proxyConf, err)
+	}
+	return []string{Wrapper, "-q", "-f", conf}, nil
 }
 
 // startControl writes the auth key into the control server's directory
@@ -377,6 +521,7 @@ func cli(ctx context.Context, s *side, args ...string) ([]byte, error) {
 // server with the auth key, then waits until its device is up with its
 // overlay address.
 func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd ready, ca []byte, key string, opts method.Values) (*method.Process, error) {
+	netstack := opts.String("datapath") == DatapathNetstack
 	if err := s.ep.WriteFile(filepath.Join(s.dir, caFile), ca, 0o644); err != nil {
 		return nil, fmt.Errorf("%s: write %s: %w", s.ep.Side, caFile, err)
 	}
@@ -405,9 +550,17 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 	if opts.String("path") == PathDERP {
 		vars = append(vars, "TS_DEBUG_ALWAYS_USE_DERP=1")
 	}
-	p, err := method.StartDaemon(s.ep, "tailscaled", filepath.Join(s.dir, logFile), vars,
-		"tailscaled", "--statedir", filepath.Join(s.dir, stateDir), "--socket", s.sock,
-		"--tun", s.dev, "--port", strconv.Itoa(opts.Int("port")), "--no-logs-no-support")
+	tun := s.dev
+	if netstack {
+		tun = "userspace-networking"
+	}
+	argv := []string{"tailscaled", "--statedir", filepath.Join(s.dir, stateDir), "--socket", s.sock,
+		"--tun", tun, "--port", strconv.Itoa(opts.Int("port")), "--no-logs-no-support"}
+	if netstack && s.ep == env.A {
+		// On a port the kernel picks (logged: socksListening).
+		argv = append(argv, "--socks5-server", "127.0.0.1:0")
+	}
+	p, err := method.StartDaemon(s.ep, "tailscaled", filepath.Join(s.dir, logFile), vars, argv...)
 	if err != nil {
 		return nil, err
 	}
@@ -437,6 +590,9 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 	}
 	if err := s.ep.RemoveAll(keyFile); err != nil {
 		return p, fmt.Errorf("%s: remove %s: %w", s.ep.Side, authKeyFile, err)
+	}
+	if netstack {
+		return p, nil // no device
 	}
 	err = method.WaitFor(ctx, 10*time.Second, "device "+s.dev+" with "+s.addr.String(), func() (bool, error) {
 		if err := p.Alive(); err != nil {
@@ -476,8 +632,11 @@ func deviceUp(s *side) (bool, error) {
 }
 
 // waitTunnel pings b's overlay address from a, once a second, until it
-// answers. On timeout the error quotes the daemons' logs.
-func waitTunnel(ctx context.Context, sides [2]*side, procs [2]*method.Process, ctrl *method.Process) error {
+// answers: with ping through the TUN device, or on the netstack datapath
+// (where the host has no route to it) with a TSMP ping, which tailscaled
+// sends through the tunnel and b's tailscaled answers. On timeout the
+// error quotes the daemons' logs.
+func waitTunnel(ctx context.Context, sides [2]*side, procs [2]*method.Process, ctrl *method.Process, netstack bool) error {
 	a, b := sides[0], sides[1]
 	var last error
 	err := method.WaitFor(ctx, pathTimeout, "tailscale tunnel", func() (bool, error) {
@@ -486,7 +645,11 @@ func waitTunnel(ctx context.Context, sides [2]*side, procs [2]*method.Process, c
 				return false, err
 			}
 		}
-		_, last = a.ep.Run(ctx, "ping", "-c", "1", "-W", "1", b.addr.Addr().String())
+		if netstack {
+			_, last = cli(ctx, a, "ping", "--tsmp", "--c", "1", "--timeout", "1s", b.addr.Addr().String())
+		} else {
+			_, last = a.ep.Run(ctx, "ping", "-c", "1", "-W", "1", b.addr.Addr().String())
+		}
 		return last == nil, nil
 	})
 	if err == nil {
@@ -596,7 +759,7 @@ func (t *Tailscale) Teardown(ctx context.Context, env *method.Env) error {
 		if ep == nil {
 			continue
 		}
-		errs = append(errs, method.DelLinks(ep, DevName(env, ep)))
+		errs = append(errs, method.DelLinks(ep, DevName(env, ep)), delLoopback(env, ep))
 		if r != nil {
 			if before, ok := r.rules[ep.Side]; ok {
 				errs = append(errs, restoreRules(ep, before))
@@ -611,6 +774,31 @@ func (t *Tailscale) Teardown(ctx context.Context, env *method.Env) error {
 		dir := filepath.Join(method.SideRoot(env, env.A), controlDir)
 		if err := env.A.RemoveAll(dir); err != nil {
 			errs = append(errs, fmt.Errorf("%s: remove %s: %w", env.A.Side, dir, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// delLoopback deletes the overlay addresses of the run's family from
+// ep's loopback device, where the netstack datapath puts b's.
+func delLoopback(env *method.Env, ep *testbed.Endpoint) error {
+	lo, err := ep.NL.LinkByName("lo")
+	if err != nil {
+		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+	}
+	oa, ob := method.Overlay(env.Family)
+	addrs, err := ep.NL.AddrList(lo, method.FamilyOf(oa.Addr()))
+	if err != nil {
+		return fmt.Errorf("%s: addresses of lo: %w", ep.Side, err)
+	}
+	var errs []error
+	for _, a := range addrs {
+		ip, ok := netip.AddrFromSlice(a.IP)
+		if !ok || (ip.Unmap() != oa.Addr() && ip.Unmap() != ob.Addr()) {
+			continue
+		}
+		if err := ep.NL.AddrDel(lo, &a); err != nil {
+			errs = append(errs, fmt.Errorf("%s: delete %s from lo: %w", ep.Side, ip, err))
 		}
 	}
 	return errors.Join(errs...)

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +23,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/tailscale"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -70,12 +72,17 @@ func TestTailscaleRequirements(t *testing.T) {
 			if r.Optional || !strings.Contains(r.Install, "tools/tailscale") {
 				t.Errorf("%s requirement = %+v, want a required program built from tools/tailscale", r.Program, r)
 			}
+		case tailscale.Wrapper:
+			programs = append(programs, r.Program)
+			if r.Optional || r.Package != "proxychains4" {
+				t.Errorf("%s requirement = %+v, want a required program from Debian's proxychains4", r.Program, r)
+			}
 		}
 		if r.Kernel != "" && r.Module == "" {
 			t.Errorf("kernel requirement %s names no module", r.Kernel)
 		}
 	}
-	if diff := cmp.Diff([]string{"tailscaled", "tailscale", tailscale.Control}, programs); diff != "" {
+	if diff := cmp.Diff([]string{"tailscaled", "tailscale", tailscale.Control, tailscale.Wrapper}, programs); diff != "" {
 		t.Errorf("required programs (-want +got):\n%s", diff)
 	}
 	// tools/tailscale pins the same tailscale.com as the daemons.
@@ -96,10 +103,10 @@ func TestTailscaleOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v.String("path") != "direct" || v.Int("port") != 41641 {
-		t.Errorf("defaults: path %q, port %d; want direct, 41641", v.String("path"), v.Int("port"))
+	if v.String("path") != "direct" || v.Int("port") != 41641 || v.String("datapath") != "tun" {
+		t.Errorf("defaults: path %q, port %d, datapath %q; want direct, 41641, tun", v.String("path"), v.Int("port"), v.String("datapath"))
 	}
-	bad := []map[string]string{{"path": "relay"}, {"path": ""}, {"port": "0"}, {"port": "65536"}, {"netstack": "on"}}
+	bad := []map[string]string{{"path": "relay"}, {"path": ""}, {"port": "0"}, {"port": "65536"}, {"netstack": "on"}, {"datapath": "userspace"}}
 	for _, opts := range bad {
 		if _, err := method.ParseOptions(m, opts); err == nil {
 			t.Errorf("options %v accepted", opts)
@@ -610,20 +617,26 @@ func checkDERPWire(t *testing.T, ua, ub netip.Addr, env *method.Env, frames []wi
 // a's agent, tailscaled and its CLI on each, every command, file and
 // netlink call through the agent protocol. On both paths a ping each way,
 // a full-size ping and a second of iperf3 pass, a's underlay carries
-// WireGuard (direct) or TCP to the DERP port (derp), and the teardown
+// WireGuard (direct) or TCP to the DERP port (derp); on the netstack
+// datapath a second of iperf3 under the path's client wrapper passes and
+// a's underlay carries WireGuard; and the teardown
 // leaves the hosts' links, processes, run directories, policy rules,
 // routes and firewall as they were.
 func TestTailscaleThroughAgents(t *testing.T) {
 	needTailscale(t)
-	for _, pathOpt := range []string{"direct", "derp"} {
-		t.Run(pathOpt, func(t *testing.T) {
+	for _, name := range []string{"direct", "derp", "netstack"} {
+		pathOpt, opts := name, map[string]string{"path": name}
+		if name == "netstack" {
+			pathOpt, opts = "direct", map[string]string{"datapath": "netstack"}
+		}
+		t.Run(name, func(t *testing.T) {
 			m := tailscale.New()
 			ctx := context.Background()
 			methodtest.RequireTunnelKernel(t, m)
 			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
 			env := &method.Env{A: pair.A, B: pair.B, Family: method.IPv4, UnderlayMTU: 1500,
 				OverlayMTU: 1500 - m.Overhead(method.IPv4), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
-				Options: map[string]string{"path": pathOpt}}
+				Options: opts}
 			agents := methodtest.AgentStateOf(t, pair)
 			t.Cleanup(func() {
 				if err := m.Teardown(ctx, env); err != nil {
@@ -639,7 +652,9 @@ func TestTailscaleThroughAgents(t *testing.T) {
 			if !strings.Contains(path.Variant, "path "+pathOpt) {
 				t.Errorf("variant %q, want path %s", path.Variant, pathOpt)
 			}
-			methodtest.DeviceMTUOn(t, pair.Endpoints(), path, env.OverlayMTU)
+			if name != "netstack" {
+				methodtest.DeviceMTUOn(t, pair.Endpoints(), path, env.OverlayMTU)
+			}
 			ua, ub := pair.A.Addr(env.Family), pair.B.Addr(env.Family)
 			capture := func(load func()) []wire.Frame {
 				t.Helper()
@@ -659,6 +674,11 @@ func TestTailscaleThroughAgents(t *testing.T) {
 				return frames
 			}
 			frames := capture(func() {
+				if name == "netstack" {
+					out := iperf3Wrapped(t, pair.A, pair.B, path)
+					t.Logf("%.2f Gbit/s through agents, netstack", methodtest.Gbps(t, out))
+					return
+				}
 				for _, dir := range []struct {
 					from *testbed.Endpoint
 					to   string
@@ -755,4 +775,300 @@ func TestTailscaleControlUnreachable(t *testing.T) {
 			t.Errorf("%s left in the run directory after teardown", e.Name())
 		}
 	}
+}
+
+// TestTailscaleNetstackRefuses: the netstack datapath refuses up front,
+// in the scenario's validation, what its SOCKS5 wrapper cannot carry or
+// would measure wrongly, each with the reason and the fix; Setup refuses
+// IPv6 before anything is created; the tun datapath takes them all.
+func TestTailscaleNetstackRefuses(t *testing.T) {
+	cat := method.Catalog{R: method.NewRegistry(tailscale.New())}
+	ok := scenario.Default()
+	ok.Methods = []string{"tailscale"}
+	ok.Options = map[string]map[string]string{"tailscale": {"datapath": "netstack"}}
+	ok.Tests = []string{scenario.TestTCPStream, scenario.TestParallel, scenario.TestTCPRR, scenario.TestLatencyUnderLoad}
+	ok.LatencyTool = "sockperf"
+	if err := ok.Validate(cat); err != nil {
+		t.Errorf("netstack with TCP tests and sockperf refused: %v", err)
+	}
+	for _, tt := range []struct {
+		name string
+		edit func(*scenario.Scenario)
+		want string
+	}{
+		{"udp", func(s *scenario.Scenario) { s.Tests = append(s.Tests, scenario.TestUDPSizes) }, "cannot run udp_sizes: it is UDP"},
+		{"mtu_probe", func(s *scenario.Scenario) { s.Tests = append(s.Tests, scenario.TestMTUProbe) }, "cannot run mtu_probe"},
+		{"connect", func(s *scenario.Scenario) { s.Tests = append(s.Tests, scenario.TestConnect) }, "cannot run connect"},
+		{"recover", func(s *scenario.Scenario) { s.Tests = append(s.Tests, scenario.TestRecover) }, "cannot run recover"},
+		{"rr", func(s *scenario.Scenario) { s.LatencyTool = "rr" }, "cannot run tcp_rr with latency_tool rr"},
+		{"ipv6", func(s *scenario.Scenario) {
+			s.Families = []string{"ipv4", "ipv6"}
+			s.LatencyTool = "rr"
+			s.Tests = s.Tests[:2]
+		}, "ipv4 only"},
+		{"mss", func(s *scenario.Scenario) { s.MSS = []int{1000} }, "cannot set mss"},
+		{"cc", func(s *scenario.Scenario) { s.CongestionControl = []string{"bbr"} }, "cannot set congestion_control"},
+	} {
+		s := ok
+		s.Tests = slices.Clone(ok.Tests)
+		tt.edit(&s)
+		err := s.Validate(cat)
+		if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "datapath: tun") {
+			t.Errorf("%s: %v, want a refusal saying %q and naming datapath: tun", tt.name, err, tt.want)
+		}
+		s.Options = nil
+		if err := s.Validate(cat); err != nil && strings.Contains(err.Error(), "netstack") {
+			t.Errorf("%s on the tun datapath: %v", tt.name, err)
+		}
+	}
+
+	testbedtest.RequireNetAdmin(t)
+	l := testbedtest.New(t, 1500)
+	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	m := tailscale.New()
+	env := &method.Env{A: l.A, B: l.B, Family: method.IPv6, UnderlayMTU: 1500, OverlayMTU: 1420,
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: map[string]string{"datapath": "netstack"}}
+	if path, err := m.Setup(context.Background(), env); err == nil {
+		t.Errorf("Setup of netstack over IPv6 succeeded: %+v", path)
+		_ = m.Teardown(context.Background(), env)
+	} else if !strings.HasPrefix(err.Error(), "tailscale: ") {
+		t.Errorf("Setup of netstack over IPv6: %v, want an error naming the method", err)
+	}
+	entries, _ := os.ReadDir(l.Dir)
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "tailscale") {
+			t.Errorf("Setup of netstack over IPv6 created %s before refusing", e.Name())
+		}
+	}
+	if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+		t.Errorf("links after the refused Setup (-before +after):\n%s", diff)
+	}
+}
+
+// TestTailscaleNetstack runs the netstack datapath for real: no device,
+// the host's stack on a cannot reach b's overlay address, and iperf3
+// (and sockperf) run under the path's client wrapper carry their bytes
+// through tailscaled's SOCKS5 server on a, as WireGuard between the
+// underlay addresses, to b's tailscaled, which forwards them to the
+// server's socket at b's overlay address on b's loopback; teardown
+// leaves no daemon, address, socket or file.
+func TestTailscaleNetstack(t *testing.T) {
+	needTailscale(t)
+	testenv.NeedProgram(t, tailscale.Wrapper, "apt-get install -y --no-install-recommends proxychains4")
+	m := tailscale.New()
+	methodtest.RequireTunnelKernel(t, m)
+	family, port := method.IPv4, 41641
+	opts := map[string]string{"datapath": "netstack"}
+	l := testbedtest.New(t, 1500)
+	env := &method.Env{A: l.A, B: l.B, Family: family, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(family),
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts}
+	before := []hostState{settledStateOf(t, l.A), settledStateOf(t, l.B)}
+	beforeLinks := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	beforeAddrs := [][]string{addrs(t, l.A), addrs(t, l.B)}
+	t.Cleanup(func() { _ = m.Teardown(context.Background(), env) })
+	path, err := m.Setup(context.Background(), env)
+	if err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	if want := "tailscale " + tailscale.Version + ", netstack (userspace networking: SOCKS5 on a, forwarded to b's sockets), path direct (UDP "; !strings.HasPrefix(path.Variant, want) {
+		t.Errorf("variant %q, want %s...", path.Variant, want)
+	}
+	if path.Datapath != result.DatapathNetstack {
+		t.Errorf("datapath %q, want %q", path.Datapath, result.DatapathNetstack)
+	}
+	if len(path.ClientWrap) == 0 || path.ClientWrap[0] != tailscale.Wrapper {
+		t.Errorf("client wrap %q, want %s ...", path.ClientWrap, tailscale.Wrapper)
+	}
+	if diff := cmp.Diff(map[string][]string{"a": {l.A.Dev}, "b": {l.B.Dev}}, path.Devices); diff != "" {
+		t.Errorf("devices (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeLinks, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+		t.Errorf("links while netstack runs (-before +after): no device wanted\n%s", diff)
+	}
+	if len(path.Daemons) != 3 {
+		t.Fatalf("daemons = %+v, want tailscaled per side and the control server on a", path.Daemons)
+	}
+	dirs := []string{filepath.Join(env.Dir, "tailscale-a"), filepath.Join(env.Dir, "tailscale-b"), filepath.Join(env.Dir, "tailscale-control")}
+	secrets := tailscaleSecrets(t, dirs)
+	methodtest.NoSecrets(t, "Path", fmt.Sprintf("%+v %s", *path, path.Variant), secrets)
+	// The host's stack on a has no way to b's overlay address: only
+	// tailscaled's SOCKS5 server has.
+	if out, err := l.A.Run(context.Background(), "ping", "-c", "1", "-W", "1", path.B.String()); err == nil {
+		t.Errorf("a's host stack reaches %s without tailscaled:\n%s", path.B, out)
+	}
+	var ready struct {
+		DERPPort int `json:"derp_port"`
+		STUNPort int `json:"stun_port"`
+	}
+	data, err := os.ReadFile(filepath.Join(dirs[2], "ready.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &ready); err != nil {
+		t.Fatal(err)
+	}
+
+	c, err := wire.Start(l.A, l.A.Dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txBefore := txBytes(t, l.A)
+	out := iperf3Wrapped(t, l.A, l.B, path)
+	tx := txBytes(t, l.A) - txBefore
+	pkts, err := c.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := wire.Summarize(pkts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep struct {
+		End struct {
+			SumReceived struct {
+				Bytes float64 `json:"bytes"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || rep.End.SumReceived.Bytes <= 0 {
+		t.Fatalf("iperf3 output: %v\n%s", err, out)
+	}
+	ua, ub := l.A.Addr(family), l.B.Addr(family)
+	w := directWire{ua: ua, ub: ub, env: env, port: port, stunPort: ready.STUNPort, derpPort: ready.DERPPort}
+	w.check(t, frames, true)
+	// The capture may miss frames under load; the device's counter does
+	// not: what crossed a's underlay is what the capture shows (WireGuard
+	// between the underlay addresses, no overlay address outside), and it
+	// is at least what iperf3's server received.
+	if float64(tx) < rep.End.SumReceived.Bytes {
+		t.Errorf("a's underlay %s sent %d bytes during iperf3, fewer than the %.0f its server received: the load did not cross the underlay", l.A.Dev, tx, rep.End.SumReceived.Bytes)
+	}
+	t.Logf("tailscale netstack (%s): %.2f Gbit/s, one TCP stream, 1 s; %.0f bytes received, %d bytes sent by a's underlay device",
+		path.Variant, methodtest.Gbps(t, out), rep.End.SumReceived.Bytes, tx)
+	sockperfWrapped(t, l, path)
+
+	methodtest.NoSecretsInFiles(t, env.Dir, secrets, isKeyFile)
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	for _, d := range path.Daemons {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", d.PID)); err == nil {
+			t.Errorf("%s %s (pid %d) still runs after teardown", d.Side, d.Role, d.PID)
+		}
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("directory %s left after teardown: %v", dir, err)
+		}
+	}
+	for _, ep := range l.Endpoints() {
+		out, err := ep.Run(context.Background(), "ss", "-Htanup")
+		if err != nil {
+			t.Errorf("%s: ss: %v\n%s", ep.Side, err, out)
+		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
+			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
+		}
+	}
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Errorf("second Teardown: %v", err)
+	}
+	if diff := cmp.Diff(beforeAddrs, [][]string{addrs(t, l.A), addrs(t, l.B)}); diff != "" {
+		t.Errorf("addresses after teardown (-before +after):\n%s", diff)
+	}
+	if diff := cmp.Diff(beforeLinks, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+		t.Errorf("links after teardown (-before +after):\n%s", diff)
+	}
+	for i, ep := range l.Endpoints() {
+		if diff := cmp.Diff(before[i], stateOf(t, ep)); diff != "" {
+			t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
+		}
+	}
+}
+
+// txBytes is the count of bytes ep's underlay device has sent.
+func txBytes(t *testing.T, ep *testbed.Endpoint) uint64 {
+	t.Helper()
+	link, err := ep.NL.LinkByName(ep.Dev)
+	if err != nil {
+		t.Fatalf("%s: %v", ep.Side, err)
+	}
+	return link.Attrs().Statistics.TxBytes
+}
+
+// addrs lists ep's addresses ("ip -br addr"), without link-local ones.
+func addrs(t *testing.T, ep *testbed.Endpoint) []string {
+	t.Helper()
+	out, err := ep.Run(context.Background(), "ip", "-br", "addr")
+	if err != nil {
+		t.Fatalf("%s: ip addr: %v\n%s", ep.Side, err, out)
+	}
+	var lines []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var keep []string
+		for _, f := range strings.Fields(line) {
+			if !strings.HasPrefix(f, "fe80:") {
+				keep = append(keep, f)
+			}
+		}
+		lines = append(lines, strings.Join(keep, " "))
+	}
+	return lines
+}
+
+// iperf3Wrapped runs one second of iperf3 from a to b's overlay address
+// with the client under the path's wrapper, as the runner does, and
+// returns its JSON report.
+func iperf3Wrapped(t *testing.T, a, b *testbed.Endpoint, path *method.Path) []byte {
+	t.Helper()
+	ctx := context.Background()
+	srv := b.Command(ctx, load.Iperf3Server{Bind: path.B, Port: 5201}.Args()...)
+	if err := b.Start(srv); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = srv.Kill()
+		_ = srv.Wait()
+		b.Forget(srv)
+	}()
+	if err := b.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
+		t.Fatalf("iperf3 server: %v", err)
+	}
+	argv := path.Wrap(load.Iperf3Client{Server: path.B, Port: 5201, Duration: time.Second}.Args())
+	out, err := a.Run(ctx, argv...)
+	if err != nil {
+		t.Fatalf("%q: %v\n%s", argv, err, out)
+	}
+	return out
+}
+
+// sockperfWrapped runs a second of sockperf ping-pong over TCP from a to
+// b's overlay address, the client under the path's wrapper.
+func sockperfWrapped(t *testing.T, l *testbed.Local, path *method.Path) {
+	t.Helper()
+	testenv.NeedProgram(t, "sockperf", "apt-get install -y --no-install-recommends sockperf")
+	ctx := context.Background()
+	srv := l.B.Command(ctx, load.SockperfServer{Addr: path.B, Port: load.SockperfDefaultPort}.Args()...)
+	if err := l.B.Start(srv); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = srv.Kill()
+		_ = srv.Wait()
+		l.B.Forget(srv)
+	}()
+	if err := l.B.WaitListening(ctx, srv.Pid(), load.SockperfDefaultPort, 5*time.Second); err != nil {
+		t.Fatalf("sockperf server: %v", err)
+	}
+	full := filepath.Join(t.TempDir(), "full.csv")
+	argv := path.Wrap(load.SockperfClient{Server: path.B, Port: load.SockperfDefaultPort, Duration: time.Second, FullLog: full}.Args())
+	out, err := l.A.Run(ctx, argv...)
+	if err != nil {
+		t.Fatalf("%q: %v\n%s", argv, err, out)
+	}
+	fullData, _ := os.ReadFile(full)
+	lat, err := load.ParseSockperf(out, fullData)
+	if err != nil {
+		t.Fatalf("sockperf: %v\n%s", err, out)
+	}
+	t.Logf("sockperf through the wrapper: %d samples, p50 %.0f µs", lat.Samples, lat.P50)
 }
