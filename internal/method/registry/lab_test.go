@@ -29,6 +29,12 @@ var labPackages = []string{
 // Debian kernel booted under qemu, in one boot. Each guest test is
 // reported as a subtest named after its package ("kernel/TestLabGRE")
 // with its output.
+//
+// It runs in parallel with TestMethodsThroughAgents, the package's other
+// long test: the guest is emulated (about one core) and the agents wait
+// on iperf3's seconds, so side by side the package takes the longer of
+// the two rather than their sum (it is make test's longest package).
 func TestKernelLab(t *testing.T) {
+	t.Parallel()
 	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 25 * time.Minute})
 }

@@ -31,6 +31,7 @@ import (
 // as they were. A method whose kernel option this host lacks is skipped
 // here and runs in the kernel lab (TestLabMethodsThroughAgents).
 func TestMethodsThroughAgents(t *testing.T) {
+	t.Parallel() // beside TestKernelLab
 	for _, m := range registry.Builtin().All() {
 		if _, ok := m.(method.Placer); ok {
 			// pod-network runs between ordinary pods of a cluster, not
