@@ -582,12 +582,16 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 	// (parallelTests).
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
-	// The run is killed while its first cell measures: the long cells
-	// only keep it measuring, on a busy machine, until the kill lands.
-	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "30s")
+	scen := kubeScenario(t, cl, bin, []string{"vxlan"}, 2, "4s")
 	run := startKubeRun(t, cl, bin, scen)
 	node2 := cl.Nodes[1]
 	run.waitMeasuring(t, node2.Netns)
+	pod := agentPod(t, cl, node2.Name)
+	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := pods.Labels[kubehost.LabelRun]
 	pids, _ := exec.Command("ip", "netns", "pids", node2.Netns).Output()
 	for _, pid := range strings.Fields(string(pids)) {
 		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "tunbench" {
@@ -596,12 +600,6 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 	}
 	_ = run.Process.Kill()
 	<-run.exited
-	pod := agentPod(t, cl, node2.Name)
-	pods, err := cl.Client().CoreV1().Pods("default").Get(context.Background(), pod, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runID := pods.Labels[kubehost.LabelRun]
 	grace := int64(0)
 	if err := cl.Client().CoreV1().Pods("default").Delete(context.Background(), pod, metav1.DeleteOptions{GracePeriodSeconds: &grace}); err != nil {
 		t.Fatal(err)

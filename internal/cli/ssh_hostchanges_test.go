@@ -236,12 +236,16 @@ func TestSSHHostChangesCrash(t *testing.T) {
 						_ = syscall.Kill(pid, syscall.SIGKILL)
 					}
 				}
-				// The agents died without a word: the hosts are as the
-				// cell left them.
+				// The agents died without a word (SIGKILL): they put
+				// nothing back themselves. The controller is still alive
+				// (paused in its step), and may already have reached the
+				// host again and put the device back through a new agent
+				// (it did, in a clean-clone run on a loaded machine), so
+				// the state here is only logged; what this test holds is
+				// the journal above and the state after the kill and
+				// clean below.
 				time.Sleep(200 * time.Millisecond)
-				if now := devState(t, sites.Site[0]); now[0] != "mtu 9000" {
-					t.Fatalf("site 0 changed after its agent was killed: %v", now)
-				}
+				t.Logf("site 0 after its agent was killed: %v", devState(t, sites.Site[0])[0])
 			}
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
