@@ -138,3 +138,29 @@ func Benchmarking(a netip.Addr) bool {
 	}
 	return false
 }
+
+// DeviceUp reports whether ep's device dev exists, is not down and has
+// the address addr: what a userspace daemon's TUN device looks like once
+// the daemon has set it up (nebula, tailscale).
+func DeviceUp(ep *testbed.Endpoint, dev string, addr netip.Addr) (bool, error) {
+	link, err := ep.NL.LinkByName(dev)
+	if testbed.IsLinkNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("%s: find %s: %w", ep.Side, dev, err)
+	}
+	if link.Attrs().OperState.String() == "down" {
+		return false, nil
+	}
+	addrs, err := ep.NL.AddrList(link, FamilyOf(addr))
+	if err != nil {
+		return false, fmt.Errorf("%s: addresses of %s: %w", ep.Side, dev, err)
+	}
+	for _, a := range addrs {
+		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addr {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -598,37 +598,12 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 		if err := p.Alive(); err != nil {
 			return false, err
 		}
-		return deviceUp(s)
+		return method.DeviceUp(s.ep, s.dev, s.addr.Addr())
 	})
 	if err != nil {
 		return p, p.Failure("start", err)
 	}
 	return p, nil
-}
-
-// deviceUp reports whether s's device exists, is up and has its overlay
-// address.
-func deviceUp(s *side) (bool, error) {
-	link, err := s.ep.NL.LinkByName(s.dev)
-	if testbed.IsLinkNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("%s: find %s: %w", s.ep.Side, s.dev, err)
-	}
-	if link.Attrs().OperState.String() == "down" {
-		return false, nil
-	}
-	addrs, err := s.ep.NL.AddrList(link, method.FamilyOf(s.addr.Addr()))
-	if err != nil {
-		return false, fmt.Errorf("%s: addresses of %s: %w", s.ep.Side, s.dev, err)
-	}
-	for _, a := range addrs {
-		if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == s.addr.Addr() {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // waitTunnel pings b's overlay address from a, once a second, until it
