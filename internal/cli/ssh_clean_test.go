@@ -2,9 +2,7 @@ package cli
 
 import (
 	"bytes"
-	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -81,9 +79,7 @@ func TestSSHCleanSeparateHosts(t *testing.T) {
 				}
 			case "agents":
 				for _, st := range sites.Site {
-					for _, pid := range agentPids(st.Namespace) {
-						_ = syscall.Kill(pid, syscall.SIGKILL)
-					}
+					killAgents(st.Namespace)
 				}
 			}
 			killController()
@@ -125,8 +121,7 @@ func TestSSHCleanSeparateHosts(t *testing.T) {
 func agentSessions(ns string) []int {
 	var pids []int
 	for _, pid := range agentPids(ns) {
-		cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
-		if !strings.Contains(string(cmdline), "--detached") {
+		if !detachedAgent(pid) {
 			pids = append(pids, pid)
 		}
 	}
