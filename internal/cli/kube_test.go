@@ -22,7 +22,7 @@ import (
 
 // kubeMethods are what issue 25 asks of a run between two nodes through
 // pods and agents, and the cluster's own pod network beside native.
-var kubeMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "pod-network", "ssh-tunnel"}
+var kubeMethods = []string{"native", "vxlan", "wireguard-go", "ipsec", "pod-network", "ssh-tunnel", "nebula", "tailscale"}
 
 // kubeScenario writes a scenario for cl's two nodes.
 func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []string, reps int, duration string) string {
@@ -41,12 +41,6 @@ func kubeScenario(t *testing.T, cl *kubetest.Cluster, bin string, methods []stri
 	return scen
 }
 
-// TestKubernetesRun: "tunbench run" on testbed kubernetes over a real
-// two-node cluster (kubetest): native, vxlan, wireguard-go, ipsec and
-// ssh-tunnel between the nodes through the agent pods, and pod-network between
-// ordinary pods beside them. Every cell is ok with throughput, the
-// pod-network cells record the CNI, and afterwards the cluster holds no
-// pod of the run and the nodes no device of it.
 // clusterMu lets one Kubernetes test's cluster run at a time: they run
 // beside the other parallel tests, but several clusters at once on this
 // 2-core machine once left a pod's iperf3 dead before its first sample.
@@ -58,6 +52,13 @@ func oneCluster(t *testing.T) {
 	t.Cleanup(clusterMu.Unlock)
 }
 
+// TestKubernetesRun: "tunbench run" on testbed kubernetes over a real
+// two-node cluster (kubetest): native, vxlan, wireguard-go, ipsec,
+// ssh-tunnel, nebula and tailscale (its control server in side a's agent
+// pod) between the nodes through the agent pods, and pod-network between
+// ordinary pods beside them. Every cell is ok with throughput, the
+// pod-network cells record the CNI, and afterwards the cluster holds no
+// pod of the run and the nodes no device of it.
 func TestKubernetesRun(t *testing.T) {
 	t.Parallel()
 	oneCluster(t)

@@ -3,6 +3,8 @@ package cli
 import (
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/lab/labtest"
@@ -19,6 +21,22 @@ const envTestBinary = "TUNBENCH_TEST_BINARY"
 // fault that did not happen hides half of the lab's figures.
 func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 	t.Parallel()
+	labRunEveryRepetitionOK(t, []string{"geneve", "gre", "wireguard", "ipsec"}, 3)
+}
+
+// TestKernelLabMeshVPNs: the mesh VPNs on the vm testbed, nebula (its
+// lighthouse on side b) and tailscale (its control server, DERP and STUN
+// started through side a), once each, every cell ok with throughput.
+func TestKernelLabMeshVPNs(t *testing.T) {
+	t.Parallel()
+	labRunEveryRepetitionOK(t, []string{"nebula", "tailscale"}, 1)
+}
+
+// labRunEveryRepetitionOK runs "tunbench run --testbed vm" of methods,
+// reps times each, and checks that the run is recorded as emulated and
+// that every repetition is ok with a throughput.
+func labRunEveryRepetitionOK(t *testing.T, methods []string, reps int) {
+	t.Helper()
 	if labtest.InLab() {
 		t.Skip("already inside the kernel lab")
 	}
@@ -26,8 +44,8 @@ func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 	_ = labtest.Config(t) // skips without the lab; one guest at a time
 	dir := t.TempDir()
 	export := filepath.Join(dir, "run.json")
-	cmd := exec.Command(bin, "run", "--testbed", "vm", "--methods", "geneve,gre,wireguard,ipsec",
-		"--reps", "3", "--duration", "1s", "--omit", "0s", "--latency", "0s",
+	cmd := exec.Command(bin, "run", "--testbed", "vm", "--methods", strings.Join(methods, ","),
+		"--reps", strconv.Itoa(reps), "--duration", "1s", "--omit", "0s", "--latency", "0s",
 		"--db", filepath.Join(dir, "r.db"), "--export", export, "--quiet")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -37,17 +55,20 @@ func TestKernelLabRunEveryRepetitionOK(t *testing.T) {
 	if h := doc.Run.Host; h.Class != result.ClassEmulated || !doc.Emulated {
 		t.Errorf("the lab's run: host class %q (%s), emulated %v; want emulated", h.Class, h.ClassLabel(), doc.Emulated)
 	}
-	reps := map[string]int{}
+	ok := map[string]int{}
 	for _, c := range doc.Cells {
-		if c.Status != result.StatusOK {
+		switch {
+		case c.Status != result.StatusOK:
 			t.Errorf("%s repetition %d: %s: %s", c.Method, c.Repetition, c.Status, c.Error)
-			continue
+		case c.Throughput == nil || c.Throughput.BitsPerSecond <= 0:
+			t.Errorf("%s repetition %d: no throughput measured", c.Method, c.Repetition)
+		default:
+			ok[c.Method]++
 		}
-		reps[c.Method]++
 	}
-	for _, m := range []string{"geneve", "gre", "wireguard", "ipsec"} {
-		if reps[m] != 3 {
-			t.Errorf("%s: %d of 3 repetitions ok", m, reps[m])
+	for _, m := range methods {
+		if ok[m] != reps {
+			t.Errorf("%s: %d of %d repetitions ok", m, ok[m], reps)
 		}
 	}
 	if t.Failed() {

@@ -16,9 +16,10 @@ import (
 
 // sshFamilyMethods are one method of each family with a daemon, a
 // database, a key exchange or a BPF program on the hosts, besides the
-// kernel's srv6: what a run over real hosts must set up, measure and
+// kernel's srv6, and the mesh VPNs (nebula's lighthouse, tailscale's
+// control server): what a run over real hosts must set up, measure and
 // leave no trace of.
-var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-geneve", "wireguard-go", "ssh-tunnel"}
+var sshFamilyMethods = []string{"ovs-vxlan", "ipsec", "openvpn", "srv6", "ebpf-geneve", "wireguard-go", "ssh-tunnel", "nebula", "tailscale"}
 
 // TestSSHRunEveryFamily: "tunbench run" over two sshtest hosts with a
 // method of every family (issue 21): every cell is ok, its implementation
