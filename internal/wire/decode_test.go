@@ -434,12 +434,14 @@ func TestDecodeKernelTunnels(t *testing.T) {
 // package's own ports cannot be taken over.
 func TestRegisterUDP(t *testing.T) {
 	const port = 45999
-	wire.RegisterUDP(port, func(f *wire.Frame) error {
-		f.Encap = "test-encap"
-		if len(f.Payload) < 4 {
-			return errors.New("test-encap: short header")
-		}
-		return wire.DecodeInner(f, wire.EtherTypeIPv4, f.Payload[4:])
+	registerTestUDP.Do(func() {
+		wire.RegisterUDP(port, func(f *wire.Frame) error {
+			f.Encap = "test-encap"
+			if len(f.Payload) < 4 {
+				return errors.New("test-encap: short header")
+			}
+			return wire.DecodeInner(f, wire.EtherTypeIPv4, f.Payload[4:])
+		})
 	})
 	a4, b4 := netip.MustParseAddr("198.18.0.1"), netip.MustParseAddr("198.18.0.2")
 	oa, ob := netip.MustParseAddr("198.19.0.1"), netip.MustParseAddr("198.19.0.2")
@@ -460,6 +462,10 @@ func TestRegisterUDP(t *testing.T) {
 	}()
 	wire.RegisterUDP(wire.PortVXLAN, func(*wire.Frame) error { return nil })
 }
+
+// registerTestUDP registers TestRegisterUDP's decoder once (-count): a
+// second registration of a port panics, as it should.
+var registerTestUDP sync.Once
 
 // registerTestProto registers TestRegisterProto's decoder once (-count).
 var registerTestProto sync.Once
