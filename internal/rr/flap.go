@@ -47,12 +47,7 @@ func (f *LinkFlap) Down() error {
 	if err != nil {
 		return fmt.Errorf("list routes through %s: %w", f.Dev, err)
 	}
-	for _, r := range all {
-		if r.Protocol == unix.RTPROT_KERNEL || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST {
-			continue
-		}
-		f.routes = append(f.routes, r)
-	}
+	f.routes = RoutesToPutBack(all)
 	f.keepPath = filepath.Join("/proc/sys/net/ipv6/conf", f.Dev, "keep_addr_on_down")
 	if old, err := os.ReadFile(f.keepPath); err == nil {
 		f.keepBefore = strings.TrimSpace(string(old))
@@ -66,6 +61,21 @@ func (f *LinkFlap) Down() error {
 		return fmt.Errorf("set %s down: %w", f.Dev, err)
 	}
 	return nil
+}
+
+// RoutesToPutBack are the routes of all (those through a device) that
+// going down removes and coming up does not bring back: all but the
+// kernel's own (the prefix routes of its addresses, the local table) and
+// but non-unicast ones.
+func RoutesToPutBack(all []netlink.Route) []netlink.Route {
+	var out []netlink.Route
+	for _, r := range all {
+		if r.Protocol == unix.RTPROT_KERNEL || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Up sets the device up and puts back what going down removed.

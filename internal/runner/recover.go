@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -14,6 +15,7 @@ import (
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // recoverLead is how long a recover stream runs before the underlay goes
@@ -24,8 +26,11 @@ const recoverLead = time.Second
 const rekeyStream = 2 * time.Second
 
 // recoverUndo names the journal entry that puts side a's underlay back
-// up, with its addresses, should the run die while it is down.
-func recoverUndo(dev string) string { return "recover-" + dev }
+// up, with its addresses and routes, should the run die while it is
+// down; recoverKeepUndo the one that puts back its keep_addr_on_down
+// (rr's flap sets it while the device is down).
+func recoverUndo(dev string) string     { return "recover-" + dev }
+func recoverKeepUndo(dev string) string { return "recover-" + dev + "-keep" }
 
 // measureRecover runs the recover test: a request stream from a to b's
 // tunnel address while a's underlay device goes down for down and up
@@ -118,9 +123,10 @@ func measureRekey(ctx context.Context, ep *testbed.Endpoint, rk method.Rekeyer, 
 	return out
 }
 
-// journalLinkUp records, before the flap, the entry that puts ep's
-// underlay device back up with its addresses ("tunbench clean" and a
-// resumed run apply it).
+// journalLinkUp records, before the flap, the entries that put ep's
+// underlay device back up with its addresses and routes, and its
+// keep_addr_on_down as it is ("tunbench clean", the agent's end and a
+// resumed run apply them).
 func journalLinkUp(ep *testbed.Endpoint) error {
 	l, err := ep.NL.LinkByName(ep.Dev)
 	if err != nil {
@@ -137,21 +143,36 @@ func journalLinkUp(ep *testbed.Endpoint) error {
 		}
 		keep = append(keep, a)
 	}
-	if err := ep.RecordUndo(recoverUndo(ep.Dev), testbed.AddrsUndo(ep.Dev, "", keep)); err != nil {
+	routes, err := ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return fmt.Errorf("list routes through %s: %w", ep.Dev, err)
+	}
+	u := testbed.AddrsUndo(ep.Dev, "", keep)
+	u.Routes = testbed.JournalRoutes(rr.RoutesToPutBack(routes))
+	if err := ep.RecordUndo(recoverUndo(ep.Dev), u); err != nil {
 		return fmt.Errorf("journal %s: %w", ep.Dev, err)
+	}
+	path := keepAddrPath(ep.Dev)
+	if old, err := ep.ReadFile(path); err == nil {
+		if err := ep.RecordUndo(recoverKeepUndo(ep.Dev), testbed.Undo{Kind: testbed.UndoSysctl, Path: path, Value: strings.TrimSpace(string(old))}); err != nil {
+			return fmt.Errorf("journal %s: %w", path, err)
+		}
 	}
 	return nil
 }
 
-// ensureUp puts ep's underlay device up (the stream did, unless it died)
-// and drops the journal entry.
+// keepAddrPath is the keep_addr_on_down sysctl of dev.
+func keepAddrPath(dev string) string {
+	return "/proc/sys/net/ipv6/conf/" + dev + "/keep_addr_on_down"
+}
+
+// ensureUp puts ep's underlay device back as it was before the flap
+// (the stream did, unless it died while the device was down: up, with
+// its addresses, routes and keep_addr_on_down) from the journal entries,
+// and takes them out.
 func ensureUp(ep *testbed.Endpoint) error {
-	l, err := ep.NL.LinkByName(ep.Dev)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", ep.Dev, err)
-	}
-	if err := ep.NL.LinkSetUp(l); err != nil {
-		return fmt.Errorf("set %s up: %w", ep.Dev, err)
-	}
-	return ep.ForgetUndo(recoverUndo(ep.Dev))
+	_, err := ep.ApplyUndo(recoverUndo(ep.Dev))
+	_, kerr := ep.ApplyUndo(recoverKeepUndo(ep.Dev))
+	return errors.Join(err, kerr)
 }

@@ -27,7 +27,8 @@ import (
 type Undo struct {
 	// Kind is UndoClsact (remove Dev's clsact qdisc, and with it tc
 	// programs attached there), UndoAddrs (put Addrs back on Dev, taking
-	// them off From first when it still exists), UndoSysctl (write
+	// them off From first when it still exists, set Dev up and put its
+	// Routes back), UndoSysctl (write
 	// Value to Path under /proc/sys) or UndoUnpin (remove the BPF pin
 	// directory Path under BPFPinRoot), UndoRoute (delete the host
 	// route Addrs[0] of protocol RouteProtocol from table Table) or
@@ -50,6 +51,10 @@ type Undo struct {
 	Features map[string]bool `json:"features,omitempty"`
 	// Port is the UDP port of UndoDelFou.
 	Port int `json:"port,omitempty"`
+	// Routes (UndoAddrs) are routes through Dev to put back once its
+	// addresses are back and it is up: the kernel drops every route
+	// through a device that goes down.
+	Routes []JournalRoute `json:"routes,omitempty"`
 }
 
 // The kinds of Undo.
@@ -150,6 +155,15 @@ func (e *Endpoint) ForgetUndo(name string) error {
 	return err
 }
 
+// ApplyUndo applies the journal entry name of the endpoint's site
+// directory on its host, in its namespace, and takes it out: what a
+// change that went wrong owes the host, put back at once rather than
+// at the run's end. An entry that is not there is nothing to do. It
+// says what it put back.
+func (e *Endpoint) ApplyUndo(name string) (string, error) {
+	return opApplyUndo.Call(context.Background(), e, undoArgs{Name: name})
+}
+
 type undoArgs struct {
 	Name string
 	Undo Undo
@@ -169,6 +183,29 @@ var (
 			return struct{}{}, nil
 		}
 		return struct{}{}, DropUndo(ep.Dir, a.Name)
+	})
+	opApplyUndo = NewOp("journal.apply", func(_ context.Context, ep *Endpoint, a undoArgs) (string, error) {
+		if ep.Dir == "" {
+			return "", nil
+		}
+		u, ok, err := readUndo(ep.Dir, a.Name)
+		if err != nil || !ok {
+			return "", err
+		}
+		var what string
+		err = ep.Do(func() error {
+			h, err := netlink.NewHandle()
+			if err != nil {
+				return fmt.Errorf("netlink: %w", err)
+			}
+			defer h.Close()
+			what, err = u.apply(h)
+			return err
+		})
+		if err != nil {
+			return what, fmt.Errorf("undo %s: %w", a.Name, err)
+		}
+		return what, DropUndo(ep.Dir, a.Name)
 	})
 )
 
@@ -271,10 +308,18 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		if err := h.LinkSetUp(link); err != nil {
 			return "", fmt.Errorf("set %s up: %w", u.Dev, err)
 		}
-		if len(back) == 0 {
-			return "", nil
+		routes, err := putRoutesBack(h, link, u.Routes)
+		var notes []string
+		if len(back) > 0 {
+			notes = append(notes, "addresses "+strings.Join(back, ", "))
 		}
-		return "addresses " + strings.Join(back, ", ") + " on " + u.Dev, nil
+		if n := routesNote(routes); n != "" {
+			notes = append(notes, n)
+		}
+		if len(notes) == 0 {
+			return "", err
+		}
+		return strings.Join(notes, " and ") + " on " + u.Dev, err
 	case UndoSysctl:
 		if !strings.HasPrefix(filepath.Clean(u.Path), "/proc/sys/") {
 			return "", fmt.Errorf("%s is not a sysctl", u.Path)

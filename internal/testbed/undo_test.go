@@ -105,7 +105,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	root := t.TempDir()
 	dir := testbed.SiteDir(root, id, "j")
 	for name, u := range map[string]testbed.Undo{
-		"addrs":  testbed.AddrsUndo("jund0", "jphy0", []netlink.Addr{addr}),
+		"addrs":  addrsAndRoute(addr),
 		"arp":    {Kind: testbed.UndoSysctl, Path: arp, Value: "0"},
 		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
 		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
@@ -142,7 +142,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"/proc/sys/net/ipv4/conf/jund0/arp_ignore = 0",
 		"1 rules to table 4242 removed",
 		"address 198.18.7.5/32 taken off lo",
-		"addresses 198.18.7.1/24 on jund0",
+		"addresses 198.18.7.1/24 and routes 198.19.7.0/24 via 198.18.7.254 table 100 on jund0",
 		"bpf pins " + pins,
 		"device jtap0 removed",
 		"route 198.18.7.9/32 removed from table 254",
@@ -172,7 +172,17 @@ func wantHostState() []string {
 		"pins gone",
 		"site directory gone",
 		"route 198.18.7.9/32 table 100 proto 4",
+		"route 198.19.7.0/24 via 198.18.7.254 table 100 metric 5 proto 4 on jund0",
 	}
+}
+
+// addrsAndRoute is the entry that puts addr back on jund0 (taking it off
+// jphy0) with a route through it, as the recover test journals an
+// underlay before it takes it down (which drops the routes through it).
+func addrsAndRoute(addr netlink.Addr) testbed.Undo {
+	u := testbed.AddrsUndo("jund0", "jphy0", []netlink.Addr{addr})
+	u.Routes = []testbed.JournalRoute{{Family: unix.AF_INET, Dst: "198.19.7.0/24", Gw: "198.18.7.254", Table: 100, Priority: 5, Protocol: unix.RTPROT_STATIC}}
+	return u
 }
 
 // hostState describes the test host as text lines.
@@ -212,8 +222,12 @@ func hostState(t *testing.T, h *netlink.Handle, arp, pins, dir string) []string 
 	}
 	routes, _ := h.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	for _, r := range routes {
-		if r.Dst != nil && r.Dst.String() == "198.18.7.9/32" {
+		switch {
+		case r.Dst != nil && r.Dst.String() == "198.18.7.9/32":
 			lines = append(lines, fmt.Sprintf("route %s table %d proto %d", r.Dst, r.Table, r.Protocol))
+		case r.Dst != nil && r.Dst.String() == "198.19.7.0/24":
+			dev, _ := h.LinkByIndex(r.LinkIndex)
+			lines = append(lines, fmt.Sprintf("route %s via %s table %d metric %d proto %d on %s", r.Dst, r.Gw, r.Table, r.Priority, r.Protocol, dev.Attrs().Name))
 		}
 	}
 	return lines
