@@ -14,7 +14,7 @@ import (
 const BusyboxPath = "/bin/busybox"
 
 // busyboxApplets are the commands stage 1 calls, linked to busybox.
-var busyboxApplets = []string{"sh", "mount", "insmod", "mkdir", "cp", "ip", "hostname", "switch_root", "poweroff", "sleep"}
+var busyboxApplets = []string{"sh", "mount", "insmod", "mkdir", "mknod", "cp", "ip", "hostname", "switch_root", "poweroff", "sleep"}
 
 // checkStaticBusybox fails unless path is a statically linked ELF program:
 // the initramfs has no dynamic loader or libraries.

@@ -89,6 +89,13 @@ func (s stage1) script() string {
 	w("mount --move /proc /newroot/proc || fail move /proc")
 	w("mount --move /sys /newroot/sys || fail move /sys")
 	w("mount --move /dev /newroot/dev || fail move /dev")
+	// The static node a Debian boot creates for tun (systemd-tmpfiles,
+	// from kmod static-nodes): devtmpfs shows /dev/net/tun only once the
+	// module is loaded, and the TUN daemons (wireguard-go, boringtun,
+	// openvpn ...) open the node rather than load the module. With it,
+	// their first open loads tun as on a stock host.
+	w("mkdir -p /newroot/dev/net || fail mkdir /dev/net")
+	w("[ -e /newroot/dev/net/tun ] || mknod -m 0666 /newroot/dev/net/tun c 10 200 || fail mknod /dev/net/tun")
 	w("mkdir -p /newroot/dev/pts /newroot/dev/shm || fail mkdir /dev/pts /dev/shm")
 	w("mount -t devpts -o gid=5,mode=0620,ptmxmode=0666 devpts /newroot/dev/pts || fail mount /dev/pts")
 	w("mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm || fail mount /dev/shm")

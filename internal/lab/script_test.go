@@ -41,6 +41,8 @@ func TestStage1Script(t *testing.T) {
 		"mount --move /proc /newroot/proc || fail move /proc",
 		"mount --move /sys /newroot/sys || fail move /sys",
 		"mount --move /dev /newroot/dev || fail move /dev",
+		"mkdir -p /newroot/dev/net || fail mkdir /dev/net",
+		"[ -e /newroot/dev/net/tun ] || mknod -m 0666 /newroot/dev/net/tun c 10 200 || fail mknod /dev/net/tun",
 		"mkdir -p /newroot/dev/pts /newroot/dev/shm || fail mkdir /dev/pts /dev/shm",
 		"mount -t devpts -o gid=5,mode=0620,ptmxmode=0666 devpts /newroot/dev/pts || fail mount /dev/pts",
 		"mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm || fail mount /dev/shm",
