@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -39,11 +40,13 @@ func (f *LinkFlap) Down() error {
 		return fmt.Errorf("%s is already down", f.Dev)
 	}
 	f.link = l
-	if f.addrs, err = netlink.AddrList(l, netlink.FAMILY_ALL); err != nil {
+	if f.addrs, err = nic.Dump(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_ALL) }); err != nil {
 		return fmt.Errorf("list addresses of %s: %w", f.Dev, err)
 	}
-	all, err := netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	all, err := nic.Dump(func() ([]netlink.Route, error) {
+		return netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	})
 	if err != nil {
 		return fmt.Errorf("list routes through %s: %w", f.Dev, err)
 	}
@@ -88,7 +91,7 @@ func (f *LinkFlap) Up() ([]string, error) {
 	if err := netlink.LinkSetUp(f.link); err != nil {
 		errs = append(errs, fmt.Errorf("set %s up: %w", f.Dev, err))
 	}
-	have, err := netlink.AddrList(f.link, netlink.FAMILY_ALL)
+	have, err := nic.Dump(func() ([]netlink.Addr, error) { return netlink.AddrList(f.link, netlink.FAMILY_ALL) })
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list addresses of %s: %w", f.Dev, err))
 	}

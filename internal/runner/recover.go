@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -132,7 +133,7 @@ func journalLinkUp(ep *testbed.Endpoint) error {
 	if err != nil {
 		return fmt.Errorf("find %s: %w", ep.Dev, err)
 	}
-	addrs, err := ep.NL.AddrList(l, netlink.FAMILY_ALL)
+	addrs, err := nic.Dump(func() ([]netlink.Addr, error) { return ep.NL.AddrList(l, netlink.FAMILY_ALL) })
 	if err != nil {
 		return fmt.Errorf("list addresses of %s: %w", ep.Dev, err)
 	}
@@ -143,8 +144,10 @@ func journalLinkUp(ep *testbed.Endpoint) error {
 		}
 		keep = append(keep, a)
 	}
-	routes, err := ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	routes, err := nic.Dump(func() ([]netlink.Route, error) {
+		return ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	})
 	if err != nil {
 		return fmt.Errorf("list routes through %s: %w", ep.Dev, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -154,7 +155,7 @@ func (c nlCall) run(h Netlink) (r nlReply, err error) {
 	case "LinkSetMTU":
 		err = h.LinkSetMTU(a.Link.L, a.Int)
 	case "AddrList":
-		r.Addrs, err = h.AddrList(a.Link.L, a.Int)
+		r.Addrs, err = nic.Dump(func() ([]netlink.Addr, error) { return h.AddrList(a.Link.L, a.Int) })
 	case "AddrAdd":
 		err = h.AddrAdd(a.Link.L, a.Addr)
 	case "AddrDel":
@@ -166,9 +167,9 @@ func (c nlCall) run(h Netlink) (r nlReply, err error) {
 	case "RouteDel":
 		err = h.RouteDel(a.Route)
 	case "RouteListFiltered":
-		r.Routes, err = h.RouteListFiltered(a.Int, a.Route, a.Mask)
+		r.Routes, err = nic.Dump(func() ([]netlink.Route, error) { return h.RouteListFiltered(a.Int, a.Route, a.Mask) })
 	case "RuleList":
-		r.Rules, err = h.RuleList(a.Int)
+		r.Rules, err = nic.Dump(func() ([]netlink.Rule, error) { return h.RuleList(a.Int) })
 	case "RuleAdd":
 		err = h.RuleAdd(a.Rule)
 	case "RuleDel":
