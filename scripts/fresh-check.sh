@@ -59,8 +59,9 @@ for p in nebula nebula-cert; do
 done
 tsd=$(sed -n 's/^ *TAILSCALED_CMD=//p' scripts/install.sh)
 tsc=$(sed -n 's/^ *TAILSCALE_CMD=//p' scripts/install.sh)
-[ -n "$tsd" ] && [ -n "$tsc" ] || { echo "fresh-check: no TAILSCALED_CMD or TAILSCALE_CMD in scripts/install.sh" >&2; exit 1; }
-GOBIN="$tmp/bin" go install "$tsd" "$tsc"
+tst=$(sed -n 's/^ *TAILSCALE_TAGS=//p' scripts/install.sh)
+[ -n "$tsd" ] && [ -n "$tsc" ] && [ -n "$tst" ] || { echo "fresh-check: no TAILSCALED_CMD, TAILSCALE_CMD or TAILSCALE_TAGS in scripts/install.sh" >&2; exit 1; }
+GOBIN="$tmp/bin" go install -tags "$tst" "$tsd" "$tsc"
 for p in tailscaled tailscale; do
   [ -x "$tmp/bin/$p" ] || { echo "fresh-check: go install $tsd $tsc built no $p binary" >&2; exit 1; }
 done

@@ -125,14 +125,22 @@ if [ "$mode" = test ]; then
   # so --version prints 1.100.0-ERR-BuildInfo. The tailscale method's
   # control server, tunbench-tscontrol, is built from the wrapper module
   # tools/tailscale, which pins the same tailscale.com (its test control
-  # server, DERP and STUN).
+  # server, DERP and STUN). Both are built without Tailscale's iptables
+  # support (its own build tag ts_omit_iptables): with it, tailscaled's
+  # start-up clean-up lists its chains through iptables even with
+  # --netfilter-mode=off, and on the nf_tables backend that creates the
+  # empty filter and nat tables on a host that had none. Without it,
+  # tailscaled only reads the nftables ruleset and leaves the firewall as
+  # it was; the method never asks for netfilter rules.
   TAILSCALED_CMD=tailscale.com/cmd/tailscaled@v1.100.0
   TAILSCALE_CMD=tailscale.com/cmd/tailscale@v1.100.0
+  TAILSCALE_TAGS=ts_omit_iptables
   if ! /usr/local/bin/tailscaled --version 2>/dev/null | head -1 | grep -q "^${TAILSCALED_CMD#*@v}\(-ERR-BuildInfo\)\?$" ||
-    ! /usr/local/bin/tailscale --version 2>/dev/null | head -1 | grep -q "^${TAILSCALE_CMD#*@v}\(-ERR-BuildInfo\)\?$"; then
-    echo "install.sh: building tailscaled and tailscale ${TAILSCALED_CMD#*@}"
+    ! /usr/local/bin/tailscale --version 2>/dev/null | head -1 | grep -q "^${TAILSCALE_CMD#*@v}\(-ERR-BuildInfo\)\?$" ||
+    ! go version -m /usr/local/bin/tailscaled 2>/dev/null | grep -q "^[[:space:]]*build[[:space:]]*-tags=${TAILSCALE_TAGS}$"; then
+    echo "install.sh: building tailscaled and tailscale ${TAILSCALED_CMD#*@} (-tags $TAILSCALE_TAGS)"
     tmp=$(mktemp -d)
-    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install "$TAILSCALED_CMD" "$TAILSCALE_CMD"
+    GOBIN="$tmp" GOFLAGS=-buildvcs=false go install -tags "$TAILSCALE_TAGS" "$TAILSCALED_CMD" "$TAILSCALE_CMD"
     install -m 0755 "$tmp/tailscaled" "$tmp/tailscale" /usr/local/bin/
     rm -rf "$tmp"
   fi
