@@ -19,9 +19,6 @@ type cycleCounter interface {
 	stop() (uint64, error)
 }
 
-// newCycleCounter makes the counter a span uses; tests replace it.
-var newCycleCounter = func() cycleCounter { return &perfCycles{} }
-
 // perfCycles is one PERF_COUNT_HW_CPU_CYCLES counter per CPU, system wide
 // (pid -1), in counting mode: the kernel adds to a register, nothing is
 // sampled or written to a buffer, so the harness costs nothing while it

@@ -149,19 +149,15 @@ type fakeCycles struct {
 func (f *fakeCycles) start() error          { return f.failure }
 func (f *fakeCycles) stop() (uint64, error) { return f.n, nil }
 
-func withCycleCounter(t *testing.T, c cycleCounter) {
-	old := newCycleCounter
-	newCycleCounter = func() cycleCounter { return c }
-	t.Cleanup(func() { newCycleCounter = old })
-}
+// counting makes a span's counter c.
+func counting(c cycleCounter) func() cycleCounter { return func() cycleCounter { return c } }
 
 // With a counter, the cost is in cycles: 2 s, 1 core of 2 busy, 6e9
 // cycles on all CPUs; the sender's 0.5 core is half of them over 1e6
 // packets: 3000 cycles a packet.
 func TestCostInCycles(t *testing.T) {
-	withCycleCounter(t, &fakeCycles{n: 6e9})
 	t0 := time.Unix(1000, 0)
-	sp := &span{ok: true, start: t0, stop: t0.Add(2 * time.Second)}
+	sp := &span{ok: true, start: t0, stop: t0.Add(2 * time.Second), newCounter: counting(&fakeCycles{n: 6e9})}
 	sp.startCycles()
 	sp.stopCycles()
 	sp.after[0] = sample.Counters{TxPackets: 1_000_000, TxBytes: 1_500_000_000}
@@ -183,7 +179,7 @@ func TestCostInCycles(t *testing.T) {
 	check("total cycles/packet", c.TotalCyclesPerPacket, 6000)
 	check("sender ns/packet (CPU time, always there)", c.SenderNsPerPacket, 1000)
 
-	withCycleCounter(t, &fakeCycles{failure: errors.New("perf_event_open cycles on cpu 0: no such device")})
+	sp.newCounter = counting(&fakeCycles{failure: errors.New("perf_event_open cycles on cpu 0: no such device")})
 	sp.startCycles()
 	sp.stopCycles()
 	c = cost(cpu, sp, "forward")

@@ -106,7 +106,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 
 	// Measure. The watch stops after the derived figures and before the
 	// teardown ends the daemons it watches.
-	mctx, w := startWatch(ctx, s.tb, s.path)
+	mctx, w := startWatch(ctx, s.tb, s.path, liveProbes)
 	s.w = w
 	defer s.stopWatch(w)
 	s.measureTests(mctx)

@@ -56,10 +56,23 @@ func (w *watch) isFlapping() bool {
 	return w.flapping
 }
 
-// daemonProbe reports whether pid still runs on ep's host (a zombie has
+// probes are how a watch looks at a cell's daemons and underlay devices:
+// liveProbes on the endpoints' hosts; tests pass fakes.
+type probes struct {
+	// daemon reports whether pid still runs on ep's host.
+	daemon func(ep *testbed.Endpoint, pid int) bool
+	// link reports whether ep's underlay device is up and running; an
+	// error is a device that is gone.
+	link func(ep *testbed.Endpoint) (bool, error)
+}
+
+// liveProbes ask the endpoints' hosts.
+var liveProbes = probes{daemon: daemonAlive, link: linkUp}
+
+// daemonAlive reports whether pid still runs on ep's host (a zombie has
 // exited). A host that cannot be asked (its connection is lost) counts as
 // the daemon gone.
-var daemonProbe = func(ep *testbed.Endpoint, pid int) bool {
+func daemonAlive(ep *testbed.Endpoint, pid int) bool {
 	data, err := ep.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return false
@@ -69,10 +82,10 @@ var daemonProbe = func(ep *testbed.Endpoint, pid int) bool {
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
-// linkProbe reports whether ep's underlay device is up and running: set
+// linkUp reports whether ep's underlay device is up and running: set
 // up, and not operationally down (devices whose driver reports no
 // operstate read "unknown", and count as up).
-var linkProbe = func(ep *testbed.Endpoint) (bool, error) {
+func linkUp(ep *testbed.Endpoint) (bool, error) {
 	l, err := ep.NL.LinkByName(ep.Dev)
 	if err != nil {
 		return false, err
@@ -81,8 +94,8 @@ var linkProbe = func(ep *testbed.Endpoint) (bool, error) {
 	return a.Flags&net.FlagUp != 0 && a.OperState != netlink.OperDown && a.OperState != netlink.OperLowerLayerDown, nil
 }
 
-// startWatch starts watching path's daemons and tb's underlay devices and
-// returns the context to measure with.
+// startWatch starts watching path's daemons and tb's underlay devices
+// through p and returns the context to measure with.
 //
 // An underlay device faults when it vanishes, or when it goes down after
 // having been seen up: at the start of the measurement or at any tick
@@ -90,14 +103,14 @@ var linkProbe = func(ep *testbed.Endpoint) (bool, error) {
 // ssh testbed measures over the hosts' own devices, whose state tunbench
 // does not set) has not gone down; its figures fail on their own if it
 // carries nothing.
-func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (context.Context, *watch) {
+func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path, p probes) (context.Context, *watch) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	w := &watch{cancel: cancel, stopc: make(chan struct{}), done: make(chan struct{}), seen: map[string]bool{}}
 	start := time.Now()
 	wasUp := map[string]bool{}
 	for _, ep := range tb.Endpoints() {
 		if ep.Lost() == nil {
-			up, err := linkProbe(ep)
+			up, err := p.link(ep)
 			wasUp[ep.Side] = err == nil && up
 		}
 	}
@@ -122,7 +135,7 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (conte
 				if d.Side == "b" {
 					ep = tb.B
 				}
-				if !daemonProbe(ep, d.PID) {
+				if !p.daemon(ep, d.PID) {
 					w.fault(d.Side+"/"+d.Role, fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at))
 				}
 			}
@@ -135,7 +148,7 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path) (conte
 					wasUp[ep.Side] = false
 					continue
 				}
-				up, err := linkProbe(ep)
+				up, err := p.link(ep)
 				switch {
 				case err != nil:
 					w.fault(ep.Side+"/link", fmt.Sprintf("%s: underlay device %s vanished %s into the measurement: %v", ep.Side, ep.Dev, at, err))

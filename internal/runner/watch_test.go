@@ -12,8 +12,8 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
-// fakeLinks replaces linkProbe with a script of states per side: each
-// probe of a side takes its next state and keeps the last one.
+// fakeLinks is a link probe that follows a script of states per side:
+// each probe of a side takes its next state and keeps the last one.
 type fakeLinks struct {
 	mu     sync.Mutex
 	states map[string][]string // "up", "down", "gone"
@@ -55,11 +55,8 @@ func TestWatchUnderlay(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := &fakeLinks{states: map[string][]string{"a": {"up"}, "b": tt.b}}
-			old := linkProbe
-			linkProbe = f.probe
-			defer func() { linkProbe = old }()
 			pair := testbed.NewPair(&testbed.Endpoint{Side: "a", Dev: "tb000000-a"}, &testbed.Endpoint{Side: "b", Dev: "tb000000-b"}, "", nil)
-			ctx, w := startWatch(context.Background(), pair, &method.Path{})
+			ctx, w := startWatch(context.Background(), pair, &method.Path{}, probes{daemon: liveProbes.daemon, link: f.probe})
 			time.Sleep(time.Duration(len(tt.b)+3) * watchInterval)
 			err := w.stop()
 			switch {
