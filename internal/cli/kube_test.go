@@ -433,7 +433,7 @@ func TestKubernetesNodeLost(t *testing.T) {
 			t.Errorf("cell %d: error names no node %s: %s", c.Repetition, lost.Name, c.Error)
 		}
 		// The first cell ends once the loss is seen (a node check every
-		// kubehost.NodeCheckInterval); later ones must fail fast.
+		// kubehost.Timings.NodeCheck); later ones must fail fast.
 		if c.Started.Before(stopped) {
 			if seen := c.Finished.Sub(stopped); seen > 45*time.Second {
 				t.Errorf("cell %d ended %s after the kubelet stopped, want the loss seen within 45 s", c.Repetition, seen.Round(time.Millisecond))

@@ -473,7 +473,7 @@ func (t *Testbed) ensurePods(ctx context.Context, s *site) (renewed bool, err er
 
 // PodStartTimeout bounds the wait for a pod made anew mid-run (issue 25
 // asks for pod and agent start under 10 s once the images are present).
-var PodStartTimeout = 60 * time.Second
+const PodStartTimeout = 60 * time.Second
 
 // Name is "kubernetes".
 func (t *Testbed) Name() string { return "kubernetes" }

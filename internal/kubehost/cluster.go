@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +58,45 @@ type Config struct {
 	// reach an API server inside a network namespace this way). Every
 	// request, exec streams included, goes through it.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Timings are how often and how long the cluster's Hosts and
+	// DeleteRun look and wait; zero fields take DefaultTimings'.
+	Timings Timings
+}
+
+// Timings of a Cluster's watches and waits.
+type Timings struct {
+	// NodeCheck is how often a Host reads its node's Ready condition (a
+	// node whose kubelet stopped posting status, Ready Unknown, counts
+	// as lost) and asks the kubelet for an empty slice of the pod's log
+	// (a kubelet that does not answer counts as lost once an exec probe
+	// fails too).
+	NodeCheck time.Duration
+	// Probe bounds the exec of "true" that a Host sends when a stream
+	// broke without an exit status, to tell a lost kubelet from a
+	// passing fault, and DeleteRun's check of a pod's kubelet.
+	Probe time.Duration
+	// ForceAfter bounds how long DeleteRun waits for the nodes' kubelets
+	// to confirm a deletion (a graceful deletion ends once the kubelet
+	// has stopped the pod's containers); pods still there then are
+	// deleted by force.
+	ForceAfter time.Duration
+}
+
+// DefaultTimings are a Cluster's timings unless its Config says others.
+var DefaultTimings = Timings{NodeCheck: 5 * time.Second, Probe: 5 * time.Second, ForceAfter: 20 * time.Second}
+
+// orDefault fills t's zero fields from DefaultTimings.
+func (t Timings) orDefault() Timings {
+	if t.NodeCheck <= 0 {
+		t.NodeCheck = DefaultTimings.NodeCheck
+	}
+	if t.Probe <= 0 {
+		t.Probe = DefaultTimings.Probe
+	}
+	if t.ForceAfter <= 0 {
+		t.ForceAfter = DefaultTimings.ForceAfter
+	}
+	return t
 }
 
 // Cluster is a connection to one cluster's API server.
@@ -66,6 +106,7 @@ type Cluster struct {
 	namespace string
 	source    string // the kubeconfig and context, for messages
 	fwd       *forwarder
+	timings   Timings
 }
 
 // Open loads the kubeconfig cfg names and builds a client. It does not
@@ -112,7 +153,7 @@ func Open(cfg Config) (*Cluster, error) {
 		ns = "default"
 	}
 	rc.QPS, rc.Burst = 50, 100
-	c := &Cluster{rest: rc, namespace: ns, source: source}
+	c := &Cluster{rest: rc, namespace: ns, source: source, timings: cfg.Timings.orDefault()}
 	if cfg.Dial != nil {
 		// The streaming transports (WebSocket, SPDY) dial on their own
 		// and ignore rest.Config.Dial: every connection goes through a
@@ -155,7 +196,7 @@ func newCluster(cs kubernetes.Interface, namespace string) *Cluster {
 	if namespace == "" {
 		namespace = "default"
 	}
-	return &Cluster{cs: cs, rest: &rest.Config{Host: "https://fake"}, namespace: namespace, source: "fake"}
+	return &Cluster{cs: cs, rest: &rest.Config{Host: "https://fake"}, namespace: namespace, source: "fake", timings: DefaultTimings}
 }
 
 // Close releases what Open set up (the forwarder of Config.Dial). Hosts

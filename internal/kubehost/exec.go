@@ -22,18 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// NodeCheckInterval is how often a Host reads its node's Ready condition
-// (a node whose kubelet stopped posting status, Ready Unknown, counts as
-// lost) and asks the kubelet for an empty slice of the pod's log (a
-// kubelet that does not answer counts as lost once an exec probe fails
-// too).
-var NodeCheckInterval = 5 * time.Second
-
-// ProbeTimeout bounds the exec of "true" that a Host sends when a stream
-// broke without an exit status, to tell a lost kubelet from a passing
-// fault.
-var ProbeTimeout = 5 * time.Second
-
 // Host returns an *remotehost.Host named name whose commands run in pod's
 // container through the exec subresource, as prefix followed by
 // ["/bin/sh", "-c", CMD] (CMD is what remotehost builds). For an agent pod,
@@ -47,7 +35,7 @@ var ProbeTimeout = 5 * time.Second
 // the pod is deleted or ends (eviction), when its node's Ready turns
 // Unknown (the kubelet stopped posting status), or when a stream breaks
 // without an exit status and a new exec cannot be opened (the kubelet
-// does not answer: NodeCheckInterval). Close the Host to stop watching.
+// does not answer: Timings.NodeCheck). Close the Host to stop watching.
 func (c *Cluster) Host(pod *Pod, name string, prefix ...string) *remotehost.Host {
 	ctx, cancel := context.WithCancel(context.Background())
 	t := &execTransport{c: c, pod: pod, prefix: append([]string(nil), prefix...), ctx: ctx, cancel: cancel, done: make(chan struct{})}
@@ -94,7 +82,7 @@ func (t *execTransport) Close() error {
 // condition until the transport ends.
 func (t *execTransport) watch() {
 	pods := t.c.cs.CoreV1().Pods(t.pod.Namespace)
-	nodeTick := time.NewTicker(NodeCheckInterval)
+	nodeTick := time.NewTicker(t.c.timings.NodeCheck)
 	defer nodeTick.Stop()
 	for t.ctx.Err() == nil {
 		p, err := pods.Get(t.ctx, t.pod.Name, metav1.GetOptions{})
@@ -193,7 +181,7 @@ func (t *execTransport) check(p *corev1.Pod) bool {
 }
 
 func (t *execTransport) checkNode() bool {
-	ctx, cancel := context.WithTimeout(t.ctx, NodeCheckInterval)
+	ctx, cancel := context.WithTimeout(t.ctx, t.c.timings.NodeCheck)
 	defer cancel()
 	n, err := t.c.cs.CoreV1().Nodes().Get(ctx, t.pod.Node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -216,7 +204,7 @@ func (t *execTransport) checkNode() bool {
 // does not answer (an open exec stream need not break then). A failure is
 // confirmed by an exec probe before the transport counts as lost.
 func (t *execTransport) checkKubelet() bool {
-	ctx, cancel := context.WithTimeout(t.ctx, ProbeTimeout)
+	ctx, cancel := context.WithTimeout(t.ctx, t.c.timings.Probe)
 	defer cancel()
 	_, err := t.c.cs.CoreV1().Pods(t.pod.Namespace).GetLogs(t.pod.Name, &corev1.PodLogOptions{
 		Container: ContainerName, TailLines: ptr.To[int64](0),
@@ -268,7 +256,7 @@ func (t *execTransport) NewSession() (remotehost.TransportSession, error) {
 func (t *execTransport) probe(cause error) {
 	ex, err := t.executor(append(append([]string(nil), t.prefix...), "/bin/sh", "-c", "true"))
 	if err == nil {
-		ctx, cancel := context.WithTimeout(t.ctx, ProbeTimeout)
+		ctx, cancel := context.WithTimeout(t.ctx, t.c.timings.Probe)
 		defer cancel()
 		err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard})
 	}

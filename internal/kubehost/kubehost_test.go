@@ -347,14 +347,11 @@ func checkNoMarker(t *testing.T) {
 // A node whose kubelet stops answering loses its Hosts: the open stream
 // breaks, and a new exec cannot be opened.
 func TestRealClusterKubeletLost(t *testing.T) {
-	old := kubehost.NodeCheckInterval
-	kubehost.NodeCheckInterval = time.Second
-	defer func() { kubehost.NodeCheckInterval = old }()
 	kc := kubetest.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { checkNoMarker(t) })
-	c, err := kubehost.Open(kubehost.Config{Kubeconfig: kc.Kubeconfig, Dial: kc.Dial})
+	c, err := kubehost.Open(kubehost.Config{Kubeconfig: kc.Kubeconfig, Dial: kc.Dial, Timings: kubehost.Timings{NodeCheck: time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

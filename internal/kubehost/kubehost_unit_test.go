@@ -413,11 +413,9 @@ func TestHostPodDeleted(t *testing.T) {
 
 // A node whose kubelet stopped posting status loses its Hosts.
 func TestHostNodeUnknown(t *testing.T) {
-	old := NodeCheckInterval
-	NodeCheckInterval = 50 * time.Millisecond
-	defer func() { NodeCheckInterval = old }()
 	cs := fake.NewClientset(node("node1", corev1.ConditionTrue))
 	c := newCluster(cs, "")
+	c.timings.NodeCheck = 50 * time.Millisecond
 	ctx := testCtx(t, 20*time.Second)
 	p, err := c.CreatePod(ctx, PodSpec{Node: "node1", RunID: "r3", Role: RoleAgent, Image: "img"})
 	if err != nil {
@@ -484,7 +482,7 @@ current-context: lab-admin
 }
 
 // DeleteRun forces what no kubelet confirms: a pod on a Ready node whose
-// graceful deletion does not end within ForceAfter is deleted with grace
+// graceful deletion does not end within Timings.ForceAfter is deleted with grace
 // period 0, and its name says so.
 func TestDeleteRunForcesUnconfirmed(t *testing.T) {
 	cs := fake.NewClientset(node("node1", corev1.ConditionTrue), node("node2", corev1.ConditionTrue))
@@ -508,8 +506,7 @@ func TestDeleteRunForcesUnconfirmed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	defer func(d time.Duration) { ForceAfter = d }(ForceAfter)
-	ForceAfter = 300 * time.Millisecond
+	c.timings.ForceAfter = 300 * time.Millisecond
 	start := time.Now()
 	names, err := c.DeleteRun(ctx, "r2")
 	took := time.Since(start)

@@ -384,12 +384,6 @@ func runSelector(runID string) string {
 	return labels.Set{LabelApp: AppName, LabelRun: runID}.AsSelector().String()
 }
 
-// ForceAfter bounds how long DeleteRun waits for the nodes' kubelets to
-// confirm a deletion (a graceful deletion ends once the kubelet has
-// stopped the pod's containers); pods still there then are deleted by
-// force.
-var ForceAfter = 20 * time.Second
-
 // forcedNote follows the name of a pod DeleteRun deleted by force.
 const forcedNote = " (forced: node %s did not confirm: %s; its containers go when its kubelet is back)"
 
@@ -397,7 +391,7 @@ const forcedNote = " (forced: node %s did not confirm: %s; its containers go whe
 // ""), waits until they are gone, and returns their names, sorted. A
 // pod's node must confirm its deletion: one whose node is not Ready or
 // whose kubelet does not answer is deleted by force (grace period 0) at
-// once, and one not gone within ForceAfter then. The API server then
+// once, and one not gone within Timings.ForceAfter then. The API server then
 // forgets the pod and the node's kubelet, once back, stops its
 // containers. The name of a pod deleted by force is followed by a note
 // saying so and why: "NAME (forced: node X did not confirm: ...)".
@@ -450,7 +444,7 @@ func (c *Cluster) DeleteRun(ctx context.Context, runID string) ([]string, error)
 		}
 	}
 	// The kubelets confirm, or the pods go by force.
-	wctx, cancel := context.WithTimeout(ctx, ForceAfter)
+	wctx, cancel := context.WithTimeout(ctx, c.timings.ForceAfter)
 	var left []*corev1.Pod
 	for i := range list.Items {
 		p := &list.Items[i]
@@ -467,7 +461,7 @@ func (c *Cluster) DeleteRun(ctx context.Context, runID string) ([]string, error)
 		if err := del(p, true); err != nil {
 			return names(), err
 		}
-		notes[p.Name] = fmt.Sprintf(forcedNote, p.Spec.NodeName, fmt.Sprintf("the pod was still there %s after its deletion", ForceAfter))
+		notes[p.Name] = fmt.Sprintf(forcedNote, p.Spec.NodeName, fmt.Sprintf("the pod was still there %s after its deletion", c.timings.ForceAfter))
 		if err := c.waitGone(ctx, p.Name, p.UID); err != nil {
 			return names(), err
 		}
@@ -479,7 +473,7 @@ func (c *Cluster) DeleteRun(ctx context.Context, runID string) ([]string, error)
 // is gone or not Ready, or its kubelet does not answer a request for
 // none of p's log lines), or "" when it can.
 func (c *Cluster) nodeSilent(ctx context.Context, p *corev1.Pod) string {
-	ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timings.Probe)
 	defer cancel()
 	n, err := c.cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
 	switch {
