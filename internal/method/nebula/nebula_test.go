@@ -14,11 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/nebula"
-	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -150,7 +148,7 @@ func runNebula(t *testing.T, family string, opts map[string]string) {
 	}
 	methodtest.PingFullSize(t, l, env, path)
 	gbps := methodtest.Gbps(t, methodtest.Iperf3(t, l, path, 1))
-	lat := rrThrough(t, l, path)
+	lat := methodtest.RRThrough(t, l, path)
 	pkts, err := c.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -232,38 +230,6 @@ func nebulaSecrets(t *testing.T, dirs []string) []string {
 		t.Fatal(err)
 	}
 	return secrets
-}
-
-// rrThrough runs two seconds of tunbench's request/response tool (this
-// test binary standing in for tunbench) from a to b through the tunnel.
-func rrThrough(t *testing.T, l *testbed.Local, path *method.Path) *result.Latency {
-	t.Helper()
-	ctx := context.Background()
-	srv := l.B.Command(ctx, load.RRServer{Bind: path.B, Exe: os.Args[0]}.Args()...)
-	if err := l.B.Start(srv); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = srv.Kill()
-		_ = srv.Wait()
-		l.B.Forget(srv)
-	}()
-	if err := l.B.WaitListening(ctx, srv.Pid(), load.RRDefaultPort, 5*time.Second); err != nil {
-		t.Fatalf("rr server: %v", err)
-	}
-	cl := load.RRClient{Server: path.B, Duration: 2 * time.Second, Exe: os.Args[0]}
-	out, err := l.A.Run(ctx, cl.Args()...)
-	if err != nil {
-		t.Fatalf("rr from %s to %s: %v\n%s", path.A, path.B, err, out)
-	}
-	lat, err := load.ParseRR(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lat.Samples < 100 {
-		t.Errorf("rr: %d transactions in 2 s, want many", lat.Samples)
-	}
-	return lat
 }
 
 // checkNebulaWire checks a's underlay as captured: every UDP datagram

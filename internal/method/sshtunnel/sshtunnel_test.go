@@ -17,11 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
-	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/sshtunnel"
-	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -319,7 +317,7 @@ func runTunnel(t *testing.T, family string, opts map[string]string) {
 		t.Fatalf("ping %s from b: %v\n%s", path.A, err, out)
 	}
 	gbps := methodtest.Gbps(t, methodtest.Iperf3(t, l, path, 1))
-	lat := rrThrough(t, l, path)
+	lat := methodtest.RRThrough(t, l, path)
 	pkts, err = c.Stop()
 	if err != nil {
 		t.Fatal(err)
@@ -576,38 +574,6 @@ func checkWire(t *testing.T, pkts []gopacket.Packet, env *method.Env, ua, ub net
 		}
 		t.Logf("identifications: a %q, b %q", bannerA, bannerB)
 	}
-}
-
-// rrThrough runs two seconds of tunbench's request/response tool (this
-// test binary standing in for tunbench) from a to b through the tunnel.
-func rrThrough(t *testing.T, l *testbed.Local, path *method.Path) *result.Latency {
-	t.Helper()
-	ctx := context.Background()
-	srv := l.B.Command(ctx, load.RRServer{Bind: path.B, Exe: os.Args[0]}.Args()...)
-	if err := l.B.Start(srv); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		_ = srv.Kill()
-		_ = srv.Wait()
-		l.B.Forget(srv)
-	}()
-	if err := l.B.WaitListening(ctx, srv.Pid(), load.RRDefaultPort, 5*time.Second); err != nil {
-		t.Fatalf("rr server: %v", err)
-	}
-	cl := load.RRClient{Server: path.B, Duration: 2 * time.Second, Exe: os.Args[0]}
-	out, err := l.A.Run(ctx, cl.Args()...)
-	if err != nil {
-		t.Fatalf("rr from %s to %s: %v\n%s", path.A, path.B, err, out)
-	}
-	lat, err := load.ParseRR(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if lat.Samples < 100 {
-		t.Errorf("rr: %d transactions in 2 s, want many", lat.Samples)
-	}
-	return lat
 }
 
 // TestStartFailure blackholes b's underlay address in a's namespace, so
