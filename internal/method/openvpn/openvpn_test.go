@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -842,7 +841,7 @@ func TestOpenVPNThroughAgents(t *testing.T) {
 				return [][]string{methodtest.LinkState(t, pair.A), methodtest.LinkState(t, pair.B)}
 			}
 			outsideBefore := ovpnOutside("")
-			beforeLinks, beforeFiles, beforeProcs := links(), ovpnAgentFiles(t, pair), ovpnAgentProcesses(t, pair)
+			beforeLinks, beforeFiles, beforeProcs := links(), methodtest.AgentFiles(t, pair), methodtest.AgentProcesses(t, pair)
 			t.Cleanup(func() { _ = m.Teardown(ctx, env) })
 
 			path, err := m.Setup(ctx, env)
@@ -936,7 +935,7 @@ func TestOpenVPNThroughAgents(t *testing.T) {
 			if err := td.Teardown(ctx, env); err != nil {
 				t.Fatalf("Teardown through agents: %v", err)
 			}
-			if diff := cmp.Diff(beforeProcs, ovpnAgentProcesses(t, pair)); diff != "" {
+			if diff := cmp.Diff(beforeProcs, methodtest.AgentProcesses(t, pair)); diff != "" {
 				t.Errorf("processes on the agents' hosts after teardown (-before +after):\n%s", diff)
 			}
 			if err := m.Teardown(ctx, env); err != nil {
@@ -945,7 +944,7 @@ func TestOpenVPNThroughAgents(t *testing.T) {
 			if diff := cmp.Diff(beforeLinks, links()); diff != "" {
 				t.Errorf("links after teardown (-before +after):\n%s", diff)
 			}
-			if diff := cmp.Diff(beforeFiles, ovpnAgentFiles(t, pair)); diff != "" {
+			if diff := cmp.Diff(beforeFiles, methodtest.AgentFiles(t, pair)); diff != "" {
 				t.Errorf("files in the agents' run directories after teardown (-before +after):\n%s", diff)
 			}
 			for i, ep := range pair.Endpoints() {
@@ -959,42 +958,4 @@ func TestOpenVPNThroughAgents(t *testing.T) {
 			}
 		})
 	}
-}
-
-// ovpnAgentFiles lists, per side, what the side's run directory on its
-// host holds (through the endpoint), without the testbed's pid records.
-func ovpnAgentFiles(t *testing.T, pair *testbed.Pair) []string {
-	t.Helper()
-	var files []string
-	for _, ep := range pair.Endpoints() {
-		out, err := ep.Run(context.Background(), "find", ep.Dir, "-mindepth", "1", "-not", "-path", filepath.Join(ep.Dir, "pids")+"*")
-		if err != nil {
-			t.Fatalf("%s: list %s: %v\n%s", ep.Side, ep.Dir, err, out)
-		}
-		for _, f := range strings.Fields(string(out)) {
-			files = append(files, ep.Side+": "+f)
-		}
-	}
-	slices.Sort(files)
-	return files
-}
-
-// ovpnAgentProcesses lists, per side, the commands running on the side's
-// host (its own pid namespace) as ps there sees them, without ps itself.
-func ovpnAgentProcesses(t *testing.T, pair *testbed.Pair) []string {
-	t.Helper()
-	var procs []string
-	for _, ep := range pair.Endpoints() {
-		out, err := ep.Run(context.Background(), "ps", "-e", "-o", "comm=")
-		if err != nil {
-			t.Fatalf("%s: ps: %v\n%s", ep.Side, err, out)
-		}
-		for _, c := range strings.Fields(string(out)) {
-			if c != "ps" {
-				procs = append(procs, ep.Side+": "+c)
-			}
-		}
-	}
-	slices.Sort(procs)
-	return procs
 }
