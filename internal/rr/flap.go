@@ -43,15 +43,10 @@ func (f *LinkFlap) Down() error {
 	if f.addrs, err = nic.Dump(func() ([]netlink.Addr, error) { return netlink.AddrList(l, netlink.FAMILY_ALL) }); err != nil {
 		return fmt.Errorf("list addresses of %s: %w", f.Dev, err)
 	}
-	all, err := nic.Dump(func() ([]netlink.Route, error) {
-		return netlink.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
-	})
-	if err != nil {
-		return fmt.Errorf("list routes through %s: %w", f.Dev, err)
+	if f.routes, err = RoutesToPutBack(&netlink.Handle{}, l); err != nil {
+		return err
 	}
-	f.routes = RoutesToPutBack(all)
-	f.keepPath = filepath.Join("/proc/sys/net/ipv6/conf", f.Dev, "keep_addr_on_down")
+	f.keepPath = KeepAddrPath(f.Dev)
 	if old, err := os.ReadFile(f.keepPath); err == nil {
 		f.keepBefore = strings.TrimSpace(string(old))
 		if err := os.WriteFile(f.keepPath, []byte("1\n"), 0o644); err != nil {
@@ -66,11 +61,24 @@ func (f *LinkFlap) Down() error {
 	return nil
 }
 
-// RoutesToPutBack are the routes of all (those through a device) that
-// going down removes and coming up does not bring back: all but the
-// kernel's own (the prefix routes of its addresses, the local table) and
-// but non-unicast ones.
-func RoutesToPutBack(all []netlink.Route) []netlink.Route {
+// RouteLister lists routes: a *netlink.Handle (the zero one lists this
+// thread's namespace), or an endpoint's Netlink.
+type RouteLister interface {
+	RouteListFiltered(family int, filter *netlink.Route, filterMask uint64) ([]netlink.Route, error)
+}
+
+// RoutesToPutBack lists, through nl, the routes through link (every
+// table) that going down removes and coming up does not bring back: all
+// but the kernel's own (the prefix routes of its addresses, the local
+// table) and but non-unicast ones. An interrupted dump is read again.
+func RoutesToPutBack(nl RouteLister, link netlink.Link) ([]netlink.Route, error) {
+	all, err := nic.Dump(func() ([]netlink.Route, error) {
+		return nl.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: link.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
+			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list routes through %s: %w", link.Attrs().Name, err)
+	}
 	var out []netlink.Route
 	for _, r := range all {
 		if r.Protocol == unix.RTPROT_KERNEL || r.Table == unix.RT_TABLE_LOCAL || r.Type != unix.RTN_UNICAST {
@@ -78,7 +86,13 @@ func RoutesToPutBack(all []netlink.Route) []netlink.Route {
 		}
 		out = append(out, r)
 	}
-	return out
+	return out, nil
+}
+
+// KeepAddrPath is dev's keep_addr_on_down sysctl, which LinkFlap sets
+// while the device is down.
+func KeepAddrPath(dev string) string {
+	return filepath.Join("/proc/sys/net/ipv6/conf", dev, "keep_addr_on_down")
 }
 
 // Up sets the device up and puts back what going down removed.

@@ -66,7 +66,7 @@ func TestRecoverJournal(t *testing.T) {
 			t.Fatalf("add %s: %v", r.Dst, err)
 		}
 	}
-	keep := keepAddrPath(a.Dev)
+	keep := rr.KeepAddrPath(a.Dev)
 	before := linkState(t, a)
 	if err := journalLinkUp(a); err != nil {
 		t.Fatal(err)
@@ -119,15 +119,14 @@ func linkState(t *testing.T, ep *testbed.Endpoint) []string {
 			lines = append(lines, "addr "+a.IPNet.String())
 		}
 	}
-	routes, err := ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: link.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-		netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
+	routes, err := rr.RoutesToPutBack(ep.NL, link)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rr.RoutesToPutBack(routes) {
+	for _, r := range routes {
 		lines = append(lines, fmt.Sprintf("route %s via %s table %d metric %d proto %d", r.Dst, r.Gw, r.Table, r.Priority, r.Protocol))
 	}
-	v, err := ep.ReadFile(keepAddrPath(ep.Dev))
+	v, err := ep.ReadFile(rr.KeepAddrPath(ep.Dev))
 	if err != nil {
 		t.Fatal(err)
 	}

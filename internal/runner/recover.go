@@ -16,7 +16,6 @@ import (
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // recoverLead is how long a recover stream runs before the underlay goes
@@ -144,30 +143,22 @@ func journalLinkUp(ep *testbed.Endpoint) error {
 		}
 		keep = append(keep, a)
 	}
-	routes, err := nic.Dump(func() ([]netlink.Route, error) {
-		return ep.NL.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{LinkIndex: l.Attrs().Index, Table: unix.RT_TABLE_UNSPEC},
-			netlink.RT_FILTER_OIF|netlink.RT_FILTER_TABLE)
-	})
+	routes, err := rr.RoutesToPutBack(ep.NL, l)
 	if err != nil {
-		return fmt.Errorf("list routes through %s: %w", ep.Dev, err)
+		return err
 	}
 	u := testbed.AddrsUndo(ep.Dev, "", keep)
-	u.Routes = testbed.JournalRoutes(rr.RoutesToPutBack(routes))
+	u.Routes = testbed.JournalRoutes(routes)
 	if err := ep.RecordUndo(recoverUndo(ep.Dev), u); err != nil {
 		return fmt.Errorf("journal %s: %w", ep.Dev, err)
 	}
-	path := keepAddrPath(ep.Dev)
+	path := rr.KeepAddrPath(ep.Dev)
 	if old, err := ep.ReadFile(path); err == nil {
 		if err := ep.RecordUndo(recoverKeepUndo(ep.Dev), testbed.Undo{Kind: testbed.UndoSysctl, Path: path, Value: strings.TrimSpace(string(old))}); err != nil {
 			return fmt.Errorf("journal %s: %w", path, err)
 		}
 	}
 	return nil
-}
-
-// keepAddrPath is the keep_addr_on_down sysctl of dev.
-func keepAddrPath(dev string) string {
-	return "/proc/sys/net/ipv6/conf/" + dev + "/keep_addr_on_down"
 }
 
 // ensureUp puts ep's underlay device back as it was before the flap
