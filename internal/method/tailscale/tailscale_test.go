@@ -340,32 +340,7 @@ func runTailscale(t *testing.T, family string, opts map[string]string) {
 	}
 	t.Logf("tailscale/%s (%s): %.2f Gbit/s, one TCP stream, 1 s; rr: %d transactions, p50 %.0f µs", family, path.Variant, gbps, lat.Samples, lat.P50)
 
-	methodtest.NoSecretsInFiles(t, env.Dir, secrets, isKeyFile)
-	if err := m.Teardown(context.Background(), env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	for _, d := range path.Daemons {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", d.PID)); err == nil {
-			t.Errorf("%s %s (pid %d) still runs after teardown", d.Side, d.Role, d.PID)
-		}
-	}
-	for _, dir := range dirs {
-		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("directory %s (keys, state, sockets) left after teardown: %v", dir, err)
-		}
-	}
-	// The control server's, DERP's and STUN's listeners went with it.
-	for _, ep := range l.Endpoints() {
-		out, err := ep.Run(context.Background(), "ss", "-Htanup")
-		if err != nil {
-			t.Errorf("%s: ss: %v\n%s", ep.Side, err, out)
-		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
-			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
-		}
-	}
-	if err := m.Teardown(context.Background(), env); err != nil {
-		t.Errorf("second Teardown: %v", err)
-	}
+	tornDown(t, l, m, env, path, dirs, secrets)
 	if diff := cmp.Diff(beforeLinks, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
 		t.Errorf("links after teardown (-before +after):\n%s", diff)
 	}
@@ -914,31 +889,7 @@ func TestTailscaleNetstack(t *testing.T) {
 		path.Variant, methodtest.Gbps(t, out), rep.End.SumReceived.Bytes, tx)
 	sockperfWrapped(t, l, path)
 
-	methodtest.NoSecretsInFiles(t, env.Dir, secrets, isKeyFile)
-	if err := m.Teardown(context.Background(), env); err != nil {
-		t.Fatalf("Teardown: %v", err)
-	}
-	for _, d := range path.Daemons {
-		if _, err := os.Stat(fmt.Sprintf("/proc/%d", d.PID)); err == nil {
-			t.Errorf("%s %s (pid %d) still runs after teardown", d.Side, d.Role, d.PID)
-		}
-	}
-	for _, dir := range dirs {
-		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
-			t.Errorf("directory %s left after teardown: %v", dir, err)
-		}
-	}
-	for _, ep := range l.Endpoints() {
-		out, err := ep.Run(context.Background(), "ss", "-Htanup")
-		if err != nil {
-			t.Errorf("%s: ss: %v\n%s", ep.Side, err, out)
-		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
-			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
-		}
-	}
-	if err := m.Teardown(context.Background(), env); err != nil {
-		t.Errorf("second Teardown: %v", err)
-	}
+	tornDown(t, l, m, env, path, dirs, secrets)
 	if diff := cmp.Diff(beforeAddrs, [][]string{addrs(t, l.A), addrs(t, l.B)}); diff != "" {
 		t.Errorf("addresses after teardown (-before +after):\n%s", diff)
 	}
@@ -1038,4 +989,38 @@ func sockperfWrapped(t *testing.T, l *testbed.Local, path *method.Path) {
 		t.Fatalf("sockperf: %v\n%s", err, out)
 	}
 	t.Logf("sockperf through the wrapper: %d samples, p50 %.0f µs", lat.Samples, lat.P50)
+}
+
+// tornDown checks that no key reached the files of env.Dir, tears m down,
+// and fails t when a daemon of path still runs, a directory of dirs
+// (keys, state, sockets) is left, or a socket of tailscaled or of the
+// control server (its DERP and STUN listeners) is still open on either
+// side; a second Teardown must be a no-op.
+func tornDown(t *testing.T, l *testbed.Local, m *tailscale.Tailscale, env *method.Env, path *method.Path, dirs, secrets []string) {
+	t.Helper()
+	methodtest.NoSecretsInFiles(t, env.Dir, secrets, isKeyFile)
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	for _, d := range path.Daemons {
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", d.PID)); err == nil {
+			t.Errorf("%s %s (pid %d) still runs after teardown", d.Side, d.Role, d.PID)
+		}
+	}
+	for _, dir := range dirs {
+		if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("directory %s (keys, state, sockets) left after teardown: %v", dir, err)
+		}
+	}
+	for _, ep := range l.Endpoints() {
+		out, err := ep.Run(context.Background(), "ss", "-Htanup")
+		if err != nil {
+			t.Errorf("%s: ss: %v\n%s", ep.Side, err, out)
+		} else if strings.Contains(string(out), "tailscale") || strings.Contains(string(out), "tunbench-tscon") {
+			t.Errorf("%s: sockets of tailscale left after teardown:\n%s", ep.Side, out)
+		}
+	}
+	if err := m.Teardown(context.Background(), env); err != nil {
+		t.Errorf("second Teardown: %v", err)
+	}
 }
