@@ -417,14 +417,22 @@ func killRecorded(dir string) ([]victim, error) {
 		if err != nil {
 			continue
 		}
-		want, _ := os.ReadFile(filepath.Join(dir, "pids", e.Name()))
+		rec, _ := os.ReadFile(filepath.Join(dir, "pids", e.Name()))
+		want, start, _ := strings.Cut(string(rec), "\n")
 		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err != nil {
 			continue // gone
 		}
 		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
-		if filepath.Base(argv0) != filepath.Base(string(want)) {
+		if filepath.Base(argv0) != filepath.Base(want) {
 			continue // pid reused by something else
+		}
+		// The same program under a reused pid (another run's tunbench
+		// agent, say) is not the recorded process either: its start time
+		// differs. A record without one (an older tunbench's) has only
+		// the program to go by.
+		if st, ok := readProcStat(pid); start != "" && (!ok || st.start != start) {
+			continue
 		}
 		v, err := kill(pid)
 		if err != nil {

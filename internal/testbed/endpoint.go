@@ -189,13 +189,20 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 }
 
 // writePidFile records pid, running program argv0, in dir/pids, where
-// "tunbench clean" looks for a killed run's processes.
+// "tunbench clean" looks for a killed run's processes: the file holds
+// argv0 and, on a second line, the process's start time (field 22 of
+// /proc/PID/stat), so that clean never takes a process that got the pid
+// after this one ended (pids wrap at pid_max, 32768 by default) for it.
 func writePidFile(dir string, pid int, argv0 string) error {
 	pidDir := filepath.Join(dir, "pids")
 	if err := os.MkdirAll(pidDir, 0o700); err != nil {
 		return fmt.Errorf("record pid %d for tunbench clean: %w", pid, err)
 	}
-	if err := os.WriteFile(filepath.Join(pidDir, strconv.Itoa(pid)), []byte(argv0), 0o600); err != nil {
+	rec := argv0
+	if st, ok := readProcStat(pid); ok {
+		rec += "\n" + st.start
+	}
+	if err := os.WriteFile(filepath.Join(pidDir, strconv.Itoa(pid)), []byte(rec), 0o600); err != nil {
 		return fmt.Errorf("record pid %d for tunbench clean: %w", pid, err)
 	}
 	return nil

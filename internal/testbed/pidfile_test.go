@@ -3,7 +3,9 @@ package testbed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -27,8 +29,8 @@ func TestStartRecordsPid(t *testing.T) {
 	got, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Errorf("pid file of a running process: %v", err)
-	} else if string(got) != "sleep" {
-		t.Errorf("pid file holds %q, want the program, sleep", got)
+	} else if prog, start, _ := strings.Cut(string(got), "\n"); prog != "sleep" || start == "" {
+		t.Errorf("pid file holds %q, want the program, sleep, and its start time", got)
 	}
 	if err := ep.StopAll(); err != nil {
 		t.Fatal(err)
@@ -117,4 +119,58 @@ func processesWith(t *testing.T, s string) []string {
 		pids = append(pids, filepath.Base(d))
 	}
 	return pids
+}
+
+// TestCleanSparesReusedPid: a recorded pid now held by another process of
+// the same program (pids wrap; another run's tunbench is a tunbench too)
+// is left alone, told apart by its start time; the recorded process
+// itself is killed.
+func TestCleanSparesReusedPid(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	root, id := t.TempDir(), testbed.NewID()
+	dir := testbed.SiteDir(root, id, "s")
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = other.Wait(); close(exited) }()
+	defer func() { _ = other.Process.Kill(); <-exited }()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", other.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := strings.Fields(string(stat)[strings.LastIndexByte(string(stat), ')')+1:])
+	start, _ := strconv.Atoi(f[19])
+	record := func(start int) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Join(dir, "pids"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pids", strconv.Itoa(other.Process.Pid)), fmt.Appendf(nil, "sleep\n%d", start), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The record is of an earlier sleep that had this pid.
+	record(start - 1)
+	if _, err := testbed.CleanSite(root, id, "s"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+		t.Fatal("clean killed a process that only reuses a recorded pid")
+	case <-time.After(200 * time.Millisecond):
+	}
+
+	// The record is of this very process.
+	record(start)
+	if _, err := testbed.CleanSite(root, id, "s"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("clean left the recorded process running")
+	}
 }
