@@ -1026,10 +1026,22 @@ func destroy(id string, mnts []string) error {
 	// Mount namespaces of the nodes: those of processes in the nodes'
 	// network namespaces (containerd, kubelet, shims), found before they
 	// die.
-	mnts = slices.Clone(mnts)
+	// The nodes' mount namespaces are private (unshare -m); the host's
+	// never counts, though a process in the host's may stand in a node's
+	// network namespace: /proc/PID/ns/net is that of the process's main
+	// thread, which in a Go program (this test, Dial) may be a thread
+	// locked into the namespace for a moment. Taking the host's mount
+	// namespace for a node's SIGKILLed every process of the machine.
+	host := map[string]bool{}
+	for _, p := range []string{"/proc/1/ns/mnt", "/proc/self/ns/mnt"} {
+		if m, err := os.Readlink(p); err == nil {
+			host[m] = true
+		}
+	}
+	mnts = slices.DeleteFunc(slices.Clone(mnts), func(m string) bool { return host[m] })
 	for _, pid := range pids() {
 		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && slices.Contains(nets, link) {
-			if m, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && !slices.Contains(mnts, m) {
+			if m, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && !host[m] && !slices.Contains(mnts, m) {
 				mnts = append(mnts, m)
 			}
 		}
