@@ -593,12 +593,9 @@ func TestKubernetesCleanGonePod(t *testing.T) {
 		t.Fatal(err)
 	}
 	runID := pods.Labels[kubehost.LabelRun]
-	pids, _ := exec.Command("ip", "netns", "pids", node2.Netns).Output()
-	for _, pid := range strings.Fields(string(pids)) {
-		if comm, _ := os.ReadFile("/proc/" + pid + "/comm"); strings.TrimSpace(string(comm)) == "tunbench" {
-			_ = exec.Command("kill", "-KILL", pid).Run()
-		}
-	}
+	// The serving agent dies first: killed after its session process,
+	// it can see its input end and put node2 back in between.
+	killAgents(node2.Netns)
 	_ = run.Process.Kill()
 	<-run.exited
 	grace := int64(0)
