@@ -1,7 +1,8 @@
 // Command skips reads the output of "go test -json" on stdin, prints it the
 // way a plain "go test" would (build errors, the output of failed tests,
 // and an "ok", "FAIL" or "?" line per package), and at the end lists every
-// skipped test with its reason. It fails (exit 1) when a test or package
+// skipped test with its reason, then the slowest top-level tests (where
+// the suite's time goes: "make test" has a budget). It fails (exit 1) when a test or package
 // failed, when the stream ends before every package finished, or when a
 // test skipped that the expected-skips file does not name: a suite cannot
 // skip its way to green. "make test" pipes its go test run through it:
@@ -26,6 +27,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,6 +37,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -154,6 +157,7 @@ type event struct {
 	Output      string
 	FailedBuild string
 	ImportPath  string
+	Elapsed     float64 // seconds, on a test's pass or fail
 }
 
 // line is one piece of a top-level test's output, with the (sub)test it
@@ -175,6 +179,15 @@ type skip struct {
 	expected          *expectation
 }
 
+// timing is how long one top-level test took.
+type timing struct {
+	pkg, test string
+	seconds   float64
+}
+
+// slowest is how many of the slowest top-level tests the summary lists.
+const slowest = 10
+
 // counts of the run.
 type counts struct {
 	pkgOK, pkgFailed, pkgNoTests int
@@ -188,6 +201,7 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 	pkgs := map[string]*pkgState{}
 	var order []string // packages in the order they started
 	var skips []skip
+	var times []timing
 	var c counts
 	started := 0
 	rd := bufio.NewReaderSize(r, 1<<20)
@@ -215,6 +229,9 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 						p = &pkgState{out: map[string][]line{}, failed: map[string]bool{}, done: map[string]bool{}}
 						pkgs[e.Package] = p
 						order = append(order, e.Package)
+					}
+					if e.Test != "" && !strings.Contains(e.Test, "/") && (e.Action == "pass" || e.Action == "fail") {
+						times = append(times, timing{e.Package, e.Test, e.Elapsed})
 					}
 					if s, ok := handle(w, p, e, verbose, &c); ok {
 						s.expected = match(exp, s.pkg, s.test)
@@ -266,6 +283,7 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 		pass = false
 		fmt.Fprintf(w, "FAIL: %d unexpected skips: fix what they need, or, when the skip is right on every machine make test runs on, add a line with the reason to the expected-skips file\n", unexpected)
 	}
+	printSlowest(w, times)
 	fmt.Fprintf(w, "packages: %d ok, %d failed (%d did not build), %d without tests; tests: %d passed, %d failed, %d skipped\n",
 		c.pkgOK, c.pkgFailed, c.buildFailed, c.pkgNoTests, c.passed, c.failed, len(skips))
 	if pass {
@@ -274,6 +292,20 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 		fmt.Fprintln(w, "FAIL")
 	}
 	return pass, nil
+}
+
+// printSlowest lists the slowest top-level tests, slowest first. Tests
+// of a package run in parallel and packages run side by side, so the
+// figures overlap: they say where the time goes, not what adds up to it.
+func printSlowest(w io.Writer, times []timing) {
+	if len(times) == 0 {
+		return
+	}
+	slices.SortStableFunc(times, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
+	fmt.Fprintf(w, "slowest tests (wall time each; parallel tests overlap):\n")
+	for _, t := range times[:min(slowest, len(times))] {
+		fmt.Fprintf(w, "  %7.1fs  %s %s\n", t.seconds, relPkg(t.pkg), t.test)
+	}
 }
 
 // handle takes one event of package p; it returns the skip when the event

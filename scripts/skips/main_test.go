@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const pkgA = "github.com/tunbench/tunbench/internal/a"
@@ -319,5 +323,39 @@ func TestVerboseCopiesEverything(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("verbose output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// The summary lists the slowest top-level tests, slowest first, with
+// their package: subtests and skips are not among them, and past the
+// tenth no more are listed.
+func TestSlowestTests(t *testing.T) {
+	ev := []any{act("start", pkgA, "")}
+	timed := func(action, test string, s float64) event {
+		e := act(action, pkgA, test)
+		e.Elapsed = s
+		return e
+	}
+	for i := range 12 {
+		name := "TestN" + strconv.Itoa(i)
+		ev = append(ev, act("run", pkgA, name), timed("pass", name, float64(i)))
+	}
+	ev = append(ev,
+		act("run", pkgA, "TestFailed"), act("run", pkgA, "TestFailed/sub"),
+		timed("fail", "TestFailed/sub", 99), timed("fail", "TestFailed", 100),
+		act("run", pkgA, "TestSkipped"), timed("skip", "TestSkipped", 200),
+		out(pkgA, "", "FAIL"), act("fail", pkgA, ""))
+	_, got := runOn(t, stream(t, ev...), nil)
+	_, list, ok := strings.Cut(got, "slowest tests (wall time each; parallel tests overlap):\n")
+	if !ok {
+		t.Fatalf("no list of the slowest tests:\n%s", got)
+	}
+	list, _, _ = strings.Cut(list, "packages:")
+	want := "    100.0s  internal/a TestFailed\n"
+	for i := 11; i > 2; i-- {
+		want += fmt.Sprintf("  %7.1fs  internal/a TestN%d\n", float64(i), i)
+	}
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("slowest tests (-want +got):\n%s", diff)
 	}
 }
