@@ -32,24 +32,29 @@ lint:
 # no expected-skips file names: scripts/expected-skips.txt, and each
 # method family's own expected-skips.txt in its folder (docs/development.md).
 # Four test packages run at once (-p 4): most wait on load tools, daemons
-# and the kernel lab rather than on the CPU. Every fuzz target (30 s each,
-# scripts/fuzz.sh) runs beside the tests, niced so that the tests keep
-# the CPU they ask for; its report follows the tests', and make test fails
-# when either fails, saying which.
+# and the kernel lab rather than on the CPU. Beside the tests, niced so
+# that the tests keep the CPU they ask for, run the fresh-machine guard
+# (scripts/fresh-check.sh: what the repository pins can be fetched) and
+# every fuzz target (30 s each, scripts/fuzz.sh); their reports follow
+# the tests', and make test fails when any of the three fails, saying
+# which.
 test:
 	./scripts/install.sh test
-	./scripts/fresh-check.sh
 	./scripts/k8s-binaries.sh >/dev/null
 	$(MAKE) lint
-	@fuzzlog=$$(mktemp); \
+	@freshlog=$$(mktemp); fuzzlog=$$(mktemp); \
+	echo "nice -n 10 ./scripts/fresh-check.sh (beside the tests; its report follows theirs)"; \
+	nice -n 10 ./scripts/fresh-check.sh >"$$freshlog" 2>&1 & freshpid=$$!; \
 	echo "FUZZTIME=30s nice -n 10 ./scripts/fuzz.sh (beside the tests; its report follows theirs)"; \
 	FUZZTIME=30s nice -n 10 ./scripts/fuzz.sh >"$$fuzzlog" 2>&1 & fuzzpid=$$!; \
 	echo "bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -p 4 -timeout 60m ./... 2>&1 | $(GO) run ./scripts/skips'"; \
 	bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -p 4 -timeout 60m ./... 2>&1 | $(GO) run ./scripts/skips'; tests=$$?; \
+	wait $$freshpid; fresh=$$?; cat "$$freshlog"; rm -f "$$freshlog"; \
 	wait $$fuzzpid; fuzz=$$?; cat "$$fuzzlog"; rm -f "$$fuzzlog"; \
 	if [ $$tests -ne 0 ]; then echo "make test: the tests failed (exit status $$tests)"; fi; \
+	if [ $$fresh -ne 0 ]; then echo "make test: the fresh-machine guard failed (exit status $$fresh)"; fi; \
 	if [ $$fuzz -ne 0 ]; then echo "make test: fuzzing failed (exit status $$fuzz)"; fi; \
-	[ $$tests -eq 0 ] && [ $$fuzz -eq 0 ]
+	[ $$tests -eq 0 ] && [ $$fresh -eq 0 ] && [ $$fuzz -eq 0 ]
 
 # The chaos suites in full (make test runs 10 of each): 100 SIGKILLs of
 # local runs at random moments, each followed by clean, checks and
