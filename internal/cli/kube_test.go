@@ -140,13 +140,13 @@ func noKubeLeftovers(t *testing.T, cl *kubetest.Cluster, db string) {
 	_ = storedRuns(t, db)
 }
 
-// waitIperf3 waits until an iperf3 runs in network namespace ns: a cell
-// is measuring there.
+// waitIperf3 waits until an iperf3 server or client runs in network
+// namespace ns: a cell is measuring there.
 func waitIperf3(t *testing.T, ns string, within time.Duration, exited <-chan struct{}, out *syncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
-		if runningIn(ns, "iperf3") {
+		if measuringIn(ns) {
 			return
 		}
 		select {
@@ -182,6 +182,25 @@ func startKubeRun(t *testing.T, cl *kubetest.Cluster, bin, scen string) *kubeRun
 	}
 	go func() { r.err = r.Wait(); close(r.exited) }()
 	return r
+}
+
+// waitAgentsGone waits until no tunbench agent runs on cl's nodes.
+func waitAgentsGone(t *testing.T, cl *kubetest.Cluster) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		n := 0
+		for _, node := range cl.Nodes {
+			n += len(agentPids(node.Netns))
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d agents still running on the nodes 30 s after the controller's SIGKILL", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitMeasuring waits until a cell of the run measures in network
@@ -277,6 +296,9 @@ func TestKubernetesClean(t *testing.T) {
 	run.waitMeasuring(t, cl.Nodes[1].Netns)
 	_ = run.Process.Kill()
 	<-run.exited
+	// The agents see their exec streams end and go (putting their nodes
+	// back); until then clean rightly leaves the run alone as alive.
+	waitAgentsGone(t, cl)
 	pods, err := cl.Client().CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("the killed run left no pods to clean (%v): the test proves nothing", err)

@@ -56,7 +56,7 @@ func TestSSHCleanSeparateHosts(t *testing.T) {
 				_ = cmd.Wait()
 			}
 			deadline := time.Now().Add(90 * time.Second)
-			for !runningIn(sites.Site[1].Namespace, "iperf3") || !runningIn(sites.Site[0].Namespace, "iperf3") {
+			for !measuringIn(sites.Site[1].Namespace) || !measuringIn(sites.Site[0].Namespace) {
 				if time.Now().After(deadline) {
 					killController()
 					t.Fatalf("no load ran within 90 s:\n%s", out.String())

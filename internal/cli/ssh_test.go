@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -127,7 +128,7 @@ func TestSSHControllerKilled(t *testing.T) {
 	}
 	// Wait until a cell runs: an iperf3 server on site 1.
 	deadline := time.Now().Add(60 * time.Second)
-	for !runningIn(sites.Site[1].Namespace, "iperf3") {
+	for !measuringIn(sites.Site[1].Namespace) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			_ = cmd.Wait()
@@ -152,12 +153,16 @@ func TestSSHControllerKilled(t *testing.T) {
 // sites' own underlay devices (tb<id>s0, tb<id>br, ...).
 var runDevice = regexp.MustCompile(`^tb[0-9a-f]{6}-`)
 
-// runningIn reports whether a process named name runs in namespace ns.
-func runningIn(ns, name string) bool {
+// measuringIn reports whether load runs in namespace ns: an iperf3
+// server or client (-s, -c), not the "iperf3 --version" of the host
+// checks, which run in the same namespaces before any device exists.
+func measuringIn(ns string) bool {
 	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
 	for _, pid := range strings.Fields(string(out)) {
 		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		if strings.TrimSpace(string(comm)) == name {
+		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.TrimSpace(string(comm)) == "iperf3" && (slices.Contains(args, "-s") || slices.Contains(args, "-c")) {
 			return true
 		}
 	}
