@@ -66,8 +66,27 @@ func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration
 func hostState(t *testing.T, sites *sshtest.Sites, st *sshtest.Site) []string {
 	t.Helper()
 	var lines []string
+	// A command that fails is asked again: an empty answer from a failed
+	// tc or ip would read as state gone. One that keeps failing is a line
+	// of its own, which no state before has.
 	add := func(what string, argv ...string) {
-		out, _ := exec.Command(argv[0], argv[1:]...).Output()
+		var out []byte
+		var err error
+		for try := 1; try <= 3; try++ {
+			var stderr bytes.Buffer
+			c := exec.Command(argv[0], argv[1:]...)
+			c.Stderr = &stderr
+			if out, err = c.Output(); err == nil {
+				break
+			}
+			err = fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+			t.Logf("host state, try %d: %v", try, err)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			lines = append(lines, what+": ERROR "+err.Error())
+			return
+		}
 		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 			if l = strings.TrimSpace(l); l != "" {
 				lines = append(lines, what+": "+l)
