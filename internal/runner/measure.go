@@ -62,22 +62,34 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 		return nil, nil, err
 	}
 
+	// The sampler starts after the warm-up, so CPU covers the measured
+	// seconds only. Without a warm-up it starts before the client: its
+	// start reads every tracked process (over an agent, on a remote
+	// host), and on a loaded host that took longer than a short
+	// transfer, after which the one-test server had exited and the
+	// repetition failed. The client, tracked once started, is then
+	// measured from its first moment.
+	w := &window{tb: tb, sampler: sampler, live: tb.A, prog: prog, span: sp}
+	early := omit == 0
+	if early {
+		w.begin(ctx, 0)
+	}
 	client := load.Iperf3Client{Server: path.B, Port: iperf3Port, Duration: dur, Omit: omit, Streams: p.Streams,
 		Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 	cmd := tb.A.Command(ctx, path.Wrap(client.Args())...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := tb.A.Start(cmd); err != nil {
+		_, _ = w.end()
 		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
 	}
 	if err := track(tb.A, "iperf3-client", aSide, cmd.Pid()); err != nil {
+		_, _ = w.end()
 		return nil, nil, err
 	}
-
-	// The sampler starts after the warm-up, so CPU covers the measured
-	// seconds only.
-	w := &window{tb: tb, sampler: sampler, live: tb.A, prog: prog, span: sp}
-	w.begin(ctx, omit)
+	if !early {
+		w.begin(ctx, omit)
+	}
 	waitErr := cmd.Wait()
 	tb.A.Forget(cmd)
 	cpu, cpuErr := w.end()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -62,6 +63,11 @@ type fakeHost struct {
 	mu     sync.Mutex
 	pid    int
 	ticks  int
+	// oneShot: the iperf3 server is gone (its /proc/PID/stat missing)
+	// once a client has run, as "iperf3 -s -1" exits after its test.
+	oneShot   bool
+	serverPid int
+	clientRan bool
 }
 
 func (h *fakeHost) Local() bool { return false }
@@ -83,7 +89,13 @@ func (h *fakeHost) Start(_ *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, err
 	switch {
 	case c.Args[0] == "iperf3" && server:
 		// Runs until stopped.
+		h.mu.Lock()
+		h.serverPid, h.clientRan = p.pid, false
+		h.mu.Unlock()
 	case c.Args[0] == "iperf3":
+		h.mu.Lock()
+		h.clientRan = true
+		h.mu.Unlock()
 		out := h.iperf3
 		if cc != "" {
 			// The capture ran bbr; iperf3 -C reports the algorithm asked.
@@ -120,6 +132,9 @@ func (h *fakeHost) Call(_ context.Context, ep *testbed.Endpoint, name string, ar
 		if err := testbed.Decode(args, &a); err != nil {
 			return nil, err
 		}
+		if h.gone(a.Path) {
+			return nil, fs.ErrNotExist
+		}
 		return testbed.Encode(h.read(a.Path))
 	case "nic.describe":
 		return testbed.Encode([]result.Device{{Side: ep.Side, Name: ep.Dev, MTU: 1500}})
@@ -135,6 +150,14 @@ func (h *fakeHost) Call(_ context.Context, ep *testbed.Endpoint, name string, ar
 		return testbed.Encode(r)
 	}
 	return testbed.Encode(struct{}{})
+}
+
+// gone reports whether path is the /proc/PID/stat of a one-shot server
+// whose client has run.
+func (h *fakeHost) gone(path string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.oneShot && h.clientRan && path == fmt.Sprintf("/proc/%d/stat", h.serverPid)
 }
 
 // read is the fake /proc: a listening iperf3 server, advancing CPU time.
@@ -279,6 +302,31 @@ func TestRunnerOnePairPerCell(t *testing.T) {
 	}
 	if st.status != result.RunDone {
 		t.Errorf("run status %q, want %q", st.status, result.RunDone)
+	}
+}
+
+// Without a warm-up the CPU sampler starts before the iperf3 client, so
+// a transfer that ends before the sampler could have started (a short one
+// on a loaded remote host, whose one-test server then exits) is measured
+// with its CPU: it once failed the repetition with "track process N
+// (iperf3-server): file does not exist".
+func TestRunnerShortTransferOneShotServer(t *testing.T) {
+	m, bed := &fakeMethod{}, newFakeBed(t)
+	bed.host.oneShot = true
+	_, st, err := fakeRun(t, context.Background(), m, bed, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.cells) != 2 {
+		t.Fatalf("cells: %d, want 2", len(st.cells))
+	}
+	for i, c := range st.cells {
+		if c.Status != result.StatusOK {
+			t.Errorf("cell %d: %s %q, want ok", i, c.Status, c.Error)
+		}
+		if c.CPU == nil {
+			t.Errorf("cell %d: no CPU record", i)
+		}
 	}
 }
 
