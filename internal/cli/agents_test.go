@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
+	"time"
 )
 
 // killAgents SIGKILLs the tunbench agents in namespace ns, the serving
@@ -51,4 +53,30 @@ func agentPids(ns string) []int {
 		}
 	}
 	return pids
+}
+
+// agentsLeft waits up to within until no tunbench agent runs in the
+// namespaces, and returns how many still do.
+func agentsLeft(within time.Duration, namespaces ...string) int {
+	deadline := time.Now().Add(within)
+	for {
+		n := 0
+		for _, ns := range namespaces {
+			n += len(agentPids(ns))
+		}
+		if n == 0 || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// waitAgentsGone fails t unless every agent in the namespaces is gone
+// within (they go once their controller is killed, after putting their
+// hosts back; until then clean leaves the run alone as alive).
+func waitAgentsGone(t *testing.T, within time.Duration, namespaces ...string) {
+	t.Helper()
+	if n := agentsLeft(within, namespaces...); n > 0 {
+		t.Fatalf("%d agents still running %s after their controller was killed", n, within)
+	}
 }

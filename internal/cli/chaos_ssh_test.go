@@ -213,6 +213,10 @@ func chaosSSHLane(t *testing.T, bin string, seed, lane uint64, kills int) {
 	for i, st := range sites.Site {
 		before[i] = hostState(t, sites, st)
 	}
+	var siteNamespaces []string
+	for _, st := range sites.Site {
+		siteNamespaces = append(siteNamespaces, st.Namespace)
+	}
 	rng := rand.New(rand.NewPCG(seed, lane))
 	var changedByAgents, changed, cleanFailures, okReported, lost int
 	dir := t.TempDir()
@@ -242,17 +246,8 @@ func chaosSSHLane(t *testing.T, bin string, seed, lane uint64, kills int) {
 		okReported += reported
 
 		// The agents put their hosts back by themselves; then clean.
-		deadline := time.Now().Add(15 * time.Second)
-		for time.Now().Before(deadline) {
-			n := 0
-			for _, st := range sites.Site {
-				n += len(agentPids(st.Namespace))
-			}
-			if n == 0 {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		// (Agents still alive then show in the host state logged below.)
+		_ = agentsLeft(15*time.Second, siteNamespaces...)
 		for i, st := range sites.Site {
 			if diff := cmp.Diff(before[i], hostState(t, sites, st)); diff != "" {
 				changedByAgents++

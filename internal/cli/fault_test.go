@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -95,13 +96,14 @@ func (r *faultRun) cellsOf() map[string]result.Cell {
 }
 
 // pidIn returns the pid of the process called comm in namespace ns (with
-// an argument containing arg, when arg is not empty).
+// the argument arg, when arg is not empty).
 func pidIn(ns, comm, arg string) int {
 	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
 	for _, p := range strings.Fields(string(out)) {
 		c, _ := os.ReadFile("/proc/" + p + "/comm")
 		cmdline, _ := os.ReadFile("/proc/" + p + "/cmdline")
-		if strings.TrimSpace(string(c)) == comm && strings.Contains(string(cmdline), arg) {
+		args := strings.Split(string(cmdline), "\x00")
+		if strings.TrimSpace(string(c)) == comm && (arg == "" || slices.Contains(args, arg)) {
 			pid, _ := strconv.Atoi(p)
 			return pid
 		}

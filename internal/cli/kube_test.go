@@ -184,25 +184,6 @@ func startKubeRun(t *testing.T, cl *kubetest.Cluster, bin, scen string) *kubeRun
 	return r
 }
 
-// waitAgentsGone waits until no tunbench agent runs on cl's nodes.
-func waitAgentsGone(t *testing.T, cl *kubetest.Cluster) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		n := 0
-		for _, node := range cl.Nodes {
-			n += len(agentPids(node.Netns))
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d agents still running on the nodes 30 s after the controller's SIGKILL", n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // waitMeasuring waits until a cell of the run measures in network
 // namespace ns.
 func (r *kubeRun) waitMeasuring(t *testing.T, ns string) {
@@ -298,7 +279,7 @@ func TestKubernetesClean(t *testing.T) {
 	<-run.exited
 	// The agents see their exec streams end and go (putting their nodes
 	// back); until then clean rightly leaves the run alone as alive.
-	waitAgentsGone(t, cl)
+	waitAgentsGone(t, 30*time.Second, cl.Nodes[0].Netns, cl.Nodes[1].Netns)
 	pods, err := cl.Client().CoreV1().Pods("default").List(context.Background(), metav1.ListOptions{LabelSelector: kubehost.LabelApp + "=" + kubehost.AppName})
 	if err != nil || len(pods.Items) == 0 {
 		t.Fatalf("the killed run left no pods to clean (%v): the test proves nothing", err)

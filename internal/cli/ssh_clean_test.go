@@ -83,13 +83,7 @@ func TestSSHCleanSeparateHosts(t *testing.T) {
 				}
 			}
 			killController()
-			deadline = time.Now().Add(15 * time.Second)
-			for len(agentPids(sites.Site[0].Namespace))+len(agentPids(sites.Site[1].Namespace)) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("agents still running 15 s after the kill")
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			waitAgentsGone(t, 15*time.Second, sites.Site[0].Namespace, sites.Site[1].Namespace)
 			if victim != "agents" {
 				for i, st := range sites.Site {
 					if diff := cmp.Diff(before[i], hostState(t, sites, st)); diff != "" {

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -157,16 +156,7 @@ var runDevice = regexp.MustCompile(`^tb[0-9a-f]{6}-`)
 // server or client (-s, -c), not the "iperf3 --version" of the host
 // checks, which run in the same namespaces before any device exists.
 func measuringIn(ns string) bool {
-	out, _ := exec.Command("ip", "netns", "pids", ns).Output()
-	for _, pid := range strings.Fields(string(out)) {
-		comm, _ := os.ReadFile("/proc/" + pid + "/comm")
-		cmdline, _ := os.ReadFile("/proc/" + pid + "/cmdline")
-		args := strings.Split(string(cmdline), "\x00")
-		if strings.TrimSpace(string(comm)) == "iperf3" && (slices.Contains(args, "-s") || slices.Contains(args, "-c")) {
-			return true
-		}
-	}
-	return false
+	return pidIn(ns, "iperf3", "-s") != 0 || pidIn(ns, "iperf3", "-c") != 0
 }
 
 // noSSHLeftovers checks the sites for what the test's own runs leave:
