@@ -67,9 +67,12 @@ test:
 # --resume (TestChaos), and 100 SIGKILLs of a controller over three ssh
 # hosts with host_changes, each followed by clean --testbed ssh and a
 # line-by-line comparison of every host with its state before
-# (TestChaosSSH). KILLS=N changes both.
+# (TestChaosSSH), the hosts carrying state of their own (the foreign-state
+# fixture, testbedtest.Foreign). KILLS=N changes both. It also runs every
+# method over such hosts with every MTU and offload setting
+# (TestSSHForeignState -foreign.full; make test runs one setting).
 chaos:
-	$(GO) test -count=1 -timeout 240m -run TestChaos -v ./internal/cli -args -chaos.kills=$${KILLS:-100} -chaos.sshkills=$${KILLS:-100}
+	$(GO) test -count=1 -timeout 240m -run 'TestChaos|TestSSHForeignState' -v ./internal/cli -args -chaos.kills=$${KILLS:-100} -chaos.sshkills=$${KILLS:-100} -foreign.full
 
 # Every fuzz target for FUZZTIME each (make fuzz FUZZTIME=10m).
 fuzz:

@@ -23,7 +23,10 @@ test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   wireguard-tools strongswan-charon strongswan-swanctl libcharon-extra-plugins libstrongswan-standard-plugins
   openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
   openssh-server containerd runc etcd-server containernetworking-plugins
-  openssh-client proxychains4)
+  openssh-client proxychains4
+  nftables)
+# nftables (nft) is for the tests' foreign-state fixture: the firewall rule
+# a user's host has before tunbench arrives (internal/testbed/testbedtest).
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
 # fresh-check's question to crates.io, installed in test mode only when the

@@ -21,6 +21,7 @@ import (
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
 var chaosSSHKills = flag.Int("chaos.sshkills", 10, "controller SIGKILLs of the ssh chaos test (make chaos runs 100)")
@@ -57,42 +58,16 @@ func chaosSSHYAML(t *testing.T, sites *sshtest.Sites, methods []string, duration
 }
 
 // hostState is a site as a user would check it after a crash, one line
-// per fact: every device with its MTU and addresses, every ethtool
-// feature of the underlay, routes (IPv4 and IPv6, every table) and
-// rules, xfrm
-// states and policies, qdiscs and tc filters on the underlay, BPF pins,
-// the processes living there besides sshd, and the files under the
-// site's /run/tunbench (its own, with PrivateFiles) but the test's.
+// per fact: its network state as testbedtest.State writes it (devices,
+// addresses, routes and rules of every table, xfrm, the underlay's
+// qdiscs and tc filters, the firewall, sysctls, listening sockets), every
+// device's MTU, every ethtool feature of the underlay, the processes
+// living there besides sshd, and the files under the site's
+// /run/tunbench (its own, with PrivateFiles) and BPF pins but the
+// test's.
 func hostState(t *testing.T, sites *sshtest.Sites, st *sshtest.Site) []string {
 	t.Helper()
-	var lines []string
-	// A command that fails is asked again: an empty answer from a failed
-	// tc or ip would read as state gone. One that keeps failing is a line
-	// of its own, which no state before has.
-	add := func(what string, argv ...string) {
-		var out []byte
-		var err error
-		for try := 1; try <= 3; try++ {
-			var stderr bytes.Buffer
-			c := exec.Command(argv[0], argv[1:]...)
-			c.Stderr = &stderr
-			if out, err = c.Output(); err == nil {
-				break
-			}
-			err = fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
-			t.Logf("host state, try %d: %v", try, err)
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			lines = append(lines, what+": ERROR "+err.Error())
-			return
-		}
-		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if l = strings.TrimSpace(l); l != "" {
-				lines = append(lines, what+": "+l)
-			}
-		}
-	}
+	lines := testbedtest.State(t, st.Namespace, st.Dev)
 	ns := st.Namespace
 	out, _ := exec.Command("ip", "-n", ns, "-o", "link").Output()
 	for _, l := range strings.Split(string(out), "\n") {
@@ -101,19 +76,9 @@ func hostState(t *testing.T, sites *sshtest.Sites, st *sshtest.Site) []string {
 			lines = append(lines, "link: "+strings.TrimSuffix(f[1], ":")+" mtu "+f[4])
 		}
 	}
-	add("addr", "ip", "-n", ns, "-br", "addr")
 	for _, l := range devState(t, st) {
 		lines = append(lines, "underlay: "+l)
 	}
-	add("route", "ip", "-n", ns, "route", "show", "table", "all")
-	add("route6", "ip", "-n", ns, "-6", "route", "show", "table", "all")
-	add("rule", "ip", "-n", ns, "rule")
-	add("rule6", "ip", "-n", ns, "-6", "rule")
-	add("xfrm state", "ip", "-n", ns, "xfrm", "state")
-	add("xfrm policy", "ip", "-n", ns, "xfrm", "policy")
-	add("qdisc", "tc", "-n", ns, "qdisc", "show", "dev", st.Dev)
-	add("filter ingress", "tc", "-n", ns, "filter", "show", "dev", st.Dev, "ingress")
-	add("filter egress", "tc", "-n", ns, "filter", "show", "dev", st.Dev, "egress")
 	for _, p := range processesIn(ns) {
 		lines = append(lines, "process: "+p)
 	}
@@ -160,7 +125,9 @@ func addrsSettled(t *testing.T, sites *sshtest.Sites) {
 var okLine = regexp.MustCompile(`(?m)^\[\d+/\d+ ETA [^\]]*\] .*: [0-9.]+ Gbit/s`)
 
 // TestChaosSSH kills the controller of a run over three ssh hosts with
-// SIGKILL at random moments. The run sweeps host changes (mtus [1500,
+// SIGKILL at random moments, on hosts that run networking of their own
+// (testbedtest.Foreign, as in TestSSHForeignState). The run sweeps host
+// changes (mtus [1500,
 // 9000], offloads [on, off]) over two methods drawn from one of each
 // family (sshChaosMethods), each in turn the first, so that kills within
 // the first seconds reach every family. After each
@@ -208,6 +175,7 @@ const chaosSSHLanes = 2
 // three sites of its own, drawn from the random stream (seed, lane).
 func chaosSSHLane(t *testing.T, bin string, seed, lane uint64, kills int) {
 	sites := sshtest.New(t, 3, sshtest.Management(), sshtest.PrivateFiles())
+	withForeign(t, sites)
 	addrsSettled(t, sites)
 	before := make([][]string, len(sites.Site))
 	for i, st := range sites.Site {

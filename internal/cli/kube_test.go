@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"hash/crc32"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,9 +13,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -58,12 +62,22 @@ func oneCluster(t *testing.T) {
 // pod) between the nodes through the agent pods, and pod-network between
 // ordinary pods beside them. Every cell is ok with throughput, the
 // pod-network cells record the CNI, and afterwards the cluster holds no
-// pod of the run and the nodes no device of it.
+// pod of the run and the nodes no device of it. Each node carries
+// networking of its own (testbedtest.Foreign) and is exactly as before
+// afterwards, its pods' comings and goings aside.
 func TestKubernetesRun(t *testing.T) {
 	t.Parallel()
 	oneCluster(t)
 	bin := tunbenchBinary(t)
 	cl := kubetest.Start(t)
+	// Each node runs networking of its own, as a real node does; the
+	// run leaves it exactly as it was.
+	var before [][]string
+	for _, n := range cl.Nodes {
+		testbedtest.NewForeign(t, testbedtest.Foreign{Namespace: n.Netns, Dev: n.Dev, Addr4: n.IP.Addr(),
+			Name: fmt.Sprintf("h%08x", crc32.ChecksumIEEE([]byte(n.Netns)))})
+		before = append(before, kubeNodeState(t, n))
+	}
 	scen := kubeScenario(t, cl, bin, kubeMethods, 1, "2s")
 	dir := t.TempDir()
 	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
@@ -110,6 +124,26 @@ func TestKubernetesRun(t *testing.T) {
 		t.Logf("run output:\n%s", out)
 	}
 	noKubeLeftovers(t, cl, db)
+	for i, n := range cl.Nodes {
+		if diff := cmp.Diff(before[i], kubeNodeState(t, n)); diff != "" {
+			t.Errorf("node %s after the run (-before +after):\n%s", n.Name, diff)
+		}
+	}
+}
+
+// kubeNodeState is a node's network state (testbedtest.State) but for
+// what its pods come and go with: the CNI bridge cni0 (made with the
+// first pod), the pods' veth ends, and the routes and addresses on them.
+func kubeNodeState(t *testing.T, n kubetest.Node) []string {
+	t.Helper()
+	var lines []string
+	for _, l := range testbedtest.State(t, n.Netns, n.Dev) {
+		if strings.Contains(l, "cni0") || strings.Contains(l, "veth") {
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return lines
 }
 
 // noKubeLeftovers fails t when the cluster still has a tunbench pod or a
