@@ -16,6 +16,9 @@ import (
 const (
 	actOK   = 0
 	actShot = 2
+	// actUnspec is TC_ACT_UNSPEC (-1) as BPF_PROG_TEST_RUN returns it:
+	// not the tunnel's packet, the next tc filter decides.
+	actUnspec = 1<<32 - 1
 )
 
 var (
@@ -253,17 +256,17 @@ func TestProgDrops(t *testing.T) {
 	t.Run("non-matching passes untouched", func(t *testing.T) {
 		in := tcp4(t, netip.MustParseAddr("198.19.0.99"), 200)
 		ret, out := run(t, o.Egress(), in)
-		if ret != actOK || !bytes.Equal(out, in) {
-			t.Errorf("egress verdict %d, changed %v; want TC_ACT_OK and the packet untouched", ret, !bytes.Equal(out, in))
+		if ret != actUnspec || !bytes.Equal(out, in) {
+			t.Errorf("egress verdict %d, changed %v; want TC_ACT_UNSPEC (on to the next filter) and the packet untouched", ret, !bytes.Equal(out, in))
 		}
 		ret, out = run(t, o.Ingress(), in)
-		if ret != actOK || !bytes.Equal(out, in) {
-			t.Errorf("ingress verdict %d, changed %v; want TC_ACT_OK and the packet untouched", ret, !bytes.Equal(out, in))
+		if ret != actUnspec || !bytes.Equal(out, in) {
+			t.Errorf("ingress verdict %d, changed %v; want TC_ACT_UNSPEC (on to the next filter) and the packet untouched", ret, !bytes.Equal(out, in))
 		}
 		other := packet(t, eth(layers.EthernetTypeIPv4), ip4(under4[1], under4[0], layers.IPProtocolUDP),
 			&layers.UDP{SrcPort: 5000, DstPort: 4790}, gopacket.Payload(make([]byte, 64)))
-		if ret, out = run(t, o.Ingress(), other); ret != actOK || !bytes.Equal(out, other) {
-			t.Errorf("ingress of UDP to port 4790: verdict %d, changed %v; want it untouched", ret, !bytes.Equal(out, other))
+		if ret, out = run(t, o.Ingress(), other); ret != actUnspec || !bytes.Equal(out, other) {
+			t.Errorf("ingress of UDP to port 4790: verdict %d, changed %v; want TC_ACT_UNSPEC and it untouched", ret, !bytes.Equal(out, other))
 		}
 		if c := ruleCounters(t, tb, 1); c.Packets != 0 {
 			t.Errorf("rule counted %s for packets it does not match", c)

@@ -17,7 +17,13 @@
  * the outer headers and hands the inner packet to the stack.
  *
  * Counters: per rule and per decap entry (packets, bytes, drops by reason),
- * and per-CPU drops that no rule can own (see enum drop_reason). */
+ * and per-CPU drops that no rule can own (see enum drop_reason).
+ *
+ * Verdicts: a packet the programs encapsulated or decapsulated gets
+ * TC_ACT_OK (classification ends there); a packet that is not the
+ * tunnel's gets TC_ACT_UNSPEC, so it goes on to the host's own filters
+ * at later priorities on the same device (and passes, as TC_ACT_OK would,
+ * when none follows). */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -179,7 +185,7 @@ int tunnel_egress(struct __sk_buff *skb)
 	__u64 segs;
 
 	if (len < ETH_HLEN)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC; /* not the tunnel's: the next filter decides */
 	inner_len = len - ETH_HLEN;
 	/* The IP header is read in place (see pull). */
 	if (proto == bpf_htons(ETH_P_IP)) {
@@ -209,12 +215,12 @@ int tunnel_egress(struct __sk_buff *skb)
 		if (claimed)
 			claimed += sizeof(*ip6);
 	} else {
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	key.family = inner_family;
 	r = bpf_map_lookup_elem(&rules, &key);
 	if (!r)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	/* Big TCP leaves the length field 0; a larger claim is a lie. */
 	if (claimed > inner_len)
 		return drop(&r->c, DROP_TRUNCATED);
@@ -352,22 +358,22 @@ int tunnel_ingress(struct __sk_buff *skb)
 
 	cfg = bpf_map_lookup_elem(&configs, &zero);
 	if (!cfg || !cfg->decap_mask)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	/* Headers are read in place (direct packet access), which costs far
 	 * less per packet than a bpf_skb_load_bytes call for each. */
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip;
 
 		if (pull(skb, ETH_HLEN + sizeof(*ip)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		ip = data + ETH_HLEN;
 		if ((void *)(ip + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		/* Options and fragments are left to the stack. */
 		if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		l4proto = ip->protocol;
 		outer_family = 4;
 		off += sizeof(*ip);
@@ -375,17 +381,17 @@ int tunnel_ingress(struct __sk_buff *skb)
 		struct ipv6hdr *ip6;
 
 		if (pull(skb, ETH_HLEN + sizeof(*ip6)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		ip6 = data + ETH_HLEN;
 		if ((void *)(ip6 + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		l4proto = ip6->nexthdr;
 		outer_family = 6;
 		off += sizeof(*ip6);
 	} else {
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 
 	switch (l4proto) {
@@ -396,19 +402,19 @@ int tunnel_ingress(struct __sk_buff *skb)
 		struct ethhdr *ie;
 
 		if (pull(skb, off + sizeof(*udp)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		udp = data + off;
 		if ((void *)(udp + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		dport = bpf_ntohs(udp->dest);
 		if (dport == cfg->vxlan_port && (cfg->decap_mask & (1 << ENCAP_VXLAN)))
 			encap = ENCAP_VXLAN;
 		else if (dport == cfg->geneve_port && (cfg->decap_mask & (1 << ENCAP_GENEVE)))
 			encap = ENCAP_GENEVE;
 		else
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		hlen = sizeof(*udp) + 8;
 		if (pull(skb, off + hlen) < 0)
 			return drop(0, DROP_TRUNCATED);
@@ -443,7 +449,7 @@ int tunnel_ingress(struct __sk_buff *skb)
 		__u16 gflags;
 
 		if (!(cfg->decap_mask & (1 << ENCAP_GRE)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		encap = ENCAP_GRE;
 		if (pull(skb, off + 16) < 0 && pull(skb, off + 4) < 0)
 			return drop(0, DROP_TRUNCATED);
@@ -474,12 +480,12 @@ int tunnel_ingress(struct __sk_buff *skb)
 	case IPPROTO_IPIP:
 	case IPPROTO_IPV6:
 		if (!(cfg->decap_mask & (1 << ENCAP_IPIP)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		encap = ENCAP_IPIP;
 		inner_proto = l4proto == IPPROTO_IPIP ? bpf_htons(ETH_P_IP) : bpf_htons(ETH_P_IPV6);
 		break;
 	default:
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 
 	key.encap = encap;
