@@ -74,19 +74,26 @@ func (o *Objects) pin() error {
 }
 
 func (o *Objects) maps() map[string]*ebpf.Map {
-	return map[string]*ebpf.Map{"rules": o.objs.Rules, "decaps": o.objs.Decaps, "configs": o.objs.Configs, "drops": o.objs.Drops}
+	return map[string]*ebpf.Map{"rules": o.objs.Rules, "decaps": o.objs.Decaps, "configs": o.objs.Configs, "drops": o.objs.Drops, "not_ours": o.objs.NotOurs}
 }
 
 // Table returns the endpoint's rule table.
 func (o *Objects) Table() *Table {
-	return newTable(o.objs.Rules, o.objs.Decaps, o.objs.Configs, o.objs.Drops)
+	return newTable(o.objs.Rules, o.objs.Decaps, o.objs.Configs, o.objs.Drops, o.objs.NotOurs)
 }
 
-func newTable(rules, decaps, configs, drops *ebpf.Map) *Table {
+func newTable(rules, decaps, configs, drops, notOurs *ebpf.Map) *Table {
 	return &Table{
 		rules:  mapStore[tunnelRuleKey, tunnelRule]{rules},
 		decaps: mapStore[tunnelDecapKey, tunnelDecap]{decaps},
 		drops:  percpuSums(drops, len(DropReasons)),
+		notOurs: func() (uint64, error) {
+			n, err := percpuSums(notOurs, 1)()
+			if err != nil {
+				return 0, err
+			}
+			return n[0], nil
+		},
 		config: func(c tunnelConfig) error { return configs.Update(uint32(0), c, ebpf.UpdateAny) },
 	}
 }
@@ -193,15 +200,18 @@ func (p *Pinned) Close() error {
 func OpenPinned(dir string) (*Pinned, error) {
 	p := &Pinned{Dir: dir}
 	byName := map[string]*ebpf.Map{}
-	for _, name := range []string{"rules", "decaps", "configs", "drops"} {
+	for _, name := range []string{"rules", "decaps", "configs", "drops", "not_ours"} {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
+		if errors.Is(err, os.ErrNotExist) && name == "not_ours" {
+			err = fmt.Errorf("%w (pinned by an older tunbench, whose counters are laid out differently)", err)
+		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("ebpf: open pinned %s: %w", name, err), p.Close())
 		}
 		p.maps = append(p.maps, m)
 		byName[name] = m
 	}
-	p.Table = newTable(byName["rules"], byName["decaps"], byName["configs"], byName["drops"])
+	p.Table = newTable(byName["rules"], byName["decaps"], byName["configs"], byName["drops"], byName["not_ours"])
 	return p, nil
 }
 

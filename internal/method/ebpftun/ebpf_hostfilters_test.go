@@ -2,10 +2,13 @@ package ebpftun_test
 
 import (
 	"context"
+	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
+	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
@@ -177,6 +180,102 @@ func TestEBPFCrashClean(t *testing.T) {
 			}
 			if diff := cmp.Diff(before, clsacttest.State(t, ep.Namespace, ep.Dev)); diff != "" {
 				t.Errorf("tc state after teardown (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestEBPFHostVXLAN gives both namespaces the host's own kernel VXLAN
+// device on tunbench's port (4789, VNI 4242, between the underlay
+// addresses, overlay 198.18.250.0/24) and runs ebpf-vxlan beside it: the
+// host's overlay must keep working while tunbench's tunnel carries
+// traffic, because a VXLAN packet whose VNI has no decap entry is not
+// tunbench's and goes on (counted as not ours), not dropped.
+func TestEBPFHostVXLAN(t *testing.T) {
+	m := ebpftun.EBPFVXLAN
+	for _, family := range m.Families() {
+		t.Run(family, func(t *testing.T) {
+			requireEBPF(t)
+			l := testbedtest.New(t, 1500)
+			ctx := context.Background()
+			hostAddr := map[string]string{"a": "198.18.250.1", "b": "198.18.250.2"}
+			for _, ep := range l.Endpoints() {
+				peer := l.B
+				if ep == l.B {
+					peer = l.A
+				}
+				for _, argv := range [][]string{
+					{"ip", "link", "add", "hostvx", "type", "vxlan", "id", "4242", "dstport", "4789",
+						"local", ep.Addr(family).String(), "remote", peer.Addr(family).String(), "dev", ep.Dev},
+					{"ip", "addr", "add", hostAddr[ep.Side] + "/24", "dev", "hostvx"},
+					{"ip", "link", "set", "hostvx", "up"},
+				} {
+					if out, err := ep.Run(ctx, argv...); err != nil {
+						t.Fatalf("%s: %v: %v\n%s", ep.Side, argv, err, out)
+					}
+				}
+				t.Cleanup(func() {
+					if out, err := ep.Run(ctx, "ip", "link", "del", "hostvx"); err != nil {
+						t.Errorf("%s: delete hostvx: %v\n%s", ep.Side, err, out)
+					}
+				})
+			}
+			hostPing := func(what string) {
+				t.Helper()
+				if out, err := l.A.Run(ctx, "ping", "-c", "3", "-i", "0.2", "-W", "3", hostAddr["b"]); err != nil {
+					t.Fatalf("ping %s over the host's own VXLAN %s: %v\n%s", hostAddr["b"], what, err, out)
+				}
+			}
+			hostPing("before tunbench's tunnel")
+
+			env := &method.Env{
+				A: l.A, B: l.B, Family: family, UnderlayMTU: 1500,
+				OverlayMTU: 1500 - m.Overhead(family),
+				Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir,
+			}
+			path, err := m.Setup(ctx, env)
+			if err != nil {
+				t.Fatalf("Setup: %v (teardown: %v)", err, m.Teardown(ctx, env))
+			}
+			t.Cleanup(func() {
+				if err := m.Teardown(ctx, env); err != nil {
+					t.Errorf("Teardown: %v", err)
+				}
+			})
+			methodtest.Ping(t, l, path)
+			// The host's overlay carries a ping while tunbench's tunnel
+			// carries iperf3.
+			done := make(chan error, 1)
+			var out []byte
+			go func() {
+				var err error
+				out, err = l.A.Run(ctx, "ping", "-c", "5", "-i", "0.2", "-W", "3", hostAddr["b"])
+				done <- err
+			}()
+			methodtest.Iperf3(t, l, path, 2)
+			if err := <-done; err != nil {
+				t.Fatalf("ping %s over the host's own VXLAN while tunbench's tunnel runs: %v\n%s", hostAddr["b"], err, out)
+			}
+			hostPing("after iperf3 over tunbench's tunnel")
+			methodtest.Ping(t, l, path)
+
+			for _, ep := range l.Endpoints() {
+				s, err := ebpftun.Stats(ctx, ep, filepath.Join(ebpf.PinRoot, env.Prefix+"-"+ep.Side))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// a and b each received at least 8 echo requests or replies.
+				if s.NotOurs < 8 {
+					t.Errorf("%s: not-ours counter %d, want at least the 8 host VXLAN packets it received", ep.Side, s.NotOurs)
+				}
+				for _, d := range s.Decaps {
+					if d.Packets == 0 || slices.ContainsFunc(d.Drops, func(n uint64) bool { return n != 0 }) {
+						t.Errorf("%s: decap entry %s vni %d: %s, want packets and no drops", ep.Side, d.Encap, d.VNI, d.Counters)
+					}
+				}
+				if slices.ContainsFunc(s.Drops, func(n uint64) bool { return n != 0 }) {
+					t.Errorf("%s: %s", ep.Side, ebpf.Counters{Drops: s.Drops}.DropString())
+				}
 			}
 		})
 	}
