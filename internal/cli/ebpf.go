@@ -31,8 +31,10 @@ func newEBPFCmd(env bed.Env) *cobra.Command {
 		Long: `stats prints, for every endpoint of a running ebpf-* method (its maps are
 pinned under ` + ebpf.PinRoot + `/<prefix>-<side>), each rule (destination
 prefix, remote underlay address, encapsulation, VNI or key) and each decap
-entry with its packets, bytes and drops by reason, and the drops no rule
-owns (truncated headers, unknown VNIs). ENDPOINT names a directory under
+entry with its packets, bytes and drops by reason, the drops no rule
+owns (truncated headers), and the tunnel packets that were not tunbench's
+(a VNI or key with no decap entry, such as the host's own VXLAN on the
+same port) and went on unchanged to the host. ENDPOINT names a directory under
 the root (e.g. tb1a2b3c-a); without one, every endpoint is shown. The same
 counters are stored with each measured cell (meta.extra).
 
@@ -118,6 +120,7 @@ func ebpfStats(w io.Writer, root string, names []string, max int) error {
 			fmt.Fprintf(w, "  decap %d %s vni %d: %s\n", d.ID, d.Encap, d.VNI, d.Counters)
 		}
 		fmt.Fprintf(w, "  no rule: %s\n", ebpf.Counters{Drops: s.Drops}.DropString())
+		fmt.Fprintf(w, "  not ours: passed %d\n", s.NotOurs)
 	}
 	return nil
 }

@@ -37,7 +37,8 @@ func TestEBPFStats(t *testing.T) {
 		"rule 1 198.19.0.2/32 -> 198.18.0.2 vxlan vni 42: packets 2 bytes 168",
 		"... 97 more rules",
 		"decap 1 vxlan vni 42: packets 2 bytes 168",
-		"no rule: drops truncated=0 unknown-vni=0 bad-header=0 encap-failed=0 decap-failed=0",
+		"no rule: drops truncated=0 bad-header=0 encap-failed=0 decap-failed=0",
+		"not ours: passed 0",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
@@ -49,5 +50,8 @@ func TestEBPFStats(t *testing.T) {
 	}
 	if got := c["ebpf.b.decap"]; got != "vxlan vni 42: packets 2 bytes 168" {
 		t.Errorf("cell counters of b's decap entry %q", got)
+	}
+	if got := c["ebpf.b.not-ours"]; got != "passed 0" {
+		t.Errorf("cell counter of b's tunnel packets that were not tunbench's %q", got)
 	}
 }

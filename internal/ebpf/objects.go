@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/tunbench/tunbench/internal/clsact"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -73,19 +74,26 @@ func (o *Objects) pin() error {
 }
 
 func (o *Objects) maps() map[string]*ebpf.Map {
-	return map[string]*ebpf.Map{"rules": o.objs.Rules, "decaps": o.objs.Decaps, "configs": o.objs.Configs, "drops": o.objs.Drops}
+	return map[string]*ebpf.Map{"rules": o.objs.Rules, "decaps": o.objs.Decaps, "configs": o.objs.Configs, "drops": o.objs.Drops, "not_ours": o.objs.NotOurs}
 }
 
 // Table returns the endpoint's rule table.
 func (o *Objects) Table() *Table {
-	return newTable(o.objs.Rules, o.objs.Decaps, o.objs.Configs, o.objs.Drops)
+	return newTable(o.objs.Rules, o.objs.Decaps, o.objs.Configs, o.objs.Drops, o.objs.NotOurs)
 }
 
-func newTable(rules, decaps, configs, drops *ebpf.Map) *Table {
+func newTable(rules, decaps, configs, drops, notOurs *ebpf.Map) *Table {
 	return &Table{
 		rules:  mapStore[tunnelRuleKey, tunnelRule]{rules},
 		decaps: mapStore[tunnelDecapKey, tunnelDecap]{decaps},
 		drops:  percpuSums(drops, len(DropReasons)),
+		notOurs: func() (uint64, error) {
+			n, err := percpuSums(notOurs, 1)()
+			if err != nil {
+				return 0, err
+			}
+			return n[0], nil
+		},
 		config: func(c tunnelConfig) error { return configs.Update(uint32(0), c, ebpf.UpdateAny) },
 	}
 }
@@ -98,62 +106,66 @@ func (o *Objects) Ingress() *ebpf.Program { return o.objs.TunnelIngress }
 // stay in the kernel.
 func (o *Objects) Close() error { return o.objs.Close() }
 
-// Attach puts the ingress and egress programs on dev's clsact qdisc (tc
-// filters in direct-action mode), in the namespace of h. It is what
-// "tc qdisc add dev DEV clsact; tc filter add dev DEV ingress|egress bpf
-// da ..." does.
-func (o *Objects) Attach(h *netlink.Handle, dev string) error {
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		return fmt.Errorf("ebpf: find %s: %w", dev, err)
-	}
-	idx := link.Attrs().Index
-	qdisc := &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: idx, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
-		QdiscType:  "clsact",
-	}
-	if err := h.QdiscReplace(qdisc); err != nil {
-		return fmt.Errorf("ebpf: add clsact qdisc to %s: %w", dev, err)
-	}
-	for _, f := range []struct {
-		parent uint32
-		prog   *ebpf.Program
-		name   string
+// programs are the two filters Attach puts on a device.
+func (o *Objects) programs() ([]clsact.Program, error) {
+	var ps []clsact.Program
+	for _, p := range []struct {
+		parent, name string
+		prog         *ebpf.Program
 	}{
-		{netlink.HANDLE_MIN_INGRESS, o.objs.TunnelIngress, "tunbench_ingress"},
-		{netlink.HANDLE_MIN_EGRESS, o.objs.TunnelEgress, "tunbench_egress"},
+		{clsact.Ingress, "tunbench_ingress", o.objs.TunnelIngress},
+		{clsact.Egress, "tunbench_egress", o.objs.TunnelEgress},
 	} {
-		filter := &netlink.BpfFilter{
-			FilterAttrs: netlink.FilterAttrs{
-				LinkIndex: idx, Parent: f.parent, Handle: 1,
-				Protocol: unix.ETH_P_ALL, Priority: 1,
-			},
-			Fd: f.prog.FD(), Name: f.name, DirectAction: true,
+		info, err := p.prog.Info()
+		if err != nil {
+			return nil, fmt.Errorf("ebpf: read the ID of %s: %w", p.name, err)
 		}
-		if err := h.FilterReplace(filter); err != nil {
-			return fmt.Errorf("ebpf: attach %s to %s: %w", f.name, dev, err)
-		}
+		id, _ := info.ID()
+		ps = append(ps, clsact.Program{Name: p.name, Parent: p.parent, FD: p.prog.FD(), ID: uint32(id)})
+	}
+	return ps, nil
+}
+
+// Plan says how Attach would put the programs on dev in the namespace of
+// h (see clsact.Plan): on dev's clsact qdisc, or on one it creates when
+// dev has none, at the lowest free priorities. Journal the result, then
+// Attach it.
+func (o *Objects) Plan(h *netlink.Handle, dev string) (clsact.Attachment, error) {
+	ps, err := o.programs()
+	if err != nil {
+		return clsact.Attachment{}, err
+	}
+	a, err := clsact.Plan(h, dev, ps)
+	if err != nil {
+		return a, fmt.Errorf("ebpf: %w", err)
+	}
+	return a, nil
+}
+
+// Attach puts the ingress and egress programs on a.Dev as Plan planned
+// them (tc filters in direct-action mode), in the namespace of h: what
+// "tc filter add dev DEV ingress|egress pref N handle 1 bpf da ..."
+// does, after "tc qdisc add dev DEV clsact" when the device has no
+// clsact qdisc. It replaces nothing. When a qdisc appeared since Plan it
+// uses that one and clears a.QdiscCreated.
+func (o *Objects) Attach(h *netlink.Handle, a *clsact.Attachment) error {
+	ps, err := o.programs()
+	if err != nil {
+		return err
+	}
+	if err := clsact.Add(h, a, ps); err != nil {
+		return fmt.Errorf("ebpf: %w", err)
 	}
 	return nil
 }
 
-// Detach removes the clsact qdisc of dev, and with it both programs. A
-// missing device or qdisc is not an error.
-func Detach(h *netlink.Handle, dev string) error {
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		var nf netlink.LinkNotFoundError
-		if errors.As(err, &nf) {
-			return nil
-		}
-		return fmt.Errorf("ebpf: find %s: %w", dev, err)
-	}
-	qdisc := &netlink.GenericQdisc{
-		QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
-		QdiscType:  "clsact",
-	}
-	if err := h.QdiscDel(qdisc); err != nil && !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("ebpf: remove clsact qdisc from %s: %w", dev, err)
+// Detach takes the programs of a off its device: only tunbench's filters
+// a lists, and the clsact qdisc when a created it and no other filter is
+// left on it (see clsact.Remove). A missing device, qdisc or filter is
+// not an error.
+func Detach(h *netlink.Handle, a clsact.Attachment) error {
+	if _, err := clsact.Remove(h, a); err != nil {
+		return fmt.Errorf("ebpf: %w", err)
 	}
 	return nil
 }
@@ -188,15 +200,18 @@ func (p *Pinned) Close() error {
 func OpenPinned(dir string) (*Pinned, error) {
 	p := &Pinned{Dir: dir}
 	byName := map[string]*ebpf.Map{}
-	for _, name := range []string{"rules", "decaps", "configs", "drops"} {
+	for _, name := range []string{"rules", "decaps", "configs", "drops", "not_ours"} {
 		m, err := ebpf.LoadPinnedMap(filepath.Join(dir, name), nil)
+		if errors.Is(err, os.ErrNotExist) && name == "not_ours" {
+			err = fmt.Errorf("%w (pinned by an older tunbench, whose counters are laid out differently)", err)
+		}
 		if err != nil {
 			return nil, errors.Join(fmt.Errorf("ebpf: open pinned %s: %w", name, err), p.Close())
 		}
 		p.maps = append(p.maps, m)
 		byName[name] = m
 	}
-	p.Table = newTable(byName["rules"], byName["decaps"], byName["configs"], byName["drops"])
+	p.Table = newTable(byName["rules"], byName["decaps"], byName["configs"], byName["drops"], byName["not_ours"])
 	return p, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -16,6 +17,9 @@ import (
 const (
 	actOK   = 0
 	actShot = 2
+	// actUnspec is TC_ACT_UNSPEC (-1) as BPF_PROG_TEST_RUN returns it:
+	// not the tunnel's packet, the next tc filter decides.
+	actUnspec = 1<<32 - 1
 )
 
 var (
@@ -237,7 +241,30 @@ func TestProgEncapDecap(t *testing.T) {
 	}
 }
 
-// TestProgDrops feeds packets the programs must refuse or leave alone.
+// vxlanFrame is a VXLAN packet from under4[1] to under4[0] on UDP 4789 as
+// another VXLAN endpoint (the host's own kernel device) sends it: VNI vni,
+// the I flag as given, an inner Ethernet frame with an IPv4 UDP packet.
+func vxlanFrame(t testing.TB, vni uint32, iFlag bool) []byte {
+	return packet(t, eth(layers.EthernetTypeIPv4), ip4(under4[1], under4[0], layers.IPProtocolUDP),
+		&layers.UDP{SrcPort: 50000, DstPort: VXLANPort}, &layers.VXLAN{ValidIDFlag: iFlag, VNI: vni},
+		&layers.Ethernet{SrcMAC: InnerSrcMAC, DstMAC: InnerMAC, EthernetType: layers.EthernetTypeIPv4},
+		ip4(inner4[0], inner4[1], layers.IPProtocolUDP), &layers.UDP{SrcPort: 40001, DstPort: 5001},
+		gopacket.Payload([]byte("the host's own overlay")))
+}
+
+// greFrame is a GRE packet from under4[1] to under4[0] carrying an IPv4
+// UDP packet.
+func greFrame(t testing.TB, g *layers.GRE) []byte {
+	g.Protocol = layers.EthernetTypeIPv4
+	return packet(t, eth(layers.EthernetTypeIPv4), ip4(under4[1], under4[0], layers.IPProtocolGRE), g,
+		ip4(inner4[0], inner4[1], layers.IPProtocolUDP), &layers.UDP{SrcPort: 40001, DstPort: 5001},
+		gopacket.Payload([]byte("the host's own GRE")))
+}
+
+// TestProgDrops feeds packets the programs must refuse or leave alone:
+// only tunbench's own packets (to a rule's destination, or with a VNI or
+// key that has a decap entry) are ever dropped; the host's own tunnel
+// packets on the same port or protocol go on unchanged.
 func TestProgDrops(t *testing.T) {
 	o := loadForTest(t)
 	tb := o.Table()
@@ -245,69 +272,117 @@ func TestProgDrops(t *testing.T) {
 	if err := tb.PutRules([]Rule{rule}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.PutDecaps([]Decap{{ID: 1, Encap: VXLAN, VNI: 42}}); err != nil {
+	if err := tb.PutDecaps([]Decap{{ID: 1, Encap: VXLAN, VNI: 42}, {ID: 2, Encap: GRE, VNI: 5}}); err != nil {
 		t.Fatal(err)
 	}
 	drops := func() []uint64 { return mustStats(t, tb).Drops }
+	notOurs := func() uint64 { return mustStats(t, tb).NotOurs }
+	noDrops := func(t *testing.T) {
+		t.Helper()
+		s := mustStats(t, tb)
+		for _, d := range s.Decaps {
+			if d.Packets != 0 || slices.ContainsFunc(d.Drops, func(n uint64) bool { return n != 0 }) {
+				t.Errorf("decap entry %d counted %s", d.ID, d.Counters)
+			}
+		}
+		if slices.ContainsFunc(s.Drops, func(n uint64) bool { return n != 0 }) {
+			t.Errorf("drops no rule owns: %s", Counters{Drops: s.Drops}.DropString())
+		}
+	}
 
 	t.Run("non-matching passes untouched", func(t *testing.T) {
+		n0 := notOurs()
 		in := tcp4(t, netip.MustParseAddr("198.19.0.99"), 200)
 		ret, out := run(t, o.Egress(), in)
-		if ret != actOK || !bytes.Equal(out, in) {
-			t.Errorf("egress verdict %d, changed %v; want TC_ACT_OK and the packet untouched", ret, !bytes.Equal(out, in))
+		if ret != actUnspec || !bytes.Equal(out, in) {
+			t.Errorf("egress verdict %d, changed %v; want TC_ACT_UNSPEC (on to the next filter) and the packet untouched", ret, !bytes.Equal(out, in))
 		}
 		ret, out = run(t, o.Ingress(), in)
-		if ret != actOK || !bytes.Equal(out, in) {
-			t.Errorf("ingress verdict %d, changed %v; want TC_ACT_OK and the packet untouched", ret, !bytes.Equal(out, in))
+		if ret != actUnspec || !bytes.Equal(out, in) {
+			t.Errorf("ingress verdict %d, changed %v; want TC_ACT_UNSPEC (on to the next filter) and the packet untouched", ret, !bytes.Equal(out, in))
 		}
 		other := packet(t, eth(layers.EthernetTypeIPv4), ip4(under4[1], under4[0], layers.IPProtocolUDP),
 			&layers.UDP{SrcPort: 5000, DstPort: 4790}, gopacket.Payload(make([]byte, 64)))
-		if ret, out = run(t, o.Ingress(), other); ret != actOK || !bytes.Equal(out, other) {
-			t.Errorf("ingress of UDP to port 4790: verdict %d, changed %v; want it untouched", ret, !bytes.Equal(out, other))
+		if ret, out = run(t, o.Ingress(), other); ret != actUnspec || !bytes.Equal(out, other) {
+			t.Errorf("ingress of UDP to port 4790: verdict %d, changed %v; want TC_ACT_UNSPEC and it untouched", ret, !bytes.Equal(out, other))
 		}
 		if c := ruleCounters(t, tb, 1); c.Packets != 0 {
 			t.Errorf("rule counted %s for packets it does not match", c)
 		}
+		if n := notOurs() - n0; n != 0 {
+			t.Errorf("not-ours counter rose by %d for packets that are no tunnel packets at all", n)
+		}
+		noDrops(t)
 	})
 
-	// A VXLAN packet for VNI 43: the ingress drops it and counts it.
-	t.Run("wrong VNI", func(t *testing.T) {
-		r43 := rule
-		r43.VNI = 43
-		if err := tb.PutRules([]Rule{r43}); err != nil {
-			t.Fatal(err)
-		}
-		_, enc := run(t, o.Egress(), tcp4(t, inner4[1], 100))
-		before := drops()[1]
-		if ret, _ := run(t, o.Ingress(), enc); ret != actShot {
-			t.Errorf("ingress verdict %d for VNI 43, want TC_ACT_SHOT", ret)
-		}
-		if got := drops()[1]; got != before+1 {
-			t.Errorf("unknown-vni drops %d, want %d", got, before+1)
-		}
-		if err := tb.PutRules([]Rule{rule}); err != nil {
-			t.Fatal(err)
+	// The host's own overlay on tunbench's port or protocol: VXLAN on
+	// 4789 with a VNI tunbench has no decap entry for, or with a header
+	// tunbench never sends, and GRE with another key, without one, or of
+	// version 1 (PPTP). Each goes on unchanged and counts as not ours.
+	t.Run("not ours passes untouched", func(t *testing.T) {
+		full := vxlanFrame(t, 4242, true)
+		for _, tt := range []struct {
+			name string
+			pkt  []byte
+		}{
+			{"vxlan VNI 4242", full},
+			{"vxlan VNI 43 from tunbench's own egress", func() []byte {
+				r43 := rule
+				r43.VNI = 43
+				if err := tb.PutRules([]Rule{r43}); err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					if err := tb.PutRules([]Rule{rule}); err != nil {
+						t.Fatal(err)
+					}
+				}()
+				_, enc := run(t, o.Egress(), tcp4(t, inner4[1], 100))
+				return enc
+			}()},
+			{"vxlan VNI 42 without the I flag", vxlanFrame(t, 42, false)},
+			// Cut inside the VXLAN header (14 + 20 + 8 + 4 bytes): no VNI
+			// to tell whose it is.
+			{"vxlan header cut", bytes.Clone(full[:14+20+8+4])},
+			{"gre key 6", greFrame(t, &layers.GRE{KeyPresent: true, Key: 6})},
+			{"gre without key", greFrame(t, &layers.GRE{})},
+			{"gre version 1 (pptp)", greFrame(t, &layers.GRE{KeyPresent: true, Key: 5, Version: 1})},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				n0 := notOurs()
+				in := bytes.Clone(tt.pkt)
+				ret, out := run(t, o.Ingress(), in)
+				if ret != actUnspec || !bytes.Equal(out, tt.pkt) {
+					t.Errorf("ingress verdict %d, changed %v; want TC_ACT_UNSPEC (on to the host's next filter) and the packet untouched", ret, !bytes.Equal(out, tt.pkt))
+				}
+				if n := notOurs() - n0; n != 1 {
+					t.Errorf("not-ours counter rose by %d, want 1", n)
+				}
+				noDrops(t)
+			})
 		}
 	})
 
+	// A packet that matched tunbench's decap entry (VXLAN VNI 42) and is
+	// broken is tunbench's: dropped and counted on the entry.
 	t.Run("truncated", func(t *testing.T) {
 		_, enc := run(t, o.Egress(), tcp4(t, inner4[1], 100))
-		// Cut inside the VXLAN header: 14 + 20 + 8 + 4 bytes.
-		cut := bytes.Clone(enc[:14+20+8+4])
-		before := drops()[0]
+		n0, d0 := notOurs(), decapCounters(t, tb, 1).Drops[0]
+		// Cut inside the inner Ethernet header: 14 + 20 + 8 + 8 + 6 bytes.
+		cut := bytes.Clone(enc[:14+20+8+8+6])
 		if ret, _ := run(t, o.Ingress(), cut); ret != actShot {
-			t.Errorf("ingress verdict %d for a cut VXLAN header, want TC_ACT_SHOT", ret)
-		}
-		if got := drops()[0]; got != before+1 {
-			t.Errorf("truncated drops %d, want %d", got, before+1)
+			t.Errorf("ingress verdict %d for VNI 42 cut inside the inner Ethernet header, want TC_ACT_SHOT", ret)
 		}
 		// The inner packet claims more bytes than it has.
 		short := bytes.Clone(enc[:len(enc)-40])
 		if ret, _ := run(t, o.Ingress(), short); ret != actShot {
 			t.Errorf("ingress verdict %d for a short inner packet, want TC_ACT_SHOT", ret)
 		}
-		if c := decapCounters(t, tb, 1); c.Drops[0] != 1 {
-			t.Errorf("decap counters %s, want 1 truncated drop", c)
+		if c := decapCounters(t, tb, 1); c.Drops[0] != d0+2 {
+			t.Errorf("decap counters %s, want %d truncated drops", c, d0+2)
+		}
+		if n := notOurs() - n0; n != 0 {
+			t.Errorf("not-ours counter rose by %d for tunbench's own broken packets", n)
 		}
 		// Egress: a packet to the rule's destination shorter than its IP
 		// length. (A frame cut inside its IP header cannot be test-run:
@@ -318,6 +393,25 @@ func TestProgDrops(t *testing.T) {
 		}
 		if c := ruleCounters(t, tb, 1); c.Drops[0] != 1 {
 			t.Errorf("rule counters %s, want 1 truncated drop", c)
+		}
+		if d := drops(); slices.ContainsFunc(d, func(n uint64) bool { return n != 0 }) {
+			t.Errorf("drops no rule owns: %s", Counters{Drops: d}.DropString())
+		}
+	})
+
+	// VNI 42 with an inner frame that is not IP (ARP): tunbench's, and
+	// not something it carries.
+	t.Run("bad inner header", func(t *testing.T) {
+		arp := packet(t, eth(layers.EthernetTypeIPv4), ip4(under4[1], under4[0], layers.IPProtocolUDP),
+			&layers.UDP{SrcPort: 50000, DstPort: VXLANPort}, &layers.VXLAN{ValidIDFlag: true, VNI: 42},
+			&layers.Ethernet{SrcMAC: InnerSrcMAC, DstMAC: InnerMAC, EthernetType: layers.EthernetTypeARP},
+			gopacket.Payload(make([]byte, 28)))
+		b0 := decapCounters(t, tb, 1).Drops[1]
+		if ret, _ := run(t, o.Ingress(), arp); ret != actShot {
+			t.Errorf("ingress verdict %d for VNI 42 carrying ARP, want TC_ACT_SHOT", ret)
+		}
+		if c := decapCounters(t, tb, 1); c.Drops[1] != b0+1 {
+			t.Errorf("decap counters %s, want %d bad-header drops", c, b0+1)
 		}
 	})
 }

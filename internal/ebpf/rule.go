@@ -62,8 +62,10 @@ func (e Encap) Overhead(underlay string, greKey bool) int {
 	return n
 }
 
-// Drop reasons (enum drop_reason in tunnel.h), in counter order.
-var DropReasons = []string{"truncated", "unknown-vni", "bad-header", "encap-failed", "decap-failed"}
+// Drop reasons (enum drop_reason in tunnel.h), in counter order. Only
+// tunbench's own packets are dropped: a tunnel packet whose VNI or key
+// has no decap entry is the host's and goes on unchanged (Stats.NotOurs).
+var DropReasons = []string{"truncated", "bad-header", "encap-failed", "decap-failed"}
 
 // Rule says how to encapsulate traffic to one destination prefix.
 type Rule struct {

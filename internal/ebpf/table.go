@@ -22,10 +22,11 @@ type store[K comparable, V any] interface {
 // counters. The zero value is not usable; see Objects.Table. A Table is
 // not safe for concurrent use.
 type Table struct {
-	rules  store[tunnelRuleKey, tunnelRule]
-	decaps store[tunnelDecapKey, tunnelDecap]
-	drops  func() ([]uint64, error)
-	config func(tunnelConfig) error
+	rules   store[tunnelRuleKey, tunnelRule]
+	decaps  store[tunnelDecapKey, tunnelDecap]
+	drops   func() ([]uint64, error)
+	notOurs func() (uint64, error)
+	config  func(tunnelConfig) error
 }
 
 // PutRules adds or replaces rules (batched). Every rule is checked first;
@@ -105,6 +106,12 @@ type Stats struct {
 	// Drops are the drops no rule owns (summed over CPUs), indexed like
 	// DropReasons.
 	Drops []uint64
+	// NotOurs counts the tunnel packets of an enabled encapsulation that
+	// were not tunbench's and went on unchanged (TC_ACT_UNSPEC): no decap
+	// entry for their VNI or key, or a tunnel header tunbench does not
+	// send (summed over CPUs). The host's own overlay on the same port or
+	// protocol shows up here.
+	NotOurs uint64
 }
 
 // Stats reads every rule, decap entry and counter, sorted by ID.
@@ -129,6 +136,9 @@ func (t *Table) Stats() (*Stats, error) {
 	sort.Slice(s.Decaps, func(i, j int) bool { return s.Decaps[i].ID < s.Decaps[j].ID })
 	if s.Drops, err = t.drops(); err != nil {
 		return nil, fmt.Errorf("read drops: %w", err)
+	}
+	if s.NotOurs, err = t.notOurs(); err != nil {
+		return nil, fmt.Errorf("read not-ours counter: %w", err)
 	}
 	return &s, nil
 }

@@ -79,10 +79,11 @@ func (f *fakeStore[K, V]) each(fn func(K, V) error) error {
 
 type fakeTable struct {
 	*Table
-	rules  *fakeStore[tunnelRuleKey, tunnelRule]
-	decaps *fakeStore[tunnelDecapKey, tunnelDecap]
-	cfg    tunnelConfig
-	drops  []uint64
+	rules   *fakeStore[tunnelRuleKey, tunnelRule]
+	decaps  *fakeStore[tunnelDecapKey, tunnelDecap]
+	cfg     tunnelConfig
+	drops   []uint64
+	notOurs uint64
 }
 
 func newFakeTable(maxRules int) *fakeTable {
@@ -92,10 +93,11 @@ func newFakeTable(maxRules int) *fakeTable {
 		drops:  make([]uint64, len(DropReasons)),
 	}
 	f.Table = &Table{
-		rules:  f.rules,
-		decaps: f.decaps,
-		drops:  func() ([]uint64, error) { return f.drops, nil },
-		config: func(c tunnelConfig) error { f.cfg = c; return nil },
+		rules:   f.rules,
+		decaps:  f.decaps,
+		drops:   func() ([]uint64, error) { return f.drops, nil },
+		notOurs: func() (uint64, error) { return f.notOurs, nil },
+		config:  func(c tunnelConfig) error { f.cfg = c; return nil },
 	}
 	return f
 }
@@ -209,8 +211,9 @@ func TestTableDecaps(t *testing.T) {
 	if f.cfg != want {
 		t.Errorf("config %+v, want %+v", f.cfg, want)
 	}
-	f.decaps.m[decapKey(Decap{Encap: VXLAN, VNI: 42})] = tunnelDecap{Id: 1, C: tunnelCounters{Packets: 3, Bytes: 4500, Drops: [5]uint64{1, 0, 2}}}
-	f.drops[1] = 5
+	f.decaps.m[decapKey(Decap{Encap: VXLAN, VNI: 42})] = tunnelDecap{Id: 1, C: tunnelCounters{Packets: 3, Bytes: 4500, Drops: [4]uint64{1, 2}}}
+	f.drops[0] = 5
+	f.notOurs = 7
 	s, err := f.Stats()
 	if err != nil {
 		t.Fatal(err)
@@ -218,8 +221,11 @@ func TestTableDecaps(t *testing.T) {
 	if got := s.Decaps[0].String(); got != "packets 3 bytes 4500 drops truncated=1 bad-header=2" {
 		t.Errorf("decap 1 counters %q", got)
 	}
-	if got := (Counters{Drops: s.Drops}).String(); got != "packets 0 bytes 0 drops unknown-vni=5" {
+	if got := (Counters{Drops: s.Drops}).String(); got != "packets 0 bytes 0 drops truncated=5" {
 		t.Errorf("global drops %q", got)
+	}
+	if s.NotOurs != 7 {
+		t.Errorf("not-ours counter %d, want 7", s.NotOurs)
 	}
 	if err := f.PutDecaps([]Decap{{ID: 3, Encap: 0}}); err == nil {
 		t.Error("decap entry with no encapsulation accepted")

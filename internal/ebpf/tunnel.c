@@ -14,10 +14,22 @@
  *
  * tunnel_ingress recognises VXLAN and Geneve (UDP destination port), GRE
  * and IPIP packets, checks the VNI or key against the decap hash, strips
- * the outer headers and hands the inner packet to the stack.
+ * the outer headers and hands the inner packet to the stack. A tunnel
+ * packet whose VNI or key has no decap entry, or whose tunnel header
+ * cannot be read or is not of the kind tunbench sends, is not tunbench's:
+ * the host may carry its own VXLAN, Geneve, GRE or IPIP on the same port
+ * or protocol. It goes on unchanged and is counted in not_ours; only a
+ * packet that matched a decap entry can be dropped.
  *
  * Counters: per rule and per decap entry (packets, bytes, drops by reason),
- * and per-CPU drops that no rule can own (see enum drop_reason). */
+ * per-CPU drops that no rule can own (see enum drop_reason), and per-CPU
+ * tunnel packets passed on as not tunbench's (not_ours).
+ *
+ * Verdicts: a packet the programs encapsulated or decapsulated gets
+ * TC_ACT_OK (classification ends there); a packet that is not the
+ * tunnel's gets TC_ACT_UNSPEC, so it goes on to the host's own filters
+ * at later priorities on the same device (and passes, as TC_ACT_OK would,
+ * when none follows). */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
@@ -75,6 +87,16 @@ struct {
 	__type(value, __u64);
 } drops SEC(".maps");
 
+/* Tunnel packets of an enabled encapsulation that are not tunbench's (no
+ * decap entry for their VNI or key, or a tunnel header tunbench does not
+ * send), passed on unchanged. One per-CPU counter. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} not_ours SEC(".maps");
+
 static __always_inline int drop(struct counters *c, __u32 reason)
 {
 	if (c) {
@@ -86,6 +108,18 @@ static __always_inline int drop(struct counters *c, __u32 reason)
 			*n += 1;
 	}
 	return TC_ACT_SHOT;
+}
+
+/* pass_not_ours counts a tunnel packet that is not tunbench's and hands
+ * it, unchanged, to the host's next filter (or the stack). */
+static __always_inline int pass_not_ours(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&not_ours, &zero);
+
+	if (n)
+		*n += 1;
+	return TC_ACT_UNSPEC;
 }
 
 /* segments returns how many packets skb is on the wire: gso_segs, or, where
@@ -179,7 +213,7 @@ int tunnel_egress(struct __sk_buff *skb)
 	__u64 segs;
 
 	if (len < ETH_HLEN)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC; /* not the tunnel's: the next filter decides */
 	inner_len = len - ETH_HLEN;
 	/* The IP header is read in place (see pull). */
 	if (proto == bpf_htons(ETH_P_IP)) {
@@ -209,12 +243,12 @@ int tunnel_egress(struct __sk_buff *skb)
 		if (claimed)
 			claimed += sizeof(*ip6);
 	} else {
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 	key.family = inner_family;
 	r = bpf_map_lookup_elem(&rules, &key);
 	if (!r)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	/* Big TCP leaves the length field 0; a larger claim is a lie. */
 	if (claimed > inner_len)
 		return drop(&r->c, DROP_TRUNCATED);
@@ -341,8 +375,8 @@ SEC("tc")
 int tunnel_ingress(struct __sk_buff *skb)
 {
 	__u32 zero = 0, off = ETH_HLEN, hlen = 0, vni = 0, encap;
-	__u16 proto = skb->protocol, inner_proto;
-	__u8 l4proto, outer_family;
+	__u16 proto = skb->protocol, inner_proto = 0;
+	__u8 l4proto, outer_family, inner_eth = 0;
 	struct decap_key key = {};
 	struct config *cfg;
 	struct decap *d;
@@ -352,22 +386,22 @@ int tunnel_ingress(struct __sk_buff *skb)
 
 	cfg = bpf_map_lookup_elem(&configs, &zero);
 	if (!cfg || !cfg->decap_mask)
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	/* Headers are read in place (direct packet access), which costs far
 	 * less per packet than a bpf_skb_load_bytes call for each. */
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip;
 
 		if (pull(skb, ETH_HLEN + sizeof(*ip)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		ip = data + ETH_HLEN;
 		if ((void *)(ip + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		/* Options and fragments are left to the stack. */
 		if (ip->ihl != 5 || (ip->frag_off & bpf_htons(0x3fff)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		l4proto = ip->protocol;
 		outer_family = 4;
 		off += sizeof(*ip);
@@ -375,17 +409,17 @@ int tunnel_ingress(struct __sk_buff *skb)
 		struct ipv6hdr *ip6;
 
 		if (pull(skb, ETH_HLEN + sizeof(*ip6)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		ip6 = data + ETH_HLEN;
 		if ((void *)(ip6 + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		l4proto = ip6->nexthdr;
 		outer_family = 6;
 		off += sizeof(*ip6);
 	} else {
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 
 	switch (l4proto) {
@@ -393,49 +427,42 @@ int tunnel_ingress(struct __sk_buff *skb)
 		struct udphdr *udp;
 		__u8 *t;
 		__u16 dport;
-		struct ethhdr *ie;
 
 		if (pull(skb, off + sizeof(*udp)) < 0)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		udp = data + off;
 		if ((void *)(udp + 1) > end)
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		dport = bpf_ntohs(udp->dest);
 		if (dport == cfg->vxlan_port && (cfg->decap_mask & (1 << ENCAP_VXLAN)))
 			encap = ENCAP_VXLAN;
 		else if (dport == cfg->geneve_port && (cfg->decap_mask & (1 << ENCAP_GENEVE)))
 			encap = ENCAP_GENEVE;
 		else
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
+		/* Until the VNI matches a decap entry the packet may be the
+		 * host's own: whatever does not fit goes on unchanged. */
 		hlen = sizeof(*udp) + 8;
 		if (pull(skb, off + hlen) < 0)
-			return drop(0, DROP_TRUNCATED);
+			return pass_not_ours();
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		t = data + off + sizeof(*udp);
 		if ((void *)(t + 8) > end)
-			return drop(0, DROP_TRUNCATED);
+			return pass_not_ours();
 		if (encap == ENCAP_VXLAN) {
 			if (!(t[0] & VXLAN_F_I))
-				return drop(0, DROP_BAD_HEADER);
+				return pass_not_ours();
 		} else {
 			/* Version 0, protocol Ethernet; options are skipped. */
 			if ((t[0] >> 6) != 0 || t[2] != 0x65 || t[3] != 0x58)
-				return drop(0, DROP_BAD_HEADER);
+				return pass_not_ours();
 			hlen += (t[0] & 0x3f) * 4;
 		}
 		vni = (__u32)t[4] << 16 | (__u32)t[5] << 8 | t[6];
-		if (pull(skb, off + hlen + sizeof(*ie)) < 0)
-			return drop(0, DROP_TRUNCATED);
-		data = (void *)(long)skb->data;
-		end = (void *)(long)skb->data_end;
-		ie = data + ((off + hlen) & (MAX_TUNNEL_OFF - 1));
-		if ((void *)(ie + 1) > end)
-			return drop(0, DROP_TRUNCATED);
-		inner_proto = ie->h_proto;
-		hlen += sizeof(*ie);
+		inner_eth = 1;
 		break;
 	}
 	case IPPROTO_GRE: {
@@ -443,19 +470,21 @@ int tunnel_ingress(struct __sk_buff *skb)
 		__u16 gflags;
 
 		if (!(cfg->decap_mask & (1 << ENCAP_GRE)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		encap = ENCAP_GRE;
+		/* As for UDP: not tunbench's until the key matches. */
 		if (pull(skb, off + 16) < 0 && pull(skb, off + 4) < 0)
-			return drop(0, DROP_TRUNCATED);
+			return pass_not_ours();
 		data = (void *)(long)skb->data;
 		end = (void *)(long)skb->data_end;
 		g = data + off;
 		if ((void *)(g + 2) > end)
-			return drop(0, DROP_TRUNCATED);
+			return pass_not_ours();
 		gflags = bpf_ntohs(g[0]);
 		inner_proto = g[1];
+		/* Version 1 is PPTP's enhanced GRE; routing went with RFC 1701. */
 		if (gflags & (GRE_VERSION | GRE_F_ROUTING))
-			return drop(0, DROP_BAD_HEADER);
+			return pass_not_ours();
 		hlen = 4;
 		if (gflags & GRE_F_CSUM)
 			hlen += 4;
@@ -463,7 +492,7 @@ int tunnel_ingress(struct __sk_buff *skb)
 			__u8 *k = (void *)g + hlen;
 
 			if ((void *)(k + 4) > end)
-				return drop(0, DROP_TRUNCATED);
+				return pass_not_ours();
 			vni = (__u32)k[0] << 24 | (__u32)k[1] << 16 | (__u32)k[2] << 8 | k[3];
 			hlen += 4;
 		}
@@ -474,20 +503,35 @@ int tunnel_ingress(struct __sk_buff *skb)
 	case IPPROTO_IPIP:
 	case IPPROTO_IPV6:
 		if (!(cfg->decap_mask & (1 << ENCAP_IPIP)))
-			return TC_ACT_OK;
+			return TC_ACT_UNSPEC;
 		encap = ENCAP_IPIP;
 		inner_proto = l4proto == IPPROTO_IPIP ? bpf_htons(ETH_P_IP) : bpf_htons(ETH_P_IPV6);
 		break;
 	default:
-		return TC_ACT_OK;
+		return TC_ACT_UNSPEC;
 	}
 
 	key.encap = encap;
 	key.vni = vni;
 	d = bpf_map_lookup_elem(&decaps, &key);
 	if (!d)
-		return drop(0, DROP_UNKNOWN_VNI);
+		return pass_not_ours();
 
+	/* tunbench's from here on: what is broken is dropped and counted on
+	 * the decap entry. */
+	if (inner_eth) {
+		struct ethhdr *ie;
+
+		if (pull(skb, off + hlen + sizeof(*ie)) < 0)
+			return drop(&d->c, DROP_TRUNCATED);
+		data = (void *)(long)skb->data;
+		end = (void *)(long)skb->data_end;
+		ie = data + ((off + hlen) & (MAX_TUNNEL_OFF - 1));
+		if ((void *)(ie + 1) > end)
+			return drop(&d->c, DROP_TRUNCATED);
+		inner_proto = ie->h_proto;
+		hlen += sizeof(*ie);
+	}
 	hlen += off - ETH_HLEN;
 	if (inner_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip;

@@ -13,14 +13,18 @@ enum encap {
 	ENCAP_IPIP = 4,   /* IPv4 or IPv6 directly in the outer IPv4 (4/41) */
 };
 
-/* Why a packet was dropped; index into counters.drops and the drops map. */
+/* Why a packet was dropped; index into counters.drops and the drops map.
+ * Only tunbench's own packets are dropped: a packet to a rule's
+ * destination, or a tunnel packet whose VNI or key has a decap entry. A
+ * tunnel packet of an enabled encapsulation without a decap entry (the
+ * host's own overlay on the same port or protocol) is not tunbench's: it
+ * goes on unchanged (TC_ACT_UNSPEC) and is counted in the not_ours map. */
 enum drop_reason {
-	DROP_TRUNCATED = 0,   /* headers shorter than they claim */
-	DROP_UNKNOWN_VNI = 1, /* tunnel packet for a VNI or key with no decap entry */
-	DROP_BAD_HEADER = 2,  /* tunnel header this data path does not accept */
-	DROP_ENCAP = 3,       /* bpf_skb_adjust_room or store failed on encap */
-	DROP_DECAP = 4,       /* bpf_skb_adjust_room failed on decap */
-	DROP_MAX = 5,
+	DROP_TRUNCATED = 0,  /* headers shorter than they claim */
+	DROP_BAD_HEADER = 1, /* tunbench packet with a header it cannot handle */
+	DROP_ENCAP = 2,      /* bpf_skb_adjust_room or store failed on encap */
+	DROP_DECAP = 3,      /* bpf_skb_adjust_room failed on decap */
+	DROP_MAX = 4,
 };
 
 /* Rule flags. */

@@ -24,7 +24,7 @@ type tunnelCounters struct {
 	_       structs.HostLayout
 	Packets uint64
 	Bytes   uint64
-	Drops   [5]uint64
+	Drops   [4]uint64
 }
 
 type tunnelDecap struct {
@@ -76,6 +76,7 @@ const (
 	tunnelMapConfigs        = "configs"
 	tunnelMapDecaps         = "decaps"
 	tunnelMapDrops          = "drops"
+	tunnelMapNotOurs        = "not_ours"
 	tunnelMapRules          = "rules"
 	tunnelProgTunnelEgress  = "tunnel_egress"
 	tunnelProgTunnelIngress = "tunnel_ingress"
@@ -134,6 +135,7 @@ type tunnelMapSpecs struct {
 	Configs *ebpf.MapSpec `ebpf:"configs"`
 	Decaps  *ebpf.MapSpec `ebpf:"decaps"`
 	Drops   *ebpf.MapSpec `ebpf:"drops"`
+	NotOurs *ebpf.MapSpec `ebpf:"not_ours"`
 	Rules   *ebpf.MapSpec `ebpf:"rules"`
 }
 
@@ -166,6 +168,7 @@ type tunnelMaps struct {
 	Configs *ebpf.Map `ebpf:"configs"`
 	Decaps  *ebpf.Map `ebpf:"decaps"`
 	Drops   *ebpf.Map `ebpf:"drops"`
+	NotOurs *ebpf.Map `ebpf:"not_ours"`
 	Rules   *ebpf.Map `ebpf:"rules"`
 }
 
@@ -174,6 +177,7 @@ func (m *tunnelMaps) Close() error {
 		m.Configs,
 		m.Decaps,
 		m.Drops,
+		m.NotOurs,
 		m.Rules,
 	)
 }

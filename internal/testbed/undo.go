@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tunbench/tunbench/internal/clsact"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -25,8 +26,9 @@ import (
 // so the host gets back what the method took: the underlay device's tc
 // programs, addresses and sysctls.
 type Undo struct {
-	// Kind is UndoClsact (remove Dev's clsact qdisc, and with it tc
-	// programs attached there), UndoAddrs (put Addrs back on Dev, taking
+	// Kind is UndoClsact (take the tc filters Filters off Dev's clsact
+	// qdisc, and the qdisc itself when QdiscCreated and nothing else is
+	// left on it; see ClsactUndo), UndoAddrs (put Addrs back on Dev, taking
 	// them off From first when it still exists, set Dev up and put its
 	// Routes back), UndoSysctl (write
 	// Value to Path under /proc/sys) or UndoUnpin (remove the BPF pin
@@ -55,7 +57,35 @@ type Undo struct {
 	// addresses are back and it is up: the kernel drops every route
 	// through a device that goes down.
 	Routes []JournalRoute `json:"routes,omitempty"`
+	// Filters (UndoClsact) are the tc filters the run adds to Dev's
+	// clsact qdisc: apply removes each only while the filter at that
+	// parent, priority and handle is a BPF filter named tunbench...
+	// (running program ProgID, when recorded). QdiscCreated says the run
+	// creates the qdisc (Dev had none): apply removes it too once no
+	// filter is left on it. An entry without either (written by a
+	// tunbench that always attached at priority 1 handle 1) stands for
+	// clsact.Legacy: tunbench_* filters at pref 1 handle 1, the qdisc
+	// kept.
+	Filters      []clsact.Filter `json:"filters,omitempty"`
+	QdiscCreated bool            `json:"qdisc_created,omitempty"`
 }
+
+// ClsactUndo is the UndoClsact entry that takes a back.
+func ClsactUndo(a clsact.Attachment) Undo {
+	return Undo{Kind: UndoClsact, Dev: a.Dev, Filters: a.Filters, QdiscCreated: a.QdiscCreated}
+}
+
+// Attachment is what an UndoClsact entry takes back (see Filters).
+func (u Undo) Attachment() clsact.Attachment {
+	if len(u.Filters) == 0 && !u.QdiscCreated {
+		return clsact.Legacy(u.Dev)
+	}
+	return clsact.Attachment{Dev: u.Dev, QdiscCreated: u.QdiscCreated, Filters: u.Filters}
+}
+
+// ReadUndo reads the entry name of the journal of dir; ok is false when
+// there is none.
+func ReadUndo(dir, name string) (u Undo, ok bool, err error) { return readUndo(dir, name) }
 
 // The kinds of Undo.
 const (
@@ -259,19 +289,15 @@ func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
 func (u Undo) apply(h *netlink.Handle) (string, error) {
 	switch u.Kind {
 	case UndoClsact:
-		link, err := h.LinkByName(u.Dev)
-		if err != nil {
-			return "", nil // the device is gone, and its programs with it
+		r, err := clsact.Remove(h, u.Attachment())
+		if err != nil || r.Empty() {
+			return "", err
 		}
-		qdisc := &netlink.GenericQdisc{
-			QdiscAttrs: netlink.QdiscAttrs{LinkIndex: link.Attrs().Index, Handle: netlink.MakeHandle(0xffff, 0), Parent: netlink.HANDLE_CLSACT},
-			QdiscType:  "clsact",
-		}
-		if err := h.QdiscDel(qdisc); err != nil {
-			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EINVAL) {
-				return "", nil
-			}
-			return "", fmt.Errorf("remove clsact qdisc from %s: %w", u.Dev, err)
+		switch {
+		case r.Qdisc && len(r.Filters) == 0:
+			return "clsact qdisc removed from " + u.Dev, nil
+		case r.Qdisc:
+			return "tc programs detached from " + u.Dev + " and its clsact qdisc removed", nil
 		}
 		return "tc programs detached from " + u.Dev, nil
 	case UndoAddrs:

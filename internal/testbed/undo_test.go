@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	tcclsact "github.com/tunbench/tunbench/internal/clsact"
+	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
@@ -64,6 +66,8 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err := h.QdiscAdd(clsact); err != nil {
 		t.Fatal(err)
 	}
+	// The run's program on the qdisc it created.
+	clsacttest.AddBPF(t, h, "jund0", netlink.HANDLE_MIN_INGRESS, 1, "tunbench_ingress")
 	// A host route of tunbench's to 198.18.7.9 carrying a congestion
 	// control, and the host's own route there in table 100, which stays.
 	rt := addDummy(t, h, "jrt0")
@@ -105,11 +109,14 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	root := t.TempDir()
 	dir := testbed.SiteDir(root, id, "j")
 	for name, u := range map[string]testbed.Undo{
-		"addrs":  addrsAndRoute(addr),
-		"arp":    {Kind: testbed.UndoSysctl, Path: arp, Value: "0"},
-		"clsact": {Kind: testbed.UndoClsact, Dev: "jund0"},
-		"pins":   {Kind: testbed.UndoUnpin, Path: pins},
-		"route":  {Kind: testbed.UndoRoute, Addrs: []string{pinned.String()}, Table: unix.RT_TABLE_MAIN},
+		"addrs": addrsAndRoute(addr),
+		"arp":   {Kind: testbed.UndoSysctl, Path: arp, Value: "0"},
+		"clsact": testbed.ClsactUndo(tcclsact.Attachment{Dev: "jund0", QdiscCreated: true, Filters: []tcclsact.Filter{
+			{Parent: tcclsact.Ingress, Priority: 1, Handle: 1, Name: "tunbench_ingress"},
+			{Parent: tcclsact.Egress, Priority: 1, Handle: 1, Name: "tunbench_egress"},
+		}}),
+		"pins":  {Kind: testbed.UndoUnpin, Path: pins},
+		"route": {Kind: testbed.UndoRoute, Addrs: []string{pinned.String()}, Table: unix.RT_TABLE_MAIN},
 		// A daemon's own device (ovs-netdev), left when it was killed,
 		// and one that was never created.
 		"tap":   {Kind: testbed.UndoDelLink, Dev: "jtap0"},
@@ -146,7 +153,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"bpf pins " + pins,
 		"device jtap0 removed",
 		"route 198.18.7.9/32 removed from table 254",
-		"tc programs detached from jund0",
+		"tc programs detached from jund0 and its clsact qdisc removed",
 	}
 	if diff := cmp.Diff(want, restored); diff != "" {
 		t.Errorf("CleanSite restored (-want +got):\n%s", diff)

@@ -302,6 +302,7 @@ func (m EBPF) Counters(ctx context.Context, env *method.Env) (map[string]string,
 			out["ebpf."+ep.Side+".decap"] = fmt.Sprintf("%s vni %d: %s", d.Encap, d.VNI, d.Counters)
 		}
 		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
+		out["ebpf."+ep.Side+".not-ours"] = fmt.Sprintf("passed %d", s.NotOurs)
 	}
 	return out, nil
 }

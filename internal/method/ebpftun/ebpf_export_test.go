@@ -24,3 +24,6 @@ func TeardownEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
 
 // FillerRules exposes the scale measurement's filler rules.
 var FillerRules = fillerRules
+
+// ClsactUndoName names the journal entry of a side's tc programs on dev.
+var ClsactUndoName = clsactUndo

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sync"
 
+	"github.com/tunbench/tunbench/internal/clsact"
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -53,17 +55,25 @@ var (
 	})
 	// opAttach loads the programs with their maps pinned in PinDir, fills
 	// the maps and attaches both programs to Dev in the endpoint's
-	// namespace. The pins keep the maps; the programs stay as tc filters.
+	// namespace, next to the host's own tc filters (see clsact.Plan). The
+	// pins keep the maps; the programs stay as tc filters.
 	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) (struct{}, error) {
-		// The site's journal learns first how to take the programs off
-		// the host's device and the pins off its bpffs, for a clean after
-		// a crash (testbed.CleanSite).
+		// The site's journal learns first how to take the pins off the
+		// host's bpffs and, once the places are chosen, the programs off
+		// its device, for a clean after a crash (testbed.CleanSite).
 		if ep.Dir != "" {
-			err := errors.Join(
-				testbed.WriteUndo(ep.Dir, clsactUndo(a.Dev), testbed.Undo{Kind: testbed.UndoClsact, Dev: a.Dev}),
-				testbed.WriteUndo(ep.Dir, pinsUndo(a.PinDir), testbed.Undo{Kind: testbed.UndoUnpin, Path: a.PinDir}),
-			)
-			if err != nil {
+			if err := testbed.WriteUndo(ep.Dir, pinsUndo(a.PinDir), testbed.Undo{Kind: testbed.UndoUnpin, Path: a.PinDir}); err != nil {
+				return struct{}{}, err
+			}
+		}
+		h := method.LocalHandle(ep)
+		// Programs a set-up of this run left on the device (one that
+		// failed, not torn down) go first: the record is about to be
+		// overwritten.
+		if old, ok, err := recalled(ep, a.Dev); err != nil {
+			return struct{}{}, err
+		} else if ok {
+			if err := errors.Join(ebpf.Detach(h, old), forget(ep, a.Dev)); err != nil {
 				return struct{}{}, err
 			}
 		}
@@ -72,18 +82,34 @@ var (
 			return struct{}{}, err
 		}
 		t := objs.Table()
-		return struct{}{}, errors.Join(
-			t.PutRules(a.Rules),
-			t.PutDecaps(a.Decaps),
-			objs.Attach(method.LocalHandle(ep), a.Dev),
-			objs.Close(),
-		)
+		err = errors.Join(t.PutRules(a.Rules), t.PutDecaps(a.Decaps))
+		if err != nil {
+			return struct{}{}, errors.Join(err, objs.Close())
+		}
+		at, err := objs.Plan(h, a.Dev)
+		if err == nil {
+			err = remember(ep, at)
+		}
+		if err != nil {
+			return struct{}{}, errors.Join(err, objs.Close())
+		}
+		created := at.QdiscCreated
+		err = objs.Attach(h, &at)
+		if at.QdiscCreated != created {
+			// A qdisc appeared since the plan: the host's, not the run's.
+			err = errors.Join(err, remember(ep, at))
+		}
+		return struct{}{}, errors.Join(err, objs.Close())
 	})
-	// opDetach removes Dev's programs and the pins in PinDir.
+	// opDetach removes Dev's programs (what opAttach journalled) and the
+	// pins in PinDir.
 	opDetach = testbed.NewOp("ebpf.detach", func(_ context.Context, ep *testbed.Endpoint, a detachArgs) (struct{}, error) {
-		err := ebpf.Detach(method.LocalHandle(ep), a.Dev)
-		if err == nil && ep.Dir != "" {
-			err = testbed.DropUndo(ep.Dir, clsactUndo(a.Dev))
+		at, ok, err := recalled(ep, a.Dev)
+		if err == nil && ok {
+			err = ebpf.Detach(method.LocalHandle(ep), at)
+		}
+		if err == nil {
+			err = forget(ep, a.Dev)
 		}
 		errs := []error{err}
 		if a.PinDir != "" {
@@ -100,6 +126,60 @@ var (
 		return readStats(dir)
 	})
 )
+
+// An endpoint without a site directory (a bare test endpoint) keeps no
+// journal; this process remembers its attachments instead.
+var (
+	unjournalledMu sync.Mutex
+	unjournalled   = map[unjournalledKey]clsact.Attachment{}
+)
+
+type unjournalledKey struct {
+	ep  *testbed.Endpoint
+	dev string
+}
+
+// remember records what opAttach puts on the device at, before it does:
+// in the site's journal, or in this process without one.
+func remember(ep *testbed.Endpoint, at clsact.Attachment) error {
+	if ep.Dir != "" {
+		return testbed.WriteUndo(ep.Dir, clsactUndo(at.Dev), testbed.ClsactUndo(at))
+	}
+	unjournalledMu.Lock()
+	defer unjournalledMu.Unlock()
+	unjournalled[unjournalledKey{ep, at.Dev}] = at
+	return nil
+}
+
+// recalled returns what remember recorded for dev; ok is false when
+// nothing was (never attached, or detached already).
+func recalled(ep *testbed.Endpoint, dev string) (at clsact.Attachment, ok bool, err error) {
+	if ep.Dir != "" {
+		u, ok, err := testbed.ReadUndo(ep.Dir, clsactUndo(dev))
+		if err != nil || !ok {
+			return at, false, err
+		}
+		if u.Kind != testbed.UndoClsact || u.Dev != dev {
+			return at, false, fmt.Errorf("journal entry %s: kind %q dev %q, want %q %q", clsactUndo(dev), u.Kind, u.Dev, testbed.UndoClsact, dev)
+		}
+		return u.Attachment(), true, nil
+	}
+	unjournalledMu.Lock()
+	defer unjournalledMu.Unlock()
+	at, ok = unjournalled[unjournalledKey{ep, dev}]
+	return at, ok, nil
+}
+
+// forget drops what remember recorded for dev, once it is undone.
+func forget(ep *testbed.Endpoint, dev string) error {
+	if ep.Dir != "" {
+		return testbed.DropUndo(ep.Dir, clsactUndo(dev))
+	}
+	unjournalledMu.Lock()
+	defer unjournalledMu.Unlock()
+	delete(unjournalled, unjournalledKey{ep, dev})
+	return nil
+}
 
 // clsactUndo and pinsUndo name a side's entries in its site's journal.
 func clsactUndo(dev string) string  { return "ebpf-clsact-" + dev }
