@@ -229,6 +229,27 @@ func AddrsUndo(dev, from string, addrs []netlink.Addr) Undo {
 	return u
 }
 
+// RestoreOrder is the order in which to add back addresses that a device
+// listed in the order given (v6[i]: address i is IPv6), so that it lists
+// them in that order again: the kernel appends an IPv4 address after
+// those of the device but puts an IPv6 one before the others of its
+// scope, so IPv4 addresses go back first to last and IPv6 ones last to
+// first.
+func RestoreOrder(v6 []bool) []int {
+	var order []int
+	for i := range v6 {
+		if !v6[i] {
+			order = append(order, i)
+		}
+	}
+	for i := len(v6) - 1; i >= 0; i-- {
+		if v6[i] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
 // applyJournal applies, in this process's network namespace, every
 // change the journal of dir still holds, and returns what it restored.
 func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
@@ -295,7 +316,12 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		}
 		from, _ := h.LinkByName(u.From)
 		var back []string
+		v6 := make([]bool, len(u.Addrs))
 		for i, s := range u.Addrs {
+			v6[i] = strings.Contains(s, ":")
+		}
+		for _, i := range RestoreOrder(v6) {
+			s := u.Addrs[i]
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
 				return "", fmt.Errorf("address %q: %w", s, err)
@@ -318,7 +344,7 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		if err := h.LinkSetUp(link); err != nil {
 			return "", fmt.Errorf("set %s up: %w", u.Dev, err)
 		}
-		routes, err := putRoutesBack(h, link, u.Routes)
+		routes, err := PutRoutesBack(h, link, u.Routes)
 		var notes []string
 		if len(back) > 0 {
 			notes = append(notes, "addresses "+strings.Join(back, ", "))

@@ -325,3 +325,21 @@ func TestAgentShutdownAppliesJournal(t *testing.T) {
 		t.Errorf("site directory %s (with the journal) remains: %v", b.Dir, err)
 	}
 }
+
+// TestRestoreOrder: IPv4 addresses go back first to last, IPv6 ones last
+// to first (the kernel puts a new IPv6 address before the others).
+func TestRestoreOrder(t *testing.T) {
+	for _, tt := range []struct {
+		v6   []bool
+		want []int
+	}{
+		{nil, nil},
+		{[]bool{false, false}, []int{0, 1}},
+		{[]bool{true, true, true}, []int{2, 1, 0}},
+		{[]bool{false, true, false, true}, []int{0, 2, 3, 1}},
+	} {
+		if diff := cmp.Diff(tt.want, testbed.RestoreOrder(tt.v6)); diff != "" {
+			t.Errorf("RestoreOrder(%v) (-want +got):\n%s", tt.v6, diff)
+		}
+	}
+}
