@@ -29,6 +29,11 @@ import (
 // tunnel mode between the overlay addresses (host addresses on lo) or in
 // transport mode between the underlay addresses.
 //
+// charon routes through a routing table and rule priority of the run's
+// own, chosen free on each host (runTable), never its default table 220
+// and rule priority 220, which a host running strongSwan has: the host's
+// rule and routes there stay as they are.
+//
 // The data path is the kernel's xfrm ESP where the kernel has it (probed by
 // adding a throwaway SA with the chosen AEAD), and strongSwan's
 // kernel-libipsec otherwise: userspace ESP in charon, cleartext through a

@@ -111,32 +111,44 @@ func TestIPsecLibipsecThroughAgents(t *testing.T) {
 	}
 }
 
-// TestIPsecHost220Agents runs ipsec and ipsec-ecmp through
+// TestIPsec220Agents runs ipsec and ipsec-ecmp through
 // agents (an endpoint's namespace is its host's own, as over SSH) on
 // hosts that run a strongSwan of their own, or have run one: a rule to
 // table 220 (IPv4 and IPv6) and a route in table 220 through the
 // underlay. The run must carry traffic, and after Teardown every rule and
 // every route (all tables, both families) must be as before: the host's
 // rule and routes to table 220 stay. Without such a rule before, there is
-// none after.
-func TestIPsecHost220Agents(t *testing.T) {
+// none after. The crash cases end the run by the agent's controller
+// vanishing mid-run: the agent kills the charons (which then remove
+// nothing) and applies the site's journal, as clean does.
+func TestIPsec220Agents(t *testing.T) {
 	ipsecRequireSwan(t)
 	faults := ipsecWithoutESP(t)
 	for _, tc := range []struct {
 		method   string
 		family   string
 		hostRule bool
+		crash    bool
 	}{
-		{"ipsec", method.IPv4, true},
-		{"ipsec", method.IPv6, true},
-		{"ipsec", method.IPv4, false},
-		{"ipsec-ecmp", method.IPv4, true},
-		{"ipsec-ecmp", method.IPv6, true},
-		{"ipsec-ecmp", method.IPv6, false},
+		{"ipsec", method.IPv4, true, false},
+		{"ipsec", method.IPv6, true, false},
+		{"ipsec", method.IPv4, false, false},
+		{"ipsec", method.IPv4, true, true},
+		{"ipsec", method.IPv6, false, true},
+		{"ipsec-ecmp", method.IPv4, true, false},
+		{"ipsec-ecmp", method.IPv6, true, false},
+		{"ipsec-ecmp", method.IPv6, false, false},
+		{"ipsec-ecmp", method.IPv6, true, true},
 	} {
-		t.Run(fmt.Sprintf("%s/%s/%v", tc.method, tc.family, tc.hostRule), func(t *testing.T) {
+		// Short names: the test's temporary directory holds charon's
+		// vici socket, whose path must fit a sockaddr_un (108 bytes).
+		name := fmt.Sprintf("%s/%s/%v", strings.TrimPrefix(tc.method, "ipsec-"), tc.family, tc.hostRule)
+		if tc.crash {
+			name += "/crash"
+		}
+		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
+			l, pair, agents := testbedtest.IsolatedAgentPair(t, 1500)
 			var m method.Method = ipsec.NewIPsec()
 			if tc.method == "ipsec-ecmp" {
 				m = ipsec.NewIPsecECMP()
@@ -148,8 +160,10 @@ func TestIPsecHost220Agents(t *testing.T) {
 					strongswanHost(t, ep)
 				}
 			}
+			// Snapshots read the namespaces from here (the local
+			// endpoints), since the agents may be gone at the end.
 			var before [][]string
-			for _, ep := range pair.Endpoints() {
+			for _, ep := range l.Endpoints() {
 				waitLinkLocal(t, ep)
 				before = append(before, routingState(t, ep))
 			}
@@ -162,7 +176,7 @@ func TestIPsecHost220Agents(t *testing.T) {
 			// While the run runs, table 220 and the rules to it are the
 			// host's alone, and the route to the peer's overlay address
 			// is in another table, behind a rule of another priority.
-			for i, ep := range pair.Endpoints() {
+			for i, ep := range l.Endpoints() {
 				during := routingState(t, ep)
 				if diff := cmp.Diff(lines220(before[i]), lines220(during)); diff != "" {
 					t.Errorf("%s: table 220 and its rules during the run (-before +during):\n%s", ep.Side, diff)
@@ -183,12 +197,21 @@ func TestIPsecHost220Agents(t *testing.T) {
 					t.Errorf("%s: no route to %s in the run's table:\n%s", ep.Side, peer, strings.Join(during, "\n"))
 				}
 			}
-			if err := m.Teardown(ctx, env); err != nil {
+			if tc.crash {
+				for _, a := range agents {
+					a.Vanish()
+				}
+				for _, a := range agents {
+					if how := a.Exited(30 * time.Second); how == "" {
+						t.Fatal("agent still runs 30s after its controller vanished")
+					}
+				}
+			} else if err := m.Teardown(ctx, env); err != nil {
 				t.Fatalf("Teardown through agents: %v", err)
 			}
-			for i, ep := range pair.Endpoints() {
+			for i, ep := range l.Endpoints() {
 				if diff := cmp.Diff(before[i], routingState(t, ep)); diff != "" {
-					t.Errorf("%s: rules and routes after Teardown (-before +after):\n%s", ep.Side, diff)
+					t.Errorf("%s: rules and routes after the run (-before +after):\n%s", ep.Side, diff)
 				}
 			}
 		})
