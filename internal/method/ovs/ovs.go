@@ -228,18 +228,19 @@ func (s *ovsSide) stop(ctx context.Context) error {
 // neither device.
 //
 // The addresses cannot stay on the device. On the netdev datapath
-// ovs-vswitchd sends and receives the tunnel's packets itself: it picks
+// ovs-vswitchd sends and receives the tunnel's packets itself and takes
 // the tunnel's source address, route and neighbour from its own bridge
-// ports (ovs/route, tnl/arp), so the underlay address must be on an OVS
-// bridge's internal port (br-phy) whose port is the device. Left on the
-// device as well, the same address would be the kernel's on two
-// interfaces: the kernel would answer ARP and neighbour solicitations for
-// it with the device's MAC address, route the host's own traffic to the
-// peer out of the device beside OVS, and answer the tunnel's UDP
-// packets, which it sees too, with ICMP port unreachable. So the address
-// moves, and the host's routes through the device (which the kernel drops
-// with the address) are journaled first and put back once the address is
-// back.
+// ports (ovs/route, tnl/arp): OVS's native tunnelling guide has the
+// underlay address assigned to the physical bridge (br-phy here), and
+// OVS's FAQ says a device that is a port of a bridge should have no IP
+// address, one it keeps "will not be fully functional" (the kernel would
+// still own it on the device, answer ARP for it with the device's MAC
+// address, and route the host's traffic out of the device beside OVS).
+// So the addresses move, and the host's routes through the device (which
+// the kernel drops with the addresses) are journaled first and put back
+// once the addresses are back. While the run holds them those routes are
+// missing; moving them to br-phy for the run (as the FAQ suggests) would
+// keep the host's own traffic flowing but is not done.
 func (s *ovsSide) moveAddrs(ctx context.Context, dst string) error {
 	moved, err := opMoveAddrs.Call(ctx, s.ep, addrMove{From: s.ep.Dev, To: dst})
 	if err != nil {
