@@ -69,7 +69,7 @@ func setCongestion(tb *testbed.Pair, cc string) (note string, err error) {
 // routeCongestion puts the endpoints' RouteCongestion on the plain
 // unicast routes of every table (connected routes of the underlay and of
 // the method's devices, which the kernel created; routes a daemon added,
-// such as strongSwan's table 220). Routes the method
+// such as charon's routing table). Routes the method
 // created itself (encapsulation, nexthop groups) already carry it
 // (method.routeAdd); a route with an encapsulation or several next hops
 // and without it is left as it is, since rewriting it could lose what the
@@ -180,7 +180,7 @@ type pinReply struct {
 // testbed.RouteProtocol and recorded in the site's journal first. A
 // route to Dst that carries CC already needs nothing. A host route to Dst
 // through one of the method's devices (a daemon's, such as charon's in
-// table 220 to kernel-libipsec's TUN device) is the method's: it gets CC
+// the run's table to kernel-libipsec's TUN device) is the method's: it gets CC
 // in place (its metrics kept) and goes with the method.
 // Any other route with another algorithm, an encapsulation or several
 // next hops, or that is a host route itself, is left as it is and

@@ -96,9 +96,14 @@ func (j JournalRoute) String() string {
 	return s
 }
 
-// putRoutesBack adds every route of rs through link that is not there;
-// it returns the ones it added.
-func putRoutesBack(h *netlink.Handle, link netlink.Link, rs []JournalRoute) ([]string, error) {
+// RouteAdder adds routes: a *netlink.Handle, or an endpoint's Netlink.
+type RouteAdder interface {
+	RouteAdd(*netlink.Route) error
+}
+
+// PutRoutesBack adds, through h, every route of rs through link that is
+// not there; it returns the ones it added, as "ip route" names them.
+func PutRoutesBack(h RouteAdder, link netlink.Link, rs []JournalRoute) ([]string, error) {
 	var back []string
 	var errs []error
 	for _, j := range rs {
@@ -118,7 +123,7 @@ func putRoutesBack(h *netlink.Handle, link netlink.Link, rs []JournalRoute) ([]s
 	return back, errors.Join(errs...)
 }
 
-// routesNote is what putRoutesBack put back, for a restore's message.
+// routesNote is what PutRoutesBack put back, for a restore's message.
 func routesNote(back []string) string {
 	if len(back) == 0 {
 		return ""

@@ -68,6 +68,11 @@ type Undo struct {
 	// kept.
 	Filters      []clsact.Filter `json:"filters,omitempty"`
 	QdiscCreated bool            `json:"qdisc_created,omitempty"`
+	// Priority (UndoDelRule, UndoDelTable), when not 0, narrows the rules
+	// to Table that go to those of that priority: the one rule a run's
+	// daemon adds, not a host's own rule to the same table. An entry
+	// without it (an older journal) matches every rule to Table.
+	Priority int `json:"priority,omitempty"`
 }
 
 // ClsactUndo is the UndoClsact entry that takes a back.
@@ -100,9 +105,14 @@ const (
 	// UndoDelAddr takes Addrs, which the run added, off Dev.
 	UndoDelAddr = "deladdr"
 	// UndoDelRule deletes the routing rules (IPv4 and IPv6) that look up
-	// Table, which a daemon of the run adds (charon's table 220); it is
-	// recorded only when the host had no such rule.
+	// Table (at Priority, when set), which a daemon of the run adds; it
+	// is recorded only when the host had no such rule.
 	UndoDelRule = "delrule"
+	// UndoDelTable deletes every route (IPv4 and IPv6) in Table and the
+	// rules to Table at Priority: a routing table of the run's own, which
+	// no rule referenced and no route was in when the run chose it (the
+	// IPsec methods' charon table).
+	UndoDelTable = "deltable"
 	// UndoDelFou closes the FOU or GUE receive port Port of family Value
 	// ("ipv4" or "ipv6") that the fou and gue methods open in the
 	// endpoint's namespace: per-namespace kernel state no device name
@@ -249,6 +259,27 @@ func AddrsUndo(dev, from string, addrs []netlink.Addr) Undo {
 	return u
 }
 
+// RestoreOrder is the order in which to add back addresses that a device
+// listed in the order given (v6[i]: address i is IPv6), so that it lists
+// them in that order again: the kernel appends an IPv4 address after
+// those of the device but puts an IPv6 one before the others of its
+// scope, so IPv4 addresses go back first to last and IPv6 ones last to
+// first.
+func RestoreOrder(v6 []bool) []int {
+	var order []int
+	for i := range v6 {
+		if !v6[i] {
+			order = append(order, i)
+		}
+	}
+	for i := len(v6) - 1; i >= 0; i-- {
+		if v6[i] {
+			order = append(order, i)
+		}
+	}
+	return order
+}
+
 // applyJournal applies, in this process's network namespace, every
 // change the journal of dir still holds, and returns what it restored.
 func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
@@ -311,7 +342,12 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		}
 		from, _ := h.LinkByName(u.From)
 		var back []string
+		v6 := make([]bool, len(u.Addrs))
 		for i, s := range u.Addrs {
+			v6[i] = strings.Contains(s, ":")
+		}
+		for _, i := range RestoreOrder(v6) {
+			s := u.Addrs[i]
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
 				return "", fmt.Errorf("address %q: %w", s, err)
@@ -334,7 +370,7 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		if err := h.LinkSetUp(link); err != nil {
 			return "", fmt.Errorf("set %s up: %w", u.Dev, err)
 		}
-		routes, err := putRoutesBack(h, link, u.Routes)
+		routes, err := PutRoutesBack(h, link, u.Routes)
 		var notes []string
 		if len(back) > 0 {
 			notes = append(notes, "addresses "+strings.Join(back, ", "))
@@ -413,26 +449,27 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		}
 		return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
 	case UndoDelRule:
-		n := 0
-		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-			rules, err := h.RuleList(fam)
-			if err != nil {
-				return "", fmt.Errorf("list rules: %w", err)
-			}
-			for _, r := range rules {
-				if r.Table != u.Table {
-					continue
-				}
-				if err := h.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
-					return "", fmt.Errorf("delete the rule to table %d: %w", u.Table, err)
-				}
-				n++
-			}
-		}
+		n, err := delRules(h, u.Table, u.Priority)
 		if n == 0 {
-			return "", nil
+			return "", err
 		}
-		return fmt.Sprintf("%d rules to table %d removed", n, u.Table), nil
+		return fmt.Sprintf("%d rules to table %d removed", n, u.Table), err
+	case UndoDelTable:
+		if u.Table == 0 || u.Table == unix.RT_TABLE_MAIN || u.Table == unix.RT_TABLE_LOCAL || u.Table == unix.RT_TABLE_DEFAULT {
+			return "", fmt.Errorf("table %d is not a run's own", u.Table)
+		}
+		if u.Priority == 0 {
+			return "", fmt.Errorf("table %d: no rule priority", u.Table)
+		}
+		routes, err := flushTable(h, u.Table)
+		if err != nil {
+			return "", err
+		}
+		rules, err := delRules(h, u.Table, u.Priority)
+		if routes+rules == 0 {
+			return "", err
+		}
+		return fmt.Sprintf("table %d (%d routes) and %d rules to it removed", u.Table, routes, rules), err
 	case UndoDelLink:
 		link, err := h.LinkByName(u.Dev)
 		if err != nil {
@@ -459,6 +496,47 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		return delFou(u)
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
+}
+
+// delRules deletes the rules (IPv4 and IPv6) that look up table, only
+// those of priority prio unless prio is 0, and says how many went.
+func delRules(h *netlink.Handle, table, prio int) (int, error) {
+	n := 0
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := h.RuleList(fam)
+		if err != nil {
+			return n, fmt.Errorf("list rules: %w", err)
+		}
+		for _, r := range rules {
+			if r.Table != table || prio != 0 && r.Priority != prio {
+				continue
+			}
+			if err := h.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+				return n, fmt.Errorf("delete the rule to table %d: %w", table, err)
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// flushTable deletes every route (IPv4 and IPv6) in table, as "ip route
+// flush table" does, and says how many went.
+func flushTable(h *netlink.Handle, table int) (int, error) {
+	n := 0
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		routes, err := h.RouteListFiltered(fam, &netlink.Route{Table: table}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return n, fmt.Errorf("list routes of table %d: %w", table, err)
+		}
+		for _, r := range routes {
+			if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+				return n, fmt.Errorf("delete route %s from table %d: %w", r.Dst, table, err)
+			}
+			n++
+		}
+	}
+	return n, nil
 }
 
 // delFou closes the FOU/GUE port of u in this thread's network namespace

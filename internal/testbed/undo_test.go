@@ -96,10 +96,26 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rule := netlink.NewRule()
-	rule.Table, rule.Priority = 4242, 4242
-	if err := h.RuleAdd(rule); err != nil {
-		t.Fatal(err)
+	// A daemon's rule to its table 4242, and the host's own rule to the
+	// same table at another priority, which stays. A run's own table
+	// 22001 (a route in it, a rule of priority 219 to it, IPv4 and IPv6)
+	// goes; the host's table 220 with its rule of priority 220 stays.
+	for _, r := range []struct{ table, prio, family int }{
+		{4242, 4242, netlink.FAMILY_V4}, {4242, 4300, netlink.FAMILY_V4},
+		{22001, 219, netlink.FAMILY_V4}, {22001, 219, netlink.FAMILY_V6},
+		{220, 220, netlink.FAMILY_V4}, {220, 220, netlink.FAMILY_V6},
+	} {
+		rule := netlink.NewRule()
+		rule.Table, rule.Priority, rule.Family = r.table, r.prio, r.family
+		if err := h.RuleAdd(rule); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, table := range []int{22001, 220} {
+		r := netlink.Route{LinkIndex: rt.Attrs().Index, Dst: testbed.PrefixNet(netip.MustParsePrefix("198.18.7.10/32")), Table: table, Scope: unix.RT_SCOPE_LINK}
+		if err := h.RouteAdd(&r); err != nil {
+			t.Fatal(err)
+		}
 	}
 	loAddr := &netlink.Addr{IPNet: testbed.PrefixNet(netip.MustParsePrefix("198.18.7.5/32"))}
 	if err := h.AddrAdd(lo, loAddr); err != nil {
@@ -123,8 +139,10 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"never": {Kind: testbed.UndoDelLink, Dev: "jnever0"},
 		// An address the run put on a device of the host's (lo).
 		"lo": {Kind: testbed.UndoDelAddr, Dev: "lo", Addrs: []string{"198.18.7.5/32"}},
-		// A daemon's rule to its table (charon's 220).
-		"rule": {Kind: testbed.UndoDelRule, Table: 4242},
+		// A daemon's rule to its table, of its priority.
+		"rule": {Kind: testbed.UndoDelRule, Table: 4242, Priority: 4242},
+		// A run's own routing table and the rule to it (charon's).
+		"table": {Kind: testbed.UndoDelTable, Table: 22001, Priority: 219},
 	} {
 		if err := testbed.WriteUndo(dir, name, u); err != nil {
 			t.Fatal(err)
@@ -153,6 +171,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		"bpf pins " + pins,
 		"device jtap0 removed",
 		"route 198.18.7.9/32 removed from table 254",
+		"table 22001 (1 routes) and 2 rules to it removed",
 		"tc programs detached from jund0 and its clsact qdisc removed",
 	}
 	if diff := cmp.Diff(want, restored); diff != "" {
@@ -180,6 +199,10 @@ func wantHostState() []string {
 		"site directory gone",
 		"route 198.18.7.9/32 table 100 proto 4",
 		"route 198.19.7.0/24 via 198.18.7.254 table 100 metric 5 proto 4 on jund0",
+		"route 198.18.7.10/32 table 220",
+		"rule 220 to table 220",
+		"rule 4300 to table 4242",
+		"rule6 220 to table 220",
 	}
 }
 
@@ -235,6 +258,22 @@ func hostState(t *testing.T, h *netlink.Handle, arp, pins, dir string) []string 
 		case r.Dst != nil && r.Dst.String() == "198.19.7.0/24":
 			dev, _ := h.LinkByIndex(r.LinkIndex)
 			lines = append(lines, fmt.Sprintf("route %s via %s table %d metric %d proto %d on %s", r.Dst, r.Gw, r.Table, r.Priority, r.Protocol, dev.Attrs().Name))
+		case r.Dst != nil && r.Dst.String() == "198.18.7.10/32":
+			lines = append(lines, fmt.Sprintf("route %s table %d", r.Dst, r.Table))
+		}
+	}
+	for _, f := range []struct {
+		fam  int
+		name string
+	}{{netlink.FAMILY_V4, "rule"}, {netlink.FAMILY_V6, "rule6"}} {
+		rules, err := h.RuleList(f.fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rules {
+			if r.Table != unix.RT_TABLE_LOCAL && r.Table != unix.RT_TABLE_MAIN && r.Table != unix.RT_TABLE_DEFAULT {
+				lines = append(lines, fmt.Sprintf("%s %d to table %d", f.name, r.Priority, r.Table))
+			}
 		}
 	}
 	return lines
@@ -291,5 +330,23 @@ func TestAgentShutdownAppliesJournal(t *testing.T) {
 	}
 	if _, err := os.Stat(b.Dir); !os.IsNotExist(err) {
 		t.Errorf("site directory %s (with the journal) remains: %v", b.Dir, err)
+	}
+}
+
+// TestRestoreOrder: IPv4 addresses go back first to last, IPv6 ones last
+// to first (the kernel puts a new IPv6 address before the others).
+func TestRestoreOrder(t *testing.T) {
+	for _, tt := range []struct {
+		v6   []bool
+		want []int
+	}{
+		{nil, nil},
+		{[]bool{false, false}, []int{0, 1}},
+		{[]bool{true, true, true}, []int{2, 1, 0}},
+		{[]bool{false, true, false, true}, []int{0, 2, 3, 1}},
+	} {
+		if diff := cmp.Diff(tt.want, testbed.RestoreOrder(tt.v6)); diff != "" {
+			t.Errorf("RestoreOrder(%v) (-want +got):\n%s", tt.v6, diff)
+		}
 	}
 }

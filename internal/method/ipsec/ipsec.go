@@ -8,6 +8,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"net/netip"
 	"os"
@@ -27,6 +28,11 @@ import (
 // (vici) socket, configuration and log in the run directory. ESP runs in
 // tunnel mode between the overlay addresses (host addresses on lo) or in
 // transport mode between the underlay addresses.
+//
+// charon routes through a routing table and rule priority of the run's
+// own, chosen free on each host (runTable), never its default table 220
+// and rule priority 220, which a host running strongSwan has: the host's
+// rule and routes there stay as they are.
 //
 // The data path is the kernel's xfrm ESP where the kernel has it (probed by
 // adding a throwaway SA with the chosen AEAD), and strongSwan's
@@ -198,21 +204,41 @@ func (r *ipsecRuns) take(env *method.Env) *ipsecRun {
 type ipsecRun struct {
 	mu      sync.Mutex
 	charons []*charon
+	// tables are the routing table and rule of the run's charons, per
+	// side (chooseRunTable).
+	tables map[string]runTable
 	// restore undoes namespace changes that Teardown cannot infer.
 	restore []func() error
 }
 
-// ownsRule reports whether charon's rule to table 220 on side's host is
-// the run's: the host had none before (journalCharonRule).
-func (r *ipsecRun) ownsRule(side string) bool {
+// table returns the run's routing table on ep's host, choosing it (and
+// journaling it) on the first call for ep's side.
+func (r *ipsecRun) table(ep *testbed.Endpoint, seed string) (runTable, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, c := range r.charons {
-		if c.ep.Side == side && c.ownsRule {
-			return true
-		}
+	if t, ok := r.tables[ep.Side]; ok {
+		return t, nil
 	}
-	return false
+	t, err := chooseRunTable(ep, seed)
+	if err != nil {
+		return t, err
+	}
+	if r.tables == nil {
+		r.tables = map[string]runTable{}
+	}
+	r.tables[ep.Side] = t
+	return t, nil
+}
+
+// tableOf is the table chosen for side, if any.
+func (r *ipsecRun) tableOf(side string) (runTable, bool) {
+	if r == nil {
+		return runTable{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	t, ok := r.tables[side]
+	return t, ok
 }
 
 func (r *ipsecRun) add(c *charon) {
@@ -224,9 +250,6 @@ func (r *ipsecRun) add(c *charon) {
 // charon is one running charon daemon.
 type charon struct {
 	ep *testbed.Endpoint
-	// ownsRule: its host had no rule to table 220 before this charon
-	// (journalCharonRule), so the rule it adds is the run's to remove.
-	ownsRule bool
 	// run is charon's private /run on the host: strongswan.conf, the pid
 	// file, the vici socket and the log live there.
 	run  string
@@ -251,16 +274,6 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 	}
 	if err := ep.WriteFile(c.conf(), []byte(cfg.render()), 0o600); err != nil {
 		return nil, fmt.Errorf("write strongswan.conf: %w", err)
-	}
-	// A killed charon leaves its rule to table 220 on a host's own
-	// namespace (a testbed namespace goes with its rule): the journal
-	// takes it out then, unless the host had one before.
-	if !ep.Local() {
-		owns, err := journalCharonRule(ep)
-		if err != nil {
-			return nil, err
-		}
-		c.ownsRule = owns
 	}
 	// unshare execs sh, which execs charon: the pid stays charon's.
 	p, err := method.StartDaemon(ep, "charon", c.logPath(),
@@ -624,8 +637,12 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 		if err != nil {
 			return nil, err
 		}
+		table, err := run.table(ep, env.Prefix)
+		if err != nil {
+			return nil, err
+		}
 		c, err := startCharon(ctx, ep, dir, charonConfig{
-			Datapath: dp, Port: 500, PortNATT: 4500, RouteMTU: mtu, InstallRoutes: true,
+			Datapath: dp, Port: 500, PortNATT: 4500, RouteMTU: mtu, InstallRoutes: true, Table: table,
 		})
 		if c != nil && c.proc != nil {
 			run.add(c)
@@ -697,10 +714,10 @@ func ipsecRekey(ctx context.Context, run *ipsecRun, child string) (string, error
 	return how, nil
 }
 
-// Teardown stops both charons (they remove their SAs, routes and TUN
-// devices), then removes whatever a killed charon or a partial Setup left:
-// the overlay addresses on lo, table 220 and its rule, xfrm state, and the
-// run directories.
+// Teardown stops both charons (they remove their SAs, routes, rule and
+// TUN devices), then removes whatever a killed charon or a partial Setup
+// left: the overlay addresses on lo, the run's routing table and its rule,
+// xfrm state, and the run directories.
 func (m *IPsec) Teardown(ctx context.Context, env *method.Env) error {
 	return ipsecTeardown(env, m.runs.take(env), "ipsec")
 }
@@ -723,13 +740,13 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 		if ep == nil || ep.NL == nil {
 			continue
 		}
-		// Without the run (a Setup that failed before it started a
-		// charon, a second Teardown) a host's rule is left to the
-		// journal, which knows whether it was there before.
-		if err := ipsecCleanNamespace(ep, func() bool { return run != nil && run.ownsRule(ep.Side) }); err != nil {
+		// Without the run (a second Teardown) the run's table on a
+		// host is left to the journal, which knows which it is.
+		table, ok := run.tableOf(ep.Side)
+		if err := ipsecCleanNamespace(ep, table); err != nil {
 			errs = append(errs, err)
-		} else if run != nil || ep.Local() {
-			if err := ep.ForgetUndo(charonRuleUndo); err != nil {
+		} else if ok {
+			if err := ep.ForgetUndo(table.undoName()); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -740,46 +757,108 @@ func ipsecTeardown(env *method.Env, run *ipsecRun, name string) error {
 	return errors.Join(errs...)
 }
 
-// charonTable is the routing table charon installs its routes in.
+// charonTable is the routing table a strongSwan host's charon installs
+// its routes in, with a rule of priority 220 to it. The IPsec methods
+// never touch either: their charons use a table of the run's own
+// (runTable).
 const charonTable = 220
 
-// charonRuleUndo names the journal entry of charon's rule to its table.
-const charonRuleUndo = "ipsec-rule-220"
+// runTable is a routing table and the priority of the one rule to it (in
+// each family) that a run's charons on one host use in place of charon's
+// default table 220 (strongswan.conf routing_table and
+// routing_table_prio). A host running strongSwan has a rule to table 220
+// and routes in it; a charon of the run using table 220 too would find
+// its rule there already and, when it stops, delete the host's rule. The
+// run's table and priority are chosen free on the host at Setup
+// (chooseRunTable), so everything in that table, and the rule of that
+// priority to it, is the run's to remove.
+type runTable struct {
+	Table, Priority int
+}
 
-// journalCharonRule records, unless ep's host already has a rule to
-// charonTable, that the rule charon is about to add must go when the run
-// dies (testbed.UndoDelRule), and reports whether it did: the rule will
-// be the run's.
-func journalCharonRule(ep *testbed.Endpoint) (bool, error) {
+// The run's tables are runTableBase ... runTableBase+runTableSpan-1 (the
+// first free one from an offset that the run's device prefix picks, so
+// that two runs on one host seldom try the same), and the rule's priority
+// the highest free one from runPrioTop down to runPrioBottom: just ahead
+// of charon's 220, behind the local table's 0. The table holds only host
+// routes to the overlay addresses (in the benchmarking ranges), so the
+// rule sends no other traffic anywhere else.
+const (
+	runTableBase  = 22000
+	runTableSpan  = 1000
+	runPrioTop    = charonTable - 1
+	runPrioBottom = 100
+)
+
+// undoName names the journal entry of the run's table.
+func (t runTable) undoName() string { return fmt.Sprintf("ipsec-table-%d", t.Table) }
+
+// chooseRunTable picks, on ep's host, a routing table that no rule (IPv4
+// or IPv6) looks up and no route is in, and a rule priority no rule has,
+// and, on a host's own namespace (an endpoint that is not Local: a
+// testbed namespace goes with everything in it), journals that the table's
+// routes and the rule of that priority to it must go should the run die
+// (testbed.UndoDelTable) before any charon adds them.
+func chooseRunTable(ep *testbed.Endpoint, seed string) (runTable, error) {
+	usedTables, usedPrios := map[int]bool{}, map[int]bool{}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		rules, err := ep.NL.RuleList(fam)
 		if err != nil {
-			return false, fmt.Errorf("%s: list rules: %w", ep.Side, err)
+			return runTable{}, fmt.Errorf("%s: list rules: %w", ep.Side, err)
 		}
 		for _, r := range rules {
-			if r.Table == charonTable {
-				return false, nil
-			}
+			usedTables[r.Table] = true
+			usedPrios[r.Priority] = true
+		}
+		routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			return runTable{}, fmt.Errorf("%s: list routes: %w", ep.Side, err)
+		}
+		for _, r := range routes {
+			usedTables[r.Table] = true
 		}
 	}
-	return true, ep.RecordUndo(charonRuleUndo, testbed.Undo{Kind: testbed.UndoDelRule, Table: charonTable})
+	var t runTable
+	h := fnv.New32a()
+	h.Write([]byte(seed))
+	start := int(h.Sum32() % runTableSpan)
+	for i := range runTableSpan {
+		if n := runTableBase + (start+i)%runTableSpan; !usedTables[n] {
+			t.Table = n
+			break
+		}
+	}
+	for p := runPrioTop; p >= runPrioBottom; p-- {
+		if !usedPrios[p] {
+			t.Priority = p
+			break
+		}
+	}
+	if t.Table == 0 || t.Priority == 0 {
+		return t, fmt.Errorf("%s: no free routing table in %d-%d or rule priority in %d-%d for charon", ep.Side,
+			runTableBase, runTableBase+runTableSpan-1, runPrioBottom, runPrioTop)
+	}
+	if ep.Local() {
+		return t, nil
+	}
+	return t, ep.RecordUndo(t.undoName(), testbed.Undo{Kind: testbed.UndoDelTable, Table: t.Table, Priority: t.Priority})
 }
 
 // ipsecCleanNamespace removes from ep's namespace what the IPsec methods
 // may have left, and nothing else (on the ssh testbed the namespace is a
 // host's own, which may run IPsec of its own): the overlay host addresses
-// on lo, the routes in table 220 to tunbench's addresses, charon's rule to
-// table 220 when ownsRule (the run added it) or, with no run to ask, when
-// the table is left empty, the xfrm policies whose selector is one of
-// tunbench's addresses and the xfrm states those policies' templates
-// name (by reqid) or that run between tunbench's addresses.
-func ipsecCleanNamespace(ep *testbed.Endpoint, ownsRule func() bool) error {
+// on lo, every route in the run's table t and the rule of t's priority to
+// it (nothing when t is zero: no run to ask), the xfrm policies whose
+// selector is one of tunbench's addresses and the xfrm states those
+// policies' templates name (by reqid) or that run between tunbench's
+// addresses. Table 220 and its rules, a host's strongSwan's, are never
+// touched.
+func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 	var errs []error
 	lo, err := ep.NL.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
 	}
-	tableLeft := 0
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		addrs, err := ep.NL.AddrList(lo, fam)
 		if err != nil {
@@ -796,34 +875,28 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, ownsRule func() bool) error {
 				errs = append(errs, fmt.Errorf("%s: delete %s from lo: %w", ep.Side, ip, err))
 			}
 		}
-		routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: charonTable}, netlink.RT_FILTER_TABLE)
+		if t.Table == 0 {
+			continue
+		}
+		routes, err := ep.NL.RouteListFiltered(fam, &netlink.Route{Table: t.Table}, netlink.RT_FILTER_TABLE)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: list routes of table %d: %w", ep.Side, charonTable, err))
-			tableLeft++
+			errs = append(errs, fmt.Errorf("%s: list routes of table %d: %w", ep.Side, t.Table, err))
 		}
 		for _, r := range routes {
-			if !ownNet(r.Dst) {
-				tableLeft++
-				continue
-			}
 			if err := ep.NL.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
-				errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
+				errs = append(errs, fmt.Errorf("%s: delete route %s from table %d: %w", ep.Side, r.Dst, t.Table, err))
 			}
 		}
-	}
-	if ownsRule() || tableLeft == 0 && ep.Local() {
-		for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-			rules, err := ep.NL.RuleList(fam)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: list rules: %w", ep.Side, err))
+		rules, err := ep.NL.RuleList(fam)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: list rules: %w", ep.Side, err))
+		}
+		for _, r := range rules {
+			if r.Table != t.Table || r.Priority != t.Priority {
+				continue
 			}
-			for _, r := range rules {
-				if r.Table != charonTable {
-					continue
-				}
-				if err := ep.NL.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
-					errs = append(errs, fmt.Errorf("%s: delete rule to table %d: %w", ep.Side, charonTable, err))
-				}
+			if err := ep.NL.RuleDel(&r); err != nil && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("%s: delete rule %d to table %d: %w", ep.Side, t.Priority, t.Table, err))
 			}
 		}
 	}

@@ -152,6 +152,13 @@ type charonConfig struct {
 	// InstallRoutes lets charon install routes for its CHILD_SAs (ignored
 	// by kernel-libipsec, which always routes into its TUN device).
 	InstallRoutes bool
+	// Table is the routing table charon installs its routes in and the
+	// priority of the rule to it that charon adds at start and deletes
+	// at exit (routing_table, routing_table_prio): the run's own
+	// (runTable), never charon's default 220, which a host running
+	// strongSwan uses. A zero Table is routing_table = 0: no table, no
+	// rule.
+	Table runTable
 }
 
 // charonRun is charon's /run: a private directory of ours bind-mounted
@@ -187,6 +194,10 @@ func (c charonConfig) render() string {
 	fmt.Fprintf(&b, "\tport_nat_t = %d\n", c.PortNATT)
 	fmt.Fprintf(&b, "\tinstall_routes = %s\n", swanYesNo(c.InstallRoutes))
 	fmt.Fprintf(&b, "\tinstall_virtual_ip = no\n")
+	fmt.Fprintf(&b, "\trouting_table = %d\n", c.Table.Table)
+	if c.Table.Table != 0 {
+		fmt.Fprintf(&b, "\trouting_table_prio = %d\n", c.Table.Priority)
+	}
 	fmt.Fprintf(&b, "\tplugins {\n")
 	fmt.Fprintf(&b, "\t\tvici {\n\t\t\tsocket = unix://%s/charon.vici\n\t\t}\n", charonRun)
 	if c.RouteMTU > 0 {

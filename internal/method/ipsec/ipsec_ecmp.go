@@ -141,9 +141,10 @@ func (m *IPsecECMP) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 		devs := s.path.Devices[ep.Side]
 		table := 0 // main
 		if dp == ipsecLibipsec {
-			// kernel-libipsec always routes into table 220; replace its
-			// single-device route there.
-			table = charonTable
+			// kernel-libipsec always routes into charon's table (the
+			// run's, runTable); replace its single-device route there.
+			t, _ := s.run.tableOf(ep.Side)
+			table = t.Table
 		}
 		if err := ecmpRoute(ctx, ep, s.run, env.Family, devs, s.addrs[ep].local, s.addrs[ep].remote, s.mtu, table); err != nil {
 			return nil, err
@@ -192,8 +193,12 @@ func (s *ecmpSetup) libipsec(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+			table, err := s.run.table(ep, s.env.Prefix)
+			if err != nil {
+				return err
+			}
 			c, err := startCharon(ctx, ep, filepath.Join(sideDir, name), charonConfig{
-				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true,
+				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true, Table: table,
 			})
 			if err := s.started(c, err); err != nil {
 				return err
@@ -247,7 +252,11 @@ func (s *ecmpSetup) xfrm(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500})
+		table, err := s.run.table(ep, s.env.Prefix)
+		if err != nil {
+			return err
+		}
+		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500, Table: table})
 		if err := s.started(c, err); err != nil {
 			return err
 		}

@@ -39,3 +39,9 @@ const LibipsecMaxMTU = libipsecMaxMTU
 func NewIPsecWithConfigHook(f func(side string, psk *string)) *IPsec {
 	return &IPsec{configHook: f}
 }
+
+// RunTableBase and RunTableSpan bound the routing tables of runs' charons.
+const (
+	RunTableBase = runTableBase
+	RunTableSpan = runTableSpan
+)

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -59,6 +60,10 @@ type ovsSide struct {
 	// moved are the addresses taken off ep.Dev (netdev datapath), in
 	// their original order, to be put back at teardown.
 	moved []netlink.Addr
+	// routes are the host's routes through ep.Dev (every table, both
+	// families) when its addresses moved, which the kernel dropped with
+	// them: put back after the addresses.
+	routes []testbed.JournalRoute
 	// phy is the device the addresses moved to.
 	phy string
 	// arpIgnore is ep.Dev's arp_ignore before Setup set it to 1, or ""
@@ -216,16 +221,32 @@ func (s *ovsSide) stop(ctx context.Context) error {
 }
 
 // moveAddrs moves the global addresses of the underlay device to dst (the
-// br-phy internal port), recording them for restoreAddrs. The move is one
+// br-phy internal port), recording them, and the host's routes through
+// the device that their removal drops, for restoreAddrs. The move is one
 // op on the side's host: when the connection to that host runs over the
 // underlay (ssh), no reply may have to leave while the address is on
 // neither device.
+//
+// The addresses cannot stay on the device. On the netdev datapath
+// ovs-vswitchd sends and receives the tunnel's packets itself and takes
+// the tunnel's source address, route and neighbour from its own bridge
+// ports (ovs/route, tnl/arp): OVS's native tunnelling guide has the
+// underlay address assigned to the physical bridge (br-phy here), and
+// OVS's FAQ says a device that is a port of a bridge should have no IP
+// address, one it keeps "will not be fully functional" (the kernel would
+// still own it on the device, answer ARP for it with the device's MAC
+// address, and route the host's traffic out of the device beside OVS).
+// So the addresses move, and the host's routes through the device (which
+// the kernel drops with the addresses) are journaled first and put back
+// once the addresses are back. While the run holds them those routes are
+// missing; moving them to br-phy for the run (as the FAQ suggests) would
+// keep the host's own traffic flowing but is not done.
 func (s *ovsSide) moveAddrs(ctx context.Context, dst string) error {
 	moved, err := opMoveAddrs.Call(ctx, s.ep, addrMove{From: s.ep.Dev, To: dst})
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.ep.Side, err)
 	}
-	s.moved = moved
+	s.moved, s.routes = moved.Addrs, moved.Routes
 	s.phy = dst
 	return nil
 }
@@ -233,58 +254,88 @@ func (s *ovsSide) moveAddrs(ctx context.Context, dst string) error {
 // restoreAddrs puts the moved addresses back on the underlay device with
 // their original flags, taking them off br-phy in the same op (so they
 // are never on both devices, and the host stays reachable over the
-// underlay before OVS lets go of it); addresses already there are left
-// alone.
+// underlay before OVS lets go of it), then the host's routes through
+// the device; addresses and routes already there are left alone.
 func (s *ovsSide) restoreAddrs(ctx context.Context) error {
 	if len(s.moved) == 0 {
 		return nil
 	}
-	if _, err := opRestoreAddrs.Call(ctx, s.ep, addrMove{From: s.phy, To: s.ep.Dev, Addrs: s.moved}); err != nil {
+	if _, err := opRestoreAddrs.Call(ctx, s.ep, addrMove{From: s.phy, To: s.ep.Dev, Addrs: s.moved, Routes: s.routes}); err != nil {
 		return fmt.Errorf("%s: %w", s.ep.Side, err)
 	}
-	s.moved = nil
+	s.moved, s.routes = nil, nil
 	return nil
 }
 
 // addrMove says which addresses go from one device to another: every
-// global one of From (opMoveAddrs), or Addrs (opRestoreAddrs, where From
-// may be gone already).
+// global one of From (opMoveAddrs), or Addrs, and after them Routes
+// through To (opRestoreAddrs, where From may be gone already).
 type addrMove struct {
 	From, To string
 	Addrs    []netlink.Addr
+	Routes   []testbed.JournalRoute
+}
+
+// movedAddrs is what opMoveAddrs took off the device: its global
+// addresses, and the host's routes through it that went with them.
+type movedAddrs struct {
+	Addrs  []netlink.Addr
+	Routes []testbed.JournalRoute
+}
+
+// hostRoutes lists the routes through link that taking its addresses
+// away drops and nothing brings back (rr.RoutesToPutBack: every table,
+// both families, not the kernel's own), but for tunbench's own host
+// routes (testbed.RouteProtocol), which have journal entries of their
+// own that delete them.
+func hostRoutes(ep *testbed.Endpoint, link netlink.Link) ([]testbed.JournalRoute, error) {
+	routes, err := rr.RoutesToPutBack(ep.NL, link)
+	if err != nil {
+		return nil, err
+	}
+	routes = slices.DeleteFunc(routes, func(r netlink.Route) bool { return r.Protocol == testbed.RouteProtocol })
+	return testbed.JournalRoutes(routes), nil
 }
 
 var (
-	// opMoveAddrs moves From's global addresses to To and returns them;
-	// on failure it puts back what it took.
-	opMoveAddrs = testbed.NewOp("ovs.move-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) ([]netlink.Addr, error) {
+	// opMoveAddrs moves From's global addresses to To and returns them
+	// with the host's routes through From; on failure it puts back what
+	// it took.
+	opMoveAddrs = testbed.NewOp("ovs.move-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) (movedAddrs, error) {
 		from, err := ep.NL.LinkByName(a.From)
 		if err != nil {
-			return nil, fmt.Errorf("find underlay %s: %w", a.From, err)
+			return movedAddrs{}, fmt.Errorf("find underlay %s: %w", a.From, err)
 		}
 		to, err := ep.NL.LinkByName(a.To)
 		if err != nil {
-			return nil, fmt.Errorf("find %s: %w", a.To, err)
+			return movedAddrs{}, fmt.Errorf("find %s: %w", a.To, err)
 		}
 		addrs, err := ep.NL.AddrList(from, netlink.FAMILY_ALL)
 		if err != nil {
-			return nil, fmt.Errorf("list addresses of %s: %w", a.From, err)
+			return movedAddrs{}, fmt.Errorf("list addresses of %s: %w", a.From, err)
+		}
+		routes, err := hostRoutes(ep, from)
+		if err != nil {
+			return movedAddrs{}, err
 		}
 		global := slices.DeleteFunc(slices.Clone(addrs), func(a netlink.Addr) bool { return a.Scope != unix.RT_SCOPE_UNIVERSE })
-		// The site's journal learns first where the addresses belong, for
-		// a clean after a crash (testbed.CleanSite).
+		// The site's journal learns first where the addresses and the
+		// routes through the device belong, for a clean after a crash
+		// (testbed.CleanSite).
 		if ep.Dir != "" {
-			if err := testbed.WriteUndo(ep.Dir, addrsUndo(a.From), testbed.AddrsUndo(a.From, a.To, global)); err != nil {
-				return nil, err
+			u := testbed.AddrsUndo(a.From, a.To, global)
+			u.Routes = routes
+			if err := testbed.WriteUndo(ep.Dir, addrsUndo(a.From), u); err != nil {
+				return movedAddrs{}, err
 			}
 		}
 		var moved []netlink.Addr
-		undo := func(err error) ([]netlink.Addr, error) {
-			back := putBack(ep, from, to, moved)
+		undo := func(err error) (movedAddrs, error) {
+			back := putBack(ep, from, to, moved, routes)
 			if back == nil && ep.Dir != "" {
 				back = testbed.DropUndo(ep.Dir, addrsUndo(a.From))
 			}
-			return nil, errors.Join(err, back)
+			return movedAddrs{}, errors.Join(err, back)
 		}
 		for _, addr := range addrs {
 			if addr.Scope != unix.RT_SCOPE_UNIVERSE {
@@ -302,17 +353,17 @@ var (
 				return undo(err)
 			}
 		}
-		return moved, nil
+		return movedAddrs{Addrs: moved, Routes: routes}, nil
 	})
 	// opRestoreAddrs takes Addrs off From (when it still exists) and puts
-	// them back on To, which it sets up.
+	// them back on To, which it sets up, then puts Routes back.
 	opRestoreAddrs = testbed.NewOp("ovs.restore-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) (struct{}, error) {
 		under, err := ep.NL.LinkByName(a.To)
 		if err != nil {
 			return struct{}{}, fmt.Errorf("find underlay %s: %w", a.To, err)
 		}
 		phy, _ := ep.NL.LinkByName(a.From)
-		if err := putBack(ep, under, phy, a.Addrs); err != nil {
+		if err := putBack(ep, under, phy, a.Addrs, a.Routes); err != nil {
 			return struct{}{}, err
 		}
 		if ep.Dir == "" {
@@ -334,16 +385,22 @@ const (
 	ovsNetdevUndo = "ovs-netdev"
 )
 
-// putBack puts addrs back on under with their original flags, removing
-// each from phy first when phy is not nil; addresses already on under
-// are left alone. It sets under up.
-func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr) error {
+// putBack puts addrs back on under with their original flags, in the
+// order under listed them (testbed.RestoreOrder), removing each from phy
+// first when phy is not nil; addresses already on under are left alone. It sets under up, then puts routes back through it
+// (those not there: the kernel dropped them with the addresses).
+func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr, routes []testbed.JournalRoute) error {
 	have, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses of %s: %w", under.Attrs().Name, err)
 	}
 	var errs []error
-	for _, a := range addrs {
+	v6 := make([]bool, len(addrs))
+	for i, a := range addrs {
+		v6[i] = a.IP.To4() == nil
+	}
+	for _, i := range testbed.RestoreOrder(v6) {
+		a := addrs[i]
 		if phy != nil {
 			p, err := ovsPrefix(a)
 			if err == nil {
@@ -360,6 +417,9 @@ func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr
 	}
 	if err := ep.NL.LinkSetUp(under); err != nil {
 		errs = append(errs, fmt.Errorf("set %s up: %w", under.Attrs().Name, err))
+	}
+	if _, err := testbed.PutRoutesBack(ep.NL, under, routes); err != nil {
+		errs = append(errs, fmt.Errorf("%s: %w", under.Attrs().Name, err))
 	}
 	return errors.Join(errs...)
 }

@@ -2,8 +2,13 @@ package ovs_test
 
 import (
 	"context"
+	"fmt"
+	"os/exec"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/ovs"
@@ -98,4 +103,172 @@ func TestOVSNetdevThroughAgents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestOVSNetdevHostRoutesThroughAgents: on the netdev datapath OVS takes
+// the underlay's addresses for its br-phy, and the kernel drops the
+// host's routes through the underlay with them. On hosts whose underlay
+// has a second address, a route in main via a gateway through it, a
+// route in table 220 through it and a rule to table 220 (both families,
+// as a host running strongSwan has), an ovs-vxlan run carries traffic,
+// and afterwards the host's addresses, routes (every table, both
+// families), rules and links are exactly as before: after Teardown, and
+// after the crash path (the agent's controller vanishes mid-run, so the
+// agent kills the daemons and applies the site's journal, as clean does).
+// Rules are never touched by OVS at all: they are as before during the
+// run too.
+func TestOVSNetdevHostRoutesThroughAgents(t *testing.T) {
+	requireOVS(t)
+	for _, family := range []string{method.IPv4, method.IPv6} {
+		for _, crash := range []bool{false, true} {
+			name := family + "/teardown"
+			if crash {
+				name = family + "/crash"
+			}
+			t.Run(name, func(t *testing.T) {
+				ctx := context.Background()
+				l, pair, agents := testbedtest.IsolatedAgentPair(t, 1500)
+				m := ovs.NewOVSVXLAN()
+				env := &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,
+					OverlayMTU: 1500 - m.Overhead(family), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir,
+					Options: map[string]string{"datapath": ovs.OVSNetdev}}
+				nss := []string{l.A.Namespace, l.B.Namespace}
+				var before [][]string
+				for i, ep := range l.Endpoints() {
+					hostUnderlay(t, nss[i], ep.Dev, i)
+					before = append(before, hostNetState(t, nss[i], ep.Dev))
+				}
+				t.Cleanup(func() { _ = m.Teardown(ctx, env) })
+				path, err := m.Setup(ctx, env)
+				if err != nil {
+					t.Fatalf("Setup through agents: %v", err)
+				}
+				methodtest.Iperf3Between(t, pair.A, pair.B, path, 1, 1)
+				for i, ep := range l.Endpoints() {
+					if diff := cmp.Diff(rulesOf(before[i]), rulesOf(hostNetState(t, nss[i], ep.Dev))); diff != "" {
+						t.Errorf("%s: rules during the run (-before +during):\n%s", ep.Side, diff)
+					}
+				}
+				if crash {
+					for _, a := range agents {
+						a.Vanish()
+					}
+					for _, a := range agents {
+						if how := a.Exited(30 * time.Second); how == "" {
+							t.Fatal("agent still runs 30s after its controller vanished")
+						}
+					}
+					// The run's own devices go by their names (as clean
+					// removes them), the underlay stays.
+					for i, ep := range l.Endpoints() {
+						out, err := exec.Command("ip", "-n", nss[i], "-o", "link", "show").CombinedOutput()
+						if err != nil {
+							t.Fatalf("ip link in %s: %v\n%s", nss[i], err, out)
+						}
+						for _, line := range strings.Split(string(out), "\n") {
+							f := strings.Fields(line)
+							if len(f) < 2 {
+								continue
+							}
+							dev, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+							if strings.HasPrefix(dev, env.Prefix+"-") && dev != ep.Dev {
+								if out, err := exec.Command("ip", "-n", nss[i], "link", "del", dev).CombinedOutput(); err != nil {
+									t.Errorf("delete %s in %s: %v\n%s", dev, nss[i], err, out)
+								}
+							}
+						}
+					}
+				} else if err := m.Teardown(ctx, env); err != nil {
+					t.Fatalf("Teardown through agents: %v", err)
+				}
+				for i, ep := range l.Endpoints() {
+					if diff := cmp.Diff(before[i], hostNetState(t, nss[i], ep.Dev)); diff != "" {
+						t.Errorf("%s: host after the run (-before +after):\n%s", ep.Side, diff)
+					}
+				}
+			})
+		}
+	}
+}
+
+// hostUnderlay gives the underlay dev of namespace ns (side i) what a
+// host's NIC may have beside the run's address: a second address of
+// each family, a route in main via a gateway on that address's network,
+// a route through it in table 220, and a rule to table 220 (priority
+// 220).
+func hostUnderlay(t *testing.T, ns, dev string, i int) {
+	t.Helper()
+	for _, argv := range [][]string{
+		// brd +: the netlink library gives a restored IPv4 address a
+		// broadcast address whether the original had one or not.
+		{"-4", "addr", "add", fmt.Sprintf("198.18.9.%d/24", i+1), "brd", "+", "dev", dev},
+		{"-6", "addr", "add", fmt.Sprintf("2001:2:9::%d/64", i+1), "dev", dev, "nodad"},
+		{"-4", "route", "add", "192.0.2.0/24", "via", "198.18.9.254", "dev", dev},
+		{"-6", "route", "add", "2001:db8:1::/64", "via", "2001:2:9::fe", "dev", dev},
+		{"-4", "route", "add", "203.0.113.0/24", "via", "198.18.9.254", "dev", dev, "table", "220"},
+		{"-6", "route", "add", "2001:db8:2::/64", "dev", dev, "table", "220"},
+		{"-4", "rule", "add", "priority", "220", "table", "220"},
+		{"-6", "rule", "add", "priority", "220", "table", "220"},
+	} {
+		if out, err := exec.Command("ip", append([]string{"-n", ns}, argv...)...).CombinedOutput(); err != nil {
+			t.Fatalf("ip %v in %s: %v\n%s", argv, ns, err, out)
+		}
+	}
+}
+
+// hostNetState is namespace ns's rules, routes (every table, both
+// families), dev's addresses and the names of its links, as ip prints
+// them, once dev's IPv6 link-local address has passed duplicate address
+// detection (its route in the local table comes only then).
+func hostNetState(t *testing.T, ns, dev string) []string {
+	t.Helper()
+	ip := func(args ...string) string {
+		out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v in %s: %v\n%s", args, ns, err, out)
+		}
+		return string(out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out := ip("-6", "-o", "addr", "show", "dev", dev, "scope", "link")
+		if strings.Contains(out, "fe80:") && !strings.Contains(out, "tentative") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no link-local address on %s after 10s:\n%s", ns, dev, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lines []string
+	for _, args := range [][]string{
+		{"-4", "rule"}, {"-6", "rule"},
+		{"-4", "route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"},
+		{"-o", "addr", "show", "dev", dev}, {"-o", "link", "show"},
+	} {
+		for _, l := range strings.Split(strings.TrimSpace(ip(args...)), "\n") {
+			if args[0] == "-o" && args[1] == "link" {
+				// The names only: counters and flags (PROMISC) may differ.
+				if f := strings.Fields(l); len(f) > 1 {
+					l = f[1]
+				}
+			}
+			if args[0] == "-o" && args[1] == "addr" {
+				l = strings.Join(strings.Fields(strings.Split(l, "\\")[0]), " ")
+			}
+			lines = append(lines, strings.Join(args, " ")+": "+l)
+		}
+	}
+	return lines
+}
+
+// rulesOf are the rule lines of a hostNetState.
+func rulesOf(state []string) []string {
+	var out []string
+	for _, l := range state {
+		if strings.HasPrefix(l, "-4 rule:") || strings.HasPrefix(l, "-6 rule:") {
+			out = append(out, l)
+		}
+	}
+	return out
 }

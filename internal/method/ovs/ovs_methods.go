@@ -29,7 +29,10 @@ import (
 //     addresses move from the device to br-phy's internal port, where
 //     ovs-vswitchd's native tunnelling finds its route and neighbour;
 //     the device gets arp_ignore=1 so that only br-phy answers ARP.
-//     Teardown puts both back exactly.
+//     The kernel drops the host's routes through the device with its
+//     addresses; they are journaled (every table, both families) before
+//     the move (see moveAddrs for why the addresses cannot stay).
+//     Teardown puts addresses, routes and arp_ignore back exactly.
 //   - "system", the kernel datapath (CONFIG_OPENVSWITCH): the tunnel port
 //     is the kernel's flow-based vxlan_sys_<port>, genev_sys_<port>,
 //     gre_sys or ip6gre_sys device and the underlay addresses stay where
