@@ -849,10 +849,11 @@ func chooseRunTable(ep *testbed.Endpoint, seed string) (runTable, error) {
 // host's own, which may run IPsec of its own): the overlay host addresses
 // on lo, every route in the run's table t and the rule of t's priority to
 // it (nothing when t is zero: no run to ask), the xfrm policies whose
-// selector is one of tunbench's addresses and the xfrm states those
-// policies' templates name (by reqid) or that run between tunbench's
-// addresses. Table 220 and its rules, a host's strongSwan's, are never
-// touched.
+// selectors are both the run's (runSelector: an overlay address's host
+// prefix) and the xfrm states those policies' templates name (reqid,
+// source and destination alike). Table 220 and its rules, a host's
+// strongSwan's, and a host's own policies and SAs, even in the
+// benchmarking ranges, are never touched.
 func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 	var errs []error
 	lo, err := ep.NL.LinkByName("lo")
@@ -868,7 +869,7 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 		for _, a := range addrs {
 			ip, _ := netip.AddrFromSlice(a.IP)
 			ip = ip.Unmap()
-			if ip != method.OverlayA4.Addr() && ip != method.OverlayB4.Addr() && ip != method.OverlayA6.Addr() && ip != method.OverlayB6.Addr() {
+			if !overlayAddr(ip) {
 				continue
 			}
 			if err := ep.NL.AddrDel(lo, &a); err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
@@ -900,20 +901,23 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 			}
 		}
 	}
-	reqids := map[int]bool{}
+	// The SAs of a run's policies: their templates' reqid and endpoints.
+	type sa struct {
+		reqid    int
+		src, dst string
+	}
+	sas := map[sa]bool{}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		policies, err := ep.NL.XfrmPolicyList(fam)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: list xfrm policies: %w", ep.Side, err))
 		}
 		for _, p := range policies {
-			if !ownNet(p.Src) && !ownNet(p.Dst) {
+			if !runSelector(p.Src) || !runSelector(p.Dst) {
 				continue
 			}
 			for _, t := range p.Tmpls {
-				if t.Reqid != 0 {
-					reqids[t.Reqid] = true
-				}
+				sas[sa{t.Reqid, t.Src.String(), t.Dst.String()}] = true
 			}
 			if err := ep.NL.XfrmPolicyDel(&p); err != nil && !errors.Is(err, unix.ENOENT) {
 				errs = append(errs, fmt.Errorf("%s: delete xfrm policy %s -> %s: %w", ep.Side, p.Src, p.Dst, err))
@@ -926,7 +930,7 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 			errs = append(errs, fmt.Errorf("%s: list xfrm states: %w", ep.Side, err))
 		}
 		for _, st := range states {
-			if !reqids[st.Reqid] && !(ownIP(st.Src) && ownIP(st.Dst)) {
+			if !sas[sa{st.Reqid, st.Src.String(), st.Dst.String()}] {
 				continue
 			}
 			if err := ep.NL.XfrmStateDel(&st); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
@@ -937,22 +941,25 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 	return errors.Join(errs...)
 }
 
-// ownNet reports whether n lies in the address ranges tunbench uses
-// (method.Benchmarking); a nil or default net does not.
-func ownNet(n *net.IPNet) bool {
+// runSelector reports whether n is a selector of the IPsec methods'
+// CHILD_SAs: the host prefix (/32, /128) of an overlay address. A
+// host's own IPsec policies, even between addresses of the benchmarking
+// ranges, are never one.
+func runSelector(n *net.IPNet) bool {
 	if n == nil {
 		return false
 	}
-	if ones, _ := n.Mask.Size(); ones == 0 {
+	if ones, bits := n.Mask.Size(); bits == 0 || ones != bits {
 		return false
 	}
-	return ownIP(n.IP)
+	a, ok := netip.AddrFromSlice(n.IP)
+	return ok && overlayAddr(a.Unmap())
 }
 
-// ownIP reports whether ip is in the address ranges tunbench uses.
-func ownIP(ip net.IP) bool {
-	a, ok := netip.AddrFromSlice(ip)
-	return ok && method.Benchmarking(a.Unmap())
+// overlayAddr reports whether a is one of the overlay addresses the
+// IPsec methods put on lo and select their traffic by.
+func overlayAddr(a netip.Addr) bool {
+	return a == method.OverlayA4.Addr() || a == method.OverlayB4.Addr() || a == method.OverlayA6.Addr() || a == method.OverlayB6.Addr()
 }
 
 // addLoAddr adds addr as a host address on lo.

@@ -220,8 +220,9 @@ func TestIPsec220Agents(t *testing.T) {
 
 // strongswanHost gives ep's namespace what a host running strongSwan has:
 // charon's rule (priority 220) to table 220 for IPv4 and IPv6, and in
-// table 220 a route of each family through the underlay (to documentation
-// networks, via a gateway on the underlay's network).
+// table 220 a route of each family through the underlay (to networks of
+// the benchmarking ranges, via a gateway on the underlay's network), and
+// IPsec policies of its own between networks of the benchmarking range.
 func strongswanHost(t *testing.T, ep *testbed.Endpoint) {
 	t.Helper()
 	gw4 := ep.Addr4.Masked().Addr().Next().Next().Next().Next() // .4, no endpoint's
@@ -229,8 +230,14 @@ func strongswanHost(t *testing.T, ep *testbed.Endpoint) {
 	for _, argv := range [][]string{
 		{"ip", "-4", "rule", "add", "priority", "220", "table", "220"},
 		{"ip", "-6", "rule", "add", "priority", "220", "table", "220"},
-		{"ip", "-4", "route", "add", "192.0.2.0/24", "via", gw4.String(), "dev", ep.Dev, "table", "220"},
-		{"ip", "-6", "route", "add", "2001:db8:220::/64", "via", gw6.String(), "dev", ep.Dev, "table", "220"},
+		{"ip", "-4", "route", "add", "198.18.241.0/24", "via", gw4.String(), "dev", ep.Dev, "table", "220"},
+		{"ip", "-6", "route", "add", "2001:2:0:f1::/64", "via", gw6.String(), "dev", ep.Dev, "table", "220"},
+		// The host's own IPsec policies, in the benchmarking range too,
+		// with the reqid charon gives its first CHILD_SA.
+		{"ip", "xfrm", "policy", "add", "src", "198.18.242.0/24", "dst", "198.18.243.0/24", "dir", "out",
+			"tmpl", "src", ep.Addr4.Addr().String(), "dst", gw4.String(), "proto", "esp", "reqid", "1", "mode", "tunnel"},
+		{"ip", "xfrm", "policy", "add", "src", "198.18.243.0/24", "dst", "198.18.242.0/24", "dir", "in",
+			"tmpl", "src", gw4.String(), "dst", ep.Addr4.Addr().String(), "proto", "esp", "reqid", "1", "mode", "tunnel"},
 	} {
 		if out, err := ep.Run(context.Background(), argv...); err != nil {
 			t.Fatalf("%s: %v: %v\n%s", ep.Side, argv, err, out)
@@ -239,13 +246,14 @@ func strongswanHost(t *testing.T, ep *testbed.Endpoint) {
 }
 
 // routingState is ep's rules and routes, every table and both families,
-// as ip prints them, one line each.
+// and its xfrm policies, as ip prints them, one line each.
 func routingState(t *testing.T, ep *testbed.Endpoint) []string {
 	t.Helper()
 	var lines []string
 	for _, argv := range [][]string{
 		{"ip", "-4", "rule"}, {"ip", "-6", "rule"},
 		{"ip", "-4", "route", "show", "table", "all"}, {"ip", "-6", "route", "show", "table", "all"},
+		{"ip", "xfrm", "policy"},
 	} {
 		out, err := ep.Run(context.Background(), argv...)
 		if err != nil {
