@@ -274,6 +274,11 @@ func (m EBPF) teardownSide(ctx context.Context, env *method.Env, ep *testbed.End
 		errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, theirs.Masked(), err))
 	}
 	for _, r := range routes {
+		// Only the route Setup added: from this side's overlay address.
+		// A host's own route to the same prefix is not the run's.
+		if !r.Src.Equal(net.IP(mine.Addr().AsSlice())) {
+			continue
+		}
 		if err := ep.NL.RouteDel(&r); err != nil {
 			errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, r, err))
 		}
