@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -140,5 +141,38 @@ func TestSSHForeignState(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("run output:\n%s", out)
+	}
+}
+
+// TestHostTouchesEveryMethod: the table of what a run touches on a host
+// (docs/ssh.md, "What tunbench touches on your host") names every method.
+func TestHostTouchesEveryMethod(t *testing.T) {
+	data, err := os.ReadFile("../../docs/ssh.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	i := strings.Index(doc, "## What tunbench touches on your host")
+	if i < 0 {
+		t.Fatal(`docs/ssh.md lacks the section "What tunbench touches on your host"`)
+	}
+	sec := doc[i+1:]
+	if j := strings.Index(sec, "\n## "); j >= 0 {
+		sec = sec[:j]
+	}
+	named := map[string]bool{}
+	for _, l := range strings.Split(sec, "\n") {
+		if !strings.HasPrefix(l, "| `") {
+			continue
+		}
+		first := strings.Split(l, "|")[1]
+		for _, f := range strings.Split(first, ",") {
+			named[strings.Trim(strings.TrimSpace(f), "`")] = true
+		}
+	}
+	for _, name := range registry.Builtin().Names() {
+		if !named[name] {
+			t.Errorf("docs/ssh.md: %s has no row in \"What tunbench touches on your host\"", name)
+		}
 	}
 }
