@@ -3,6 +3,7 @@ package testbed_test
 import (
 	"fmt"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,38 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
 )
+
+// TestTakeOrder: addresses leave a device in the reverse of RestoreOrder
+// (IPv6 first to last, IPv4 last to first), IPv4 secondaries before every
+// primary.
+func TestTakeOrder(t *testing.T) {
+	a := func(s string, flags int) netlink.Addr {
+		n, err := netlink.ParseIPNet(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return netlink.Addr{IPNet: n, Flags: flags}
+	}
+	sec := unix.IFA_F_SECONDARY
+	for _, tt := range []struct {
+		name  string
+		addrs []netlink.Addr
+		want  []int
+	}{
+		{"none", nil, nil},
+		{"primary and secondary", []netlink.Addr{a("198.18.0.1/24", 0), a("198.18.0.101/24", sec)}, []int{1, 0}},
+		{"secondary listed first", []netlink.Addr{a("198.18.0.101/24", sec), a("198.18.0.1/24", 0)}, []int{0, 1}},
+		{"two subnets", []netlink.Addr{a("198.18.0.1/24", 0), a("198.18.1.1/24", 0), a("198.18.0.101/24", sec), a("198.18.1.101/24", sec)}, []int{3, 2, 1, 0}},
+		// IFA_F_TEMPORARY, the same bit, says nothing of IPv6 order.
+		{"both families", []netlink.Addr{a("198.18.0.1/24", 0), a("2001:2::65/64", sec), a("198.18.0.101/24", sec), a("2001:2::1/64", 0)}, []int{2, 1, 3, 0}},
+	} {
+		if diff := cmp.Diff(tt.want, testbed.TakeOrder(tt.addrs)); diff != "" {
+			t.Errorf("%s: TakeOrder (-want +got):\n%s", tt.name, diff)
+		}
+	}
+}
 
 // journalNS is a throwaway named namespace with the underlay tbjr0 (a veth
 // whose peer tbjr0p is up) carrying what a host's NIC may carry: two IPv4
@@ -118,6 +150,95 @@ func journalNSState(t *testing.T, ns string) []string {
 	routes := append(lines("route", "show", "table", "all"), lines("-6", "route", "show", "table", "all")...)
 	slices.Sort(routes)
 	return append(append(routes, lines("-o", "addr", "show", "dev", "tbjr0")...), lines("-o", "addr", "show", "dev", "tbjrphy0")...)
+}
+
+// TestJournalAddrsSecondaryAndGatewayRoutes: a run that moved every global
+// address of tbjr0 to tbjrphy0 (as ovs-* on the netdev datapath does:
+// secondaries first, TakeOrder, so that none goes with its primary) and
+// then died with tbjr0 down (the recover test's flap) has journalled the
+// addresses and the routes through tbjr0, the routes in an order that
+// puts gateway routes before the routes that reach their gateways.
+// CleanSite puts every address back, with its secondary flag and in its
+// order, and every route, as before.
+func TestJournalAddrsSecondaryAndGatewayRoutes(t *testing.T) {
+	ns, h := journalNS(t)
+	before := journalNSState(t, ns)
+	under, err := h.LinkByName("tbjr0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	phy, err := h.LinkByName("tbjrphy0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs, err := h.AddrList(under, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	global := slices.DeleteFunc(addrs, func(a netlink.Addr) bool { return a.Scope != unix.RT_SCOPE_UNIVERSE })
+	routes, err := rr.RoutesToPutBack(h, under)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(routes)
+	u := testbed.AddrsUndo("tbjr0", "tbjrphy0", global)
+	u.Routes = testbed.JournalRoutes(routes)
+	id := testbed.NewID()
+	root := t.TempDir()
+	dir := testbed.SiteDir(root, id, "j")
+	if err := testbed.WriteUndo(dir, "addrs", u); err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range testbed.TakeOrder(global) {
+		if err := h.AddrDel(under, &global[i]); err != nil {
+			t.Fatalf("take %s off tbjr0 (TakeOrder %v): %v", global[i].IPNet, testbed.TakeOrder(global), err)
+		}
+	}
+	v6 := make([]bool, len(global))
+	for i, a := range global {
+		v6[i] = a.IP.To4() == nil
+	}
+	for _, i := range testbed.RestoreOrder(v6) {
+		a := netlink.Addr{IPNet: global[i].IPNet}
+		if err := h.AddrAdd(phy, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.LinkSetDown(under); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error)
+	go func() {
+		// CleanSite works in the namespace of its thread.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			done <- err
+			return
+		}
+		defer orig.Close()
+		nsh, err := netns.GetFromName(ns)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer nsh.Close()
+		if err := netns.Set(nsh); err != nil {
+			done <- err
+			return
+		}
+		defer func() { _ = netns.Set(orig) }()
+		what, err := testbed.CleanSite(root, id, "j")
+		t.Logf("clean: %v", what)
+		done <- err
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("CleanSite: %v", err)
+	}
+	if diff := cmp.Diff(before, journalNSState(t, ns)); diff != "" {
+		t.Errorf("after CleanSite (-before +after):\n%s", diff)
+	}
 }
 
 // TestPutRoutesBackWaitsForGateway: after tbjr0 went down and up without
