@@ -193,9 +193,9 @@ func TestOVSNetdevHostRoutesThroughAgents(t *testing.T) {
 
 // hostUnderlay gives the underlay dev of namespace ns (side i) what a
 // host's NIC may have beside the run's address: a second address of
-// each family, a route in main via a gateway on that address's network,
-// a route through it in table 220, and a rule to table 220 (priority
-// 220).
+// each family in a network of its own and a third in the run's (an IPv4
+// secondary), routes in main via a gateway on each of those networks, a
+// route through it in table 220, and a rule to table 220 (priority 220).
 func hostUnderlay(t *testing.T, ns, dev string, i int) {
 	t.Helper()
 	for _, argv := range [][]string{
@@ -203,6 +203,11 @@ func hostUnderlay(t *testing.T, ns, dev string, i int) {
 		// broadcast address whether the original had one or not.
 		{"-4", "addr", "add", fmt.Sprintf("198.18.9.%d/24", i+1), "brd", "+", "dev", dev},
 		{"-6", "addr", "add", fmt.Sprintf("2001:2:9::%d/64", i+1), "dev", dev, "nodad"},
+		// A second address in the subnet of the run's own: an IPv4
+		// secondary, which the kernel deletes with its primary.
+		{"-4", "addr", "add", fmt.Sprintf("198.18.0.%d/24", 101+i), "brd", "+", "dev", dev},
+		{"-6", "addr", "add", fmt.Sprintf("2001:2::%d/64", 101+i), "dev", dev, "nodad"},
+		{"-6", "route", "add", "2001:db8:3::/64", "via", "2001:2::fe", "dev", dev},
 		{"-4", "route", "add", "192.0.2.0/24", "via", "198.18.9.254", "dev", dev},
 		{"-6", "route", "add", "2001:db8:1::/64", "via", "2001:2:9::fe", "dev", dev},
 		{"-4", "route", "add", "203.0.113.0/24", "via", "198.18.9.254", "dev", dev, "table", "220"},
