@@ -239,7 +239,8 @@ func (s *ovsSide) stop(ctx context.Context) error {
 // address, and route the host's traffic out of the device beside OVS).
 // So the addresses move (every one, an IPv4 secondary before its
 // primary, which would take it with it), and the host's routes through
-// the device (which the kernel drops with the addresses) are journaled
+// the device (which the kernel drops with the addresses, but for IPv6
+// routes through a gateway, which the move takes off) are journaled
 // first and put back once the addresses are back. While the run holds
 // them those routes are missing; moving them to br-phy for the run (as
 // the FAQ suggests) would keep the host's own traffic flowing but is not
@@ -302,8 +303,8 @@ func hostRoutes(ep *testbed.Endpoint, link netlink.Link) ([]testbed.JournalRoute
 
 var (
 	// opMoveAddrs moves From's global addresses to To and returns them
-	// with the host's routes through From; on failure it puts every one
-	// back.
+	// with the host's routes through From (taken off it); on failure it
+	// puts every one back.
 	opMoveAddrs = testbed.NewOp("ovs.move-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) (movedAddrs, error) {
 		from, err := ep.NL.LinkByName(a.From)
 		if err != nil {
@@ -358,6 +359,21 @@ var (
 			}
 			if err := method.AddAddr(ep, to, p); err != nil {
 				return undo(err)
+			}
+		}
+		// The kernel dropped the IPv4 routes through the device with its
+		// last address, but not the IPv6 ones through a gateway: they
+		// would point through an OVS port, and once the device went down
+		// (the recover test's flap) nothing could put them back while the
+		// addresses are on To (the gateway is not on the device's link
+		// any more). They go too, journalled with the rest.
+		for _, j := range routes {
+			r, err := j.Route(from.Attrs().Index)
+			if err != nil {
+				return undo(err)
+			}
+			if err := ep.NL.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+				return undo(fmt.Errorf("take route %s off %s: %w", j, a.From, err))
 			}
 		}
 		return movedAddrs{Addrs: global, Routes: routes}, nil

@@ -2,8 +2,10 @@ package ovs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,11 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/ovs"
+	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
+	"github.com/vishvananda/netns"
 )
 
 // TestOVSNetdevThroughAgents runs ovs-vxlan on the netdev datapath between
@@ -148,6 +152,12 @@ func TestOVSNetdevHostRoutesThroughAgents(t *testing.T) {
 					if diff := cmp.Diff(rulesOf(before[i]), rulesOf(hostNetState(t, nss[i], ep.Dev))); diff != "" {
 						t.Errorf("%s: rules during the run (-before +during):\n%s", ep.Side, diff)
 					}
+					// The recover test's flap of the underlay puts back
+					// what it took (no host route left through the
+					// device that only the moved addresses reach).
+					if err := flapIn(nss[i], ep.Dev); err != nil {
+						t.Errorf("%s: flap %s during the run: %v", ep.Side, ep.Dev, err)
+					}
 				}
 				if crash {
 					for _, a := range agents {
@@ -265,6 +275,35 @@ func hostNetState(t *testing.T, ns, dev string) []string {
 		}
 	}
 	return lines
+}
+
+// flapIn takes dev of namespace ns down and up as the recover test does
+// (rr.LinkFlap), from a thread of its own in ns.
+func flapIn(ns, dev string) error {
+	done := make(chan error)
+	go func() {
+		// The thread stays locked, and dies with the goroutine, in ns.
+		runtime.LockOSThread()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			done <- err
+			return
+		}
+		f := &rr.LinkFlap{Dev: dev}
+		if err := f.Down(); err != nil {
+			_, uerr := f.Up()
+			done <- errors.Join(err, uerr)
+			return
+		}
+		_, err = f.Up()
+		done <- err
+	}()
+	return <-done
 }
 
 // rulesOf are the rule lines of a hostNetState.
