@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/tunbench/tunbench/internal/nic"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -95,7 +96,10 @@ func KeepAddrPath(dev string) string {
 	return filepath.Join("/proc/sys/net/ipv6/conf", dev, "keep_addr_on_down")
 }
 
-// Up sets the device up and puts back what going down removed.
+// Up sets the device up and puts back what going down removed: the
+// addresses, then the routes (testbed.AddRoutes: the device's own first,
+// then those through a gateway, waiting a moment for a gateway the
+// kernel's prefix route does not reach yet).
 func (f *LinkFlap) Up() ([]string, error) {
 	if f.link == nil {
 		return nil, nil
@@ -120,17 +124,17 @@ func (f *LinkFlap) Up() ([]string, error) {
 		}
 		restored = append(restored, "address "+a.IPNet.String())
 	}
-	for _, r := range f.routes {
-		back := r
-		back.LinkIndex = f.link.Attrs().Index
-		err := netlink.RouteAdd(&back)
-		switch {
-		case err == nil:
-			restored = append(restored, "route "+routeName(r))
-		case errors.Is(err, unix.EEXIST):
-		default:
-			errs = append(errs, fmt.Errorf("put route %s back: %w", routeName(r), err))
-		}
+	routes := make([]netlink.Route, len(f.routes))
+	for i, r := range f.routes {
+		routes[i] = r
+		routes[i].LinkIndex = f.link.Attrs().Index
+	}
+	added, err := testbed.AddRoutes(&netlink.Handle{}, routes)
+	for _, r := range added {
+		restored = append(restored, "route "+testbed.RouteString(r))
+	}
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if f.keepPath != "" {
 		if err := os.WriteFile(f.keepPath, []byte(f.keepBefore+"\n"), 0o644); err != nil {
@@ -148,19 +152,4 @@ func hasAddr(have []netlink.Addr, a netlink.Addr) bool {
 		}
 	}
 	return false
-}
-
-func routeName(r netlink.Route) string {
-	dst := "default"
-	if r.Dst != nil {
-		dst = r.Dst.String()
-	}
-	s := dst
-	if r.Gw != nil {
-		s += " via " + r.Gw.String()
-	}
-	if r.Table != unix.RT_TABLE_MAIN && r.Table != 0 {
-		s += fmt.Sprintf(" table %d", r.Table)
-	}
-	return s
 }

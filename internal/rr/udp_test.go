@@ -5,9 +5,12 @@ import (
 	"net"
 	"net/netip"
 	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -150,6 +153,93 @@ func TestLinkFlapRestores(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLinkFlapGatewayRoutes flaps, as the recover test does, a device
+// with an IPv4 and an IPv6 address and routes of a host's own through
+// it: through a gateway in main (both families, the IPv6 gateway reached
+// only through the prefix route of the device's address, which the
+// kernel puts back by itself), through a gateway in table 220 (both
+// families), a device route in table 220 and a gateway route in table
+// 220 that only that device route reaches (listed before it). Every
+// route and address is back afterwards exactly as before, whatever the
+// order in which the device listed them.
+func TestLinkFlapGatewayRoutes(t *testing.T) {
+	ns := newTestNS(t)
+	ip := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command("ip", append([]string{"-n", ns.name}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("ip %v: %v: %s", args, err, out)
+		}
+		return string(out)
+	}
+	for _, args := range [][]string{
+		{"link", "add", "tbflap0", "type", "veth", "peer", "name", "tbflap1"},
+		{"link", "set", "tbflap1", "up"},
+		{"link", "set", "tbflap0", "up"},
+		{"addr", "add", "198.18.1.1/24", "dev", "tbflap0"},
+		{"addr", "add", "198.18.1.101/24", "dev", "tbflap0"},
+		{"addr", "add", "2001:2::1:1/64", "dev", "tbflap0", "nodad"},
+		{"-6", "addr", "add", "2001:2::1:65/64", "dev", "tbflap0", "nodad"},
+		{"route", "add", "198.18.240.0/24", "via", "198.18.1.254", "dev", "tbflap0"},
+		{"-6", "route", "add", "2001:2:0:f0::/64", "via", "2001:2::1:fe", "dev", "tbflap0"},
+		{"route", "add", "198.18.241.0/24", "via", "198.18.1.254", "dev", "tbflap0", "table", "220"},
+		{"-6", "route", "add", "2001:2:0:f1::/64", "via", "2001:2::1:fe", "dev", "tbflap0", "table", "220"},
+		{"route", "add", "198.18.200.0/24", "dev", "tbflap0", "table", "220"},
+		{"route", "add", "198.18.100.0/24", "via", "198.18.200.254", "dev", "tbflap0", "table", "220"},
+		{"-6", "route", "add", "2001:2:0:f2::/64", "dev", "tbflap0", "table", "220"},
+	} {
+		ip(args...)
+	}
+	state := func() []string {
+		t.Helper()
+		// The local routes of the IPv6 addresses come back from a work
+		// queue, the link-local ones' after duplicate address detection:
+		// wait for one for every address (they are the kernel's, not
+		// LinkFlap's).
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			out := ip("-6", "route", "show", "table", "local")
+			addrs := ip("-6", "addr", "show")
+			if strings.Count(out, "local ") == strings.Count(addrs, "inet6 ") && !strings.Contains(addrs, "tentative") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("IPv6 local routes not back after 10 s:\n%s", out)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		var lines []string
+		for _, args := range [][]string{
+			{"route", "show", "table", "all"}, {"-6", "route", "show", "table", "all"}, {"-o", "addr", "show", "dev", "tbflap0"},
+		} {
+			for _, l := range strings.Split(strings.TrimSpace(ip(args...)), "\n") {
+				lines = append(lines, strings.Join(args, " ")+": "+strings.Join(strings.Fields(strings.Split(l, "\\")[0]), " "))
+			}
+		}
+		// The kernel's routes of one prefix on two devices list in the
+		// order it made them.
+		slices.Sort(lines)
+		return lines
+	}
+	before := state()
+	ns.do(t, func() {
+		f := &LinkFlap{Dev: "tbflap0"}
+		if err := f.Down(); err != nil {
+			t.Error(err)
+			return
+		}
+		if routes := ip("-6", "route", "show", "2001:2:0:f0::/64"); strings.TrimSpace(routes) != "" {
+			t.Errorf("2001:2:0:f0::/64 still there with its device down: %s", routes)
+		}
+		if _, err := f.Up(); err != nil {
+			t.Errorf("Up: %v", err)
+		}
+	})
+	if diff := cmp.Diff(before, state()); diff != "" {
+		t.Errorf("after the flap (-before +after):\n%s", diff)
+	}
 }
 
 func mustNet(s string) *net.IPNet {

@@ -1,10 +1,13 @@
 package testbed
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -83,15 +86,32 @@ func (j JournalRoute) Route(link int) (netlink.Route, error) {
 
 // String is the route as "ip route" would name it.
 func (j JournalRoute) String() string {
-	s := j.Dst
+	return routeString(j.Dst, j.Gw, j.Table)
+}
+
+// RouteString is r as "ip route" would name it: destination, gateway,
+// and the table when it is not main.
+func RouteString(r netlink.Route) string {
+	var dst, gw string
+	if r.Dst != nil {
+		dst = r.Dst.String()
+	}
+	if r.Gw != nil {
+		gw = r.Gw.String()
+	}
+	return routeString(dst, gw, r.Table)
+}
+
+func routeString(dst, gw string, table int) string {
+	s := dst
 	if s == "" {
 		s = "default"
 	}
-	if j.Gw != "" {
-		s += " via " + j.Gw
+	if gw != "" {
+		s += " via " + gw
 	}
-	if j.Table != 0 && j.Table != unix.RT_TABLE_MAIN {
-		s += fmt.Sprintf(" table %d", j.Table)
+	if table != 0 && table != unix.RT_TABLE_MAIN {
+		s += fmt.Sprintf(" table %d", table)
 	}
 	return s
 }
@@ -102,9 +122,10 @@ type RouteAdder interface {
 }
 
 // PutRoutesBack adds, through h, every route of rs through link that is
-// not there; it returns the ones it added, as "ip route" names them.
+// not there (as AddRoutes does); it returns the ones it added, as "ip
+// route" names them.
 func PutRoutesBack(h RouteAdder, link netlink.Link, rs []JournalRoute) ([]string, error) {
-	var back []string
+	var routes []netlink.Route
 	var errs []error
 	for _, j := range rs {
 		r, err := j.Route(link.Attrs().Index)
@@ -112,15 +133,62 @@ func PutRoutesBack(h RouteAdder, link netlink.Link, rs []JournalRoute) ([]string
 			errs = append(errs, err)
 			continue
 		}
-		switch err := h.RouteAdd(&r); {
+		routes = append(routes, r)
+	}
+	added, err := AddRoutes(h, routes)
+	var back []string
+	for _, r := range added {
+		back = append(back, RouteString(r))
+	}
+	return back, errors.Join(append(errs, err)...)
+}
+
+// RouteGatewayWait bounds how long AddRoutes waits, for all of its
+// routes together, for the gateway of a route to become reachable.
+const RouteGatewayWait = 3 * time.Second
+
+// AddRoutes adds, through h, every route of routes that is not there
+// (one that is, EEXIST, is left alone), and returns those it added. The
+// routes without a gateway (the device's own: link scope, or a prefix on
+// the link) go first, then those through a gateway, each in the order
+// given: the kernel takes a gateway route only when its gateway is
+// reachable through the route's device. A route whose gateway is not
+// reachable yet (EHOSTUNREACH or ENETUNREACH) is tried again every 50 ms
+// for up to RouteGatewayWait: after a device comes up the kernel puts
+// back the prefix routes of the addresses it kept by itself, IPv6's
+// perhaps a moment later. The routes go back as they were, never with
+// the onlink flag they did not have.
+func AddRoutes(h RouteAdder, routes []netlink.Route) ([]netlink.Route, error) {
+	order := slices.Clone(routes)
+	slices.SortStableFunc(order, func(a, b netlink.Route) int {
+		return cmp.Compare(viaGateway(a), viaGateway(b))
+	})
+	deadline := time.Now().Add(RouteGatewayWait)
+	var added []netlink.Route
+	var errs []error
+	for _, r := range order {
+		err := h.RouteAdd(&r)
+		for (errors.Is(err, unix.EHOSTUNREACH) || errors.Is(err, unix.ENETUNREACH)) && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+			err = h.RouteAdd(&r)
+		}
+		switch {
 		case err == nil:
-			back = append(back, j.String())
+			added = append(added, r)
 		case errors.Is(err, unix.EEXIST):
 		default:
-			errs = append(errs, fmt.Errorf("put route %s back: %w", j, err))
+			errs = append(errs, fmt.Errorf("put route %s back: %w", RouteString(r), err))
 		}
 	}
-	return back, errors.Join(errs...)
+	return added, errors.Join(errs...)
+}
+
+// viaGateway is 1 for a route through a gateway (or several), else 0.
+func viaGateway(r netlink.Route) int {
+	if r.Gw != nil || r.Via != nil || len(r.MultiPath) > 0 {
+		return 1
+	}
+	return 0
 }
 
 // routesNote is what PutRoutesBack put back, for a restore's message.

@@ -280,6 +280,51 @@ func RestoreOrder(v6 []bool) []int {
 	return order
 }
 
+// TakeOrder is the order in which to take addrs (as a device lists
+// them) off the device so that none takes another with it, and so that
+// those still on it after a take that stopped part way, with the taken
+// ones added back in RestoreOrder, list as before: the reverse of
+// RestoreOrder (IPv6 addresses first to last, IPv4 ones last to first),
+// every IPv4 secondary (IFA_F_SECONDARY: a further address in the subnet
+// of a primary, which the kernel lists after the primaries) before the
+// primaries. Taking a primary off first would make the kernel delete
+// its secondaries with it (unless the device's promote_secondaries is
+// set), which tunbench never changes.
+func TakeOrder(addrs []netlink.Addr) []int {
+	v6 := make([]bool, len(addrs))
+	for i, a := range addrs {
+		v6[i] = a.IP.To4() == nil
+	}
+	order := RestoreOrder(v6)
+	slices.Reverse(order)
+	secondary := func(i int) bool { return !v6[i] && addrs[i].Flags&unix.IFA_F_SECONDARY != 0 }
+	slices.SortStableFunc(order, func(i, j int) int {
+		switch si, sj := secondary(i), secondary(j); {
+		case si && !sj:
+			return -1
+		case sj && !si:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+// TakeOff is those of listed (a device's addresses, as it lists them)
+// that are in addrs (by address and prefix length), in the order in
+// which to take them off the device (TakeOrder of listed: the device's
+// own secondaries first).
+func TakeOff(listed, addrs []netlink.Addr) []netlink.Addr {
+	listed = slices.DeleteFunc(slices.Clone(listed), func(l netlink.Addr) bool {
+		return !slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IPNet.String() == l.IPNet.String() })
+	})
+	var out []netlink.Addr
+	for _, i := range TakeOrder(listed) {
+		out = append(out, listed[i])
+	}
+	return out
+}
+
 // applyJournal applies, in this process's network namespace, every
 // change the journal of dir still holds, and returns what it restored.
 func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
@@ -341,31 +386,41 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 			return "", fmt.Errorf("list addresses of %s: %w", u.Dev, err)
 		}
 		from, _ := h.LinkByName(u.From)
-		var back []string
+		addrs := make([]netlink.Addr, len(u.Addrs))
 		v6 := make([]bool, len(u.Addrs))
 		for i, s := range u.Addrs {
-			v6[i] = strings.Contains(s, ":")
-		}
-		for _, i := range RestoreOrder(v6) {
-			s := u.Addrs[i]
 			p, err := netip.ParsePrefix(s)
 			if err != nil {
 				return "", fmt.Errorf("address %q: %w", s, err)
 			}
-			if from != nil {
-				_ = h.AddrDel(from, &netlink.Addr{IPNet: PrefixNet(p)})
+			addrs[i] = netlink.Addr{IPNet: PrefixNet(p)}
+			if i < len(u.Flags) {
+				addrs[i].Flags = u.Flags[i]
 			}
-			if slices.ContainsFunc(have, func(a netlink.Addr) bool { return a.IPNet.String() == PrefixNet(p).String() }) {
+			v6[i] = p.Addr().Is6()
+		}
+		// Every address leaves From before any goes back on Dev, so none
+		// is on both, and From's secondaries leave before their primary
+		// (TakeOff), which would take them with it.
+		if from != nil {
+			listed, err := h.AddrList(from, netlink.FAMILY_ALL)
+			if err != nil {
+				listed = addrs
+			}
+			for _, a := range TakeOff(listed, addrs) {
+				_ = h.AddrDel(from, &netlink.Addr{IPNet: a.IPNet})
+			}
+		}
+		var back []string
+		for _, i := range RestoreOrder(v6) {
+			a := addrs[i]
+			if slices.ContainsFunc(have, func(h netlink.Addr) bool { return h.IPNet.String() == a.IPNet.String() }) {
 				continue
 			}
-			a := &netlink.Addr{IPNet: PrefixNet(p)}
-			if i < len(u.Flags) {
-				a.Flags = u.Flags[i]
+			if err := h.AddrAdd(link, &a); err != nil {
+				return "", fmt.Errorf("put %s back on %s: %w", u.Addrs[i], u.Dev, err)
 			}
-			if err := h.AddrAdd(link, a); err != nil {
-				return "", fmt.Errorf("put %s back on %s: %w", s, u.Dev, err)
-			}
-			back = append(back, s)
+			back = append(back, u.Addrs[i])
 		}
 		if err := h.LinkSetUp(link); err != nil {
 			return "", fmt.Errorf("set %s up: %w", u.Dev, err)

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -236,11 +237,14 @@ func (s *ovsSide) stop(ctx context.Context) error {
 // address, one it keeps "will not be fully functional" (the kernel would
 // still own it on the device, answer ARP for it with the device's MAC
 // address, and route the host's traffic out of the device beside OVS).
-// So the addresses move, and the host's routes through the device (which
-// the kernel drops with the addresses) are journaled first and put back
-// once the addresses are back. While the run holds them those routes are
-// missing; moving them to br-phy for the run (as the FAQ suggests) would
-// keep the host's own traffic flowing but is not done.
+// So the addresses move (every one, an IPv4 secondary before its
+// primary, which would take it with it), and the host's routes through
+// the device (which the kernel drops with the addresses, but for IPv6
+// routes through a gateway, which the move takes off) are journaled
+// first and put back once the addresses are back. While the run holds
+// them those routes are missing; moving them to br-phy for the run (as
+// the FAQ suggests) would keep the host's own traffic flowing but is not
+// done.
 func (s *ovsSide) moveAddrs(ctx context.Context, dst string) error {
 	moved, err := opMoveAddrs.Call(ctx, s.ep, addrMove{From: s.ep.Dev, To: dst})
 	if err != nil {
@@ -299,8 +303,8 @@ func hostRoutes(ep *testbed.Endpoint, link netlink.Link) ([]testbed.JournalRoute
 
 var (
 	// opMoveAddrs moves From's global addresses to To and returns them
-	// with the host's routes through From; on failure it puts back what
-	// it took.
+	// with the host's routes through From (taken off it); on failure it
+	// puts every one back.
 	opMoveAddrs = testbed.NewOp("ovs.move-addrs", func(_ context.Context, ep *testbed.Endpoint, a addrMove) (movedAddrs, error) {
 		from, err := ep.NL.LinkByName(a.From)
 		if err != nil {
@@ -329,23 +333,27 @@ var (
 				return movedAddrs{}, err
 			}
 		}
-		var moved []netlink.Addr
 		undo := func(err error) (movedAddrs, error) {
-			back := putBack(ep, from, to, moved, routes)
+			back := putBack(ep, from, to, global, routes)
 			if back == nil && ep.Dir != "" {
 				back = testbed.DropUndo(ep.Dir, addrsUndo(a.From))
 			}
 			return movedAddrs{}, errors.Join(err, back)
 		}
-		for _, addr := range addrs {
-			if addr.Scope != unix.RT_SCOPE_UNIVERSE {
-				continue
-			}
-			if err := ep.NL.AddrDel(from, &addr); err != nil {
+		// Every address leaves the device before any goes on To, the
+		// secondaries before their primary (testbed.TakeOrder). One the
+		// kernel deleted with its primary all the same (EADDRNOTAVAIL:
+		// the list was read before) is moved too: it goes on To, and
+		// back on the device afterwards.
+		for _, i := range testbed.TakeOrder(global) {
+			addr := global[i]
+			err := ep.NL.AddrDel(from, &addr)
+			if err != nil && !errors.Is(err, unix.EADDRNOTAVAIL) {
 				return undo(fmt.Errorf("remove %s from %s: %w", addr.IPNet, a.From, err))
 			}
-			moved = append(moved, addr)
-			p, err := ovsPrefix(addr)
+		}
+		for _, i := range phyOrder(global, ep.Addr4.Addr(), ep.Addr6.Addr()) {
+			p, err := ovsPrefix(global[i])
 			if err != nil {
 				return undo(err)
 			}
@@ -353,7 +361,22 @@ var (
 				return undo(err)
 			}
 		}
-		return movedAddrs{Addrs: moved, Routes: routes}, nil
+		// The kernel dropped the IPv4 routes through the device with its
+		// last address, but not the IPv6 ones through a gateway: they
+		// would point through an OVS port, and once the device went down
+		// (the recover test's flap) nothing could put them back while the
+		// addresses are on To (the gateway is not on the device's link
+		// any more). They go too, journalled with the rest.
+		for _, j := range routes {
+			r, err := j.Route(from.Attrs().Index)
+			if err != nil {
+				return undo(err)
+			}
+			if err := ep.NL.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, unix.ENOENT) {
+				return undo(fmt.Errorf("take route %s off %s: %w", j, a.From, err))
+			}
+		}
+		return movedAddrs{Addrs: global, Routes: routes}, nil
 	})
 	// opRestoreAddrs takes Addrs off From (when it still exists) and puts
 	// them back on To, which it sets up, then puts Routes back.
@@ -385,32 +408,40 @@ const (
 	ovsNetdevUndo = "ovs-netdev"
 )
 
-// putBack puts addrs back on under with their original flags, in the
-// order under listed them (testbed.RestoreOrder), removing each from phy
-// first when phy is not nil; addresses already on under are left alone. It sets under up, then puts routes back through it
-// (those not there: the kernel dropped them with the addresses).
+// putBack puts addrs back on under with their original flags (and
+// broadcast address: none when they had none), in the order under listed
+// them (testbed.RestoreOrder), after taking every one off phy when phy is
+// not nil (secondaries first, testbed.TakeOrder, so that none is on both
+// devices); addresses already on under are left alone. It sets under up,
+// then puts routes back through it (those not there: the kernel dropped
+// them with the addresses).
 func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr, routes []testbed.JournalRoute) error {
 	have, err := ep.NL.AddrList(under, netlink.FAMILY_ALL)
 	if err != nil {
 		return fmt.Errorf("list addresses of %s: %w", under.Attrs().Name, err)
 	}
-	var errs []error
-	v6 := make([]bool, len(addrs))
-	for i, a := range addrs {
-		v6[i] = a.IP.To4() == nil
-	}
-	for _, i := range testbed.RestoreOrder(v6) {
-		a := addrs[i]
-		if phy != nil {
-			p, err := ovsPrefix(a)
-			if err == nil {
-				_ = ep.NL.AddrDel(phy, &netlink.Addr{IPNet: testbed.PrefixNet(p)})
-			}
+	if phy != nil {
+		// As phy lists them (phyOrder), its secondaries first; a
+		// failed delete leaves an address on a device that goes.
+		onPhy, err := ep.NL.AddrList(phy, netlink.FAMILY_ALL)
+		if err != nil {
+			onPhy = addrs
 		}
+		for _, a := range testbed.TakeOff(onPhy, addrs) {
+			_ = ep.NL.AddrDel(phy, &netlink.Addr{IPNet: a.IPNet})
+		}
+	}
+	var errs []error
+	for _, i := range testbed.RestoreOrder(isV6(addrs)) {
+		a := addrs[i]
 		if slices.ContainsFunc(have, func(h netlink.Addr) bool { return h.IPNet.String() == a.IPNet.String() }) {
 			continue
 		}
 		re := &netlink.Addr{IPNet: a.IPNet, Flags: a.Flags, Scope: a.Scope, Broadcast: a.Broadcast}
+		if re.Broadcast == nil && a.IP.To4() != nil {
+			// The netlink package would make one up.
+			re.Broadcast = net.IPv4zero
+		}
 		if err := ep.NL.AddrAdd(under, re); err != nil {
 			errs = append(errs, fmt.Errorf("restore %s on %s: %w", a.IPNet, under.Attrs().Name, err))
 		}
@@ -422,6 +453,46 @@ func putBack(ep *testbed.Endpoint, under, phy netlink.Link, addrs []netlink.Addr
 		errs = append(errs, fmt.Errorf("%s: %w", under.Attrs().Name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// phyOrder is the order in which the underlay's addresses addrs (as it
+// lists them) go on br-phy: the device's own (testbed.RestoreOrder, so
+// that br-phy lists them as the device did), but for the run's own
+// addresses own4 and own6, which go first in their networks (own4 first,
+// which makes it the primary of its network; own6 last, as the kernel
+// lists the newest IPv6 address first). On the netdev datapath OVS sends
+// the tunnel's packets from the first address of br-phy in the remote's
+// network (its route has no preferred source; options:local_ip does not
+// change that in OVS 3.1), and the peer's tunnel port takes only packets
+// from the address it names as remote_ip: the run's own, not another
+// address of the host's in that network.
+func phyOrder(addrs []netlink.Addr, own4, own6 netip.Addr) []int {
+	own := func(i int) bool {
+		ip, ok := netip.AddrFromSlice(addrs[i].IP)
+		ip = ip.Unmap()
+		return ok && (ip == own4 || ip == own6)
+	}
+	var first, rest, last []int
+	for _, i := range testbed.RestoreOrder(isV6(addrs)) {
+		switch {
+		case own(i) && addrs[i].IP.To4() != nil:
+			first = append(first, i)
+		case own(i):
+			last = append(last, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	return append(append(first, rest...), last...)
+}
+
+// isV6 says which of addrs are IPv6 addresses, for testbed.RestoreOrder.
+func isV6(addrs []netlink.Addr) []bool {
+	v6 := make([]bool, len(addrs))
+	for i, a := range addrs {
+		v6[i] = a.IP.To4() == nil
+	}
+	return v6
 }
 
 // ovsLinkUp sets the named device up.

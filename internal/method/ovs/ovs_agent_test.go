@@ -2,8 +2,10 @@ package ovs_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +14,11 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/ovs"
+	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
+	"github.com/vishvananda/netns"
 )
 
 // TestOVSNetdevThroughAgents runs ovs-vxlan on the netdev datapath between
@@ -148,6 +152,12 @@ func TestOVSNetdevHostRoutesThroughAgents(t *testing.T) {
 					if diff := cmp.Diff(rulesOf(before[i]), rulesOf(hostNetState(t, nss[i], ep.Dev))); diff != "" {
 						t.Errorf("%s: rules during the run (-before +during):\n%s", ep.Side, diff)
 					}
+					// The recover test's flap of the underlay puts back
+					// what it took (no host route left through the
+					// device that only the moved addresses reach).
+					if err := flapIn(nss[i], ep.Dev); err != nil {
+						t.Errorf("%s: flap %s during the run: %v", ep.Side, ep.Dev, err)
+					}
 				}
 				if crash {
 					for _, a := range agents {
@@ -193,9 +203,9 @@ func TestOVSNetdevHostRoutesThroughAgents(t *testing.T) {
 
 // hostUnderlay gives the underlay dev of namespace ns (side i) what a
 // host's NIC may have beside the run's address: a second address of
-// each family, a route in main via a gateway on that address's network,
-// a route through it in table 220, and a rule to table 220 (priority
-// 220).
+// each family in a network of its own and a third in the run's (an IPv4
+// secondary), routes in main via a gateway on each of those networks, a
+// route through it in table 220, and a rule to table 220 (priority 220).
 func hostUnderlay(t *testing.T, ns, dev string, i int) {
 	t.Helper()
 	for _, argv := range [][]string{
@@ -203,6 +213,11 @@ func hostUnderlay(t *testing.T, ns, dev string, i int) {
 		// broadcast address whether the original had one or not.
 		{"-4", "addr", "add", fmt.Sprintf("198.18.9.%d/24", i+1), "brd", "+", "dev", dev},
 		{"-6", "addr", "add", fmt.Sprintf("2001:2:9::%d/64", i+1), "dev", dev, "nodad"},
+		// A second address in the subnet of the run's own: an IPv4
+		// secondary, which the kernel deletes with its primary.
+		{"-4", "addr", "add", fmt.Sprintf("198.18.0.%d/24", 101+i), "brd", "+", "dev", dev},
+		{"-6", "addr", "add", fmt.Sprintf("2001:2::%d/64", 101+i), "dev", dev, "nodad"},
+		{"-6", "route", "add", "2001:db8:3::/64", "via", "2001:2::fe", "dev", dev},
 		{"-4", "route", "add", "192.0.2.0/24", "via", "198.18.9.254", "dev", dev},
 		{"-6", "route", "add", "2001:db8:1::/64", "via", "2001:2:9::fe", "dev", dev},
 		{"-4", "route", "add", "203.0.113.0/24", "via", "198.18.9.254", "dev", dev, "table", "220"},
@@ -260,6 +275,35 @@ func hostNetState(t *testing.T, ns, dev string) []string {
 		}
 	}
 	return lines
+}
+
+// flapIn takes dev of namespace ns down and up as the recover test does
+// (rr.LinkFlap), from a thread of its own in ns.
+func flapIn(ns, dev string) error {
+	done := make(chan error)
+	go func() {
+		// The thread stays locked, and dies with the goroutine, in ns.
+		runtime.LockOSThread()
+		h, err := netns.GetFromName(ns)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer h.Close()
+		if err := netns.Set(h); err != nil {
+			done <- err
+			return
+		}
+		f := &rr.LinkFlap{Dev: dev}
+		if err := f.Down(); err != nil {
+			_, uerr := f.Up()
+			done <- errors.Join(err, uerr)
+			return
+		}
+		_, err = f.Up()
+		done <- err
+	}()
+	return <-done
 }
 
 // rulesOf are the rule lines of a hostNetState.
