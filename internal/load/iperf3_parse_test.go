@@ -101,6 +101,28 @@ func TestParseIperf3(t *testing.T) {
 	}
 }
 
+// A real report of a test that ran but whose receiver got nothing
+// (boringtun at underlay MTU 9000, issue 39): the parser reports it as it
+// is, 0 bytes received and what the sender claimed; that such a test
+// fails the cell is the runner's verdict (nothingReceived), since the
+// mtu_probe test reads a stalled transfer as its finding.
+func TestParseIperf3NothingReceived(t *testing.T) {
+	got, err := ParseIperf3(readTestdata(t, "iperf3_tcp4_nothing_received.json"))
+	if err != nil {
+		t.Fatalf("ParseIperf3: %v", err)
+	}
+	if got.Bytes != 0 || got.BitsPerSecond != 0 || got.Seconds != 1.001338 {
+		t.Errorf("received %d bytes, %v bit/s in %v s, want 0, 0 in 1.001338", got.Bytes, got.BitsPerSecond, got.Seconds)
+	}
+	if got.SenderBitsPerSecond != 2630059.9168476425 || got.Retransmits != 4 {
+		t.Errorf("sender %v bit/s, %d retransmits, want 2630059.9168476425 and 4", got.SenderBitsPerSecond, got.Retransmits)
+	}
+	// The client sends: its one interval is the sender's view.
+	if len(got.Intervals) != 1 || got.Intervals[0].Bytes != 329104 {
+		t.Errorf("intervals %+v, want one of 329104 bytes sent", got.Intervals)
+	}
+}
+
 func TestParseIperf3Errors(t *testing.T) {
 	// A real report with iperf3's "error" key added: iperf3 writes one next
 	// to partial results when the test breaks off midway.
@@ -182,6 +204,7 @@ func FuzzParseIperf3(f *testing.F) {
 	for _, name := range []string{
 		"iperf3_tcp4_omit.json", "iperf3_tcp4_p4.json", "iperf3_tcp4_reverse.json",
 		"iperf3_udp4.json", "iperf3_refused.json", "iperf3_truncated.json",
+		"iperf3_tcp4_nothing_received.json",
 	} {
 		f.Add(readTestdata(f, name))
 	}

@@ -112,6 +112,23 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 	return thr, cpu, cpuErr
 }
 
+// nothingReceived is the error of a throughput test (test: tcp_stream,
+// parallel) whose iperf3 finished without an error but whose receivers
+// got no byte (received, over the dur seconds measured, warm-up excluded)
+// over method: the path carried nothing, which is a fault, not a
+// throughput of zero (docs/measurement.md). It is nil when something was
+// received. The error carries what the sender reported, which tells a
+// path that lost all it was given (a sender rate, retransmits) from a
+// sender that sent nothing.
+func nothingReceived(test string, received int64, senderBps float64, retransmits int64, dur float64, method string) error {
+	if received > 0 {
+		return nil
+	}
+	d := time.Duration(dur * float64(time.Second)).String()
+	return fmt.Errorf("%s: iperf3 received 0 bytes in %s over %s: the sender reported %.2f Mbit/s and %d retransmits, so the path carried nothing",
+		test, d, method, senderBps/1e6, retransmits)
+}
+
 // live feeds the progress line with the sender's transmit rate.
 func live(ep *testbed.Endpoint, stopc <-chan struct{}, prog *progress) {
 	prev, err := sample.LinkCounters(ep.NL, ep.Dev)

@@ -330,6 +330,43 @@ func TestRunnerShortTransferOneShotServer(t *testing.T) {
 	}
 }
 
+// A tcp_stream whose iperf3 finished cleanly but received nothing (a real
+// report, boringtun at underlay MTU 9000 before issue 39's fix) fails the
+// cell, which keeps the figures measured; it once stood as ok with 0.00
+// Gbit/s.
+func TestRunnerNothingReceivedIsAFailedCell(t *testing.T) {
+	data, err := os.ReadFile("../load/testdata/iperf3_tcp4_nothing_received.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, bed := &fakeMethod{}, &fakeBed{host: &fakeHost{iperf3: data}}
+	_, st, err := fakeRun(t, context.Background(), m, bed, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.cells) != 1 {
+		t.Fatalf("cells: %d, want 1", len(st.cells))
+	}
+	c := st.cells[0]
+	want := "tcp_stream: iperf3 received 0 bytes in 1s over fake: the sender reported 2.63 Mbit/s and 4 retransmits, so the path carried nothing"
+	if c.Status != result.StatusFailed || c.Error != want {
+		t.Errorf("cell: %s %q, want failed with %q", c.Status, c.Error, want)
+	}
+	if c.Throughput == nil || c.Throughput.Bytes != 0 || c.Throughput.SenderBitsPerSecond == 0 {
+		t.Errorf("throughput %+v, want the measured record kept", c.Throughput)
+	}
+}
+
+func TestNothingReceived(t *testing.T) {
+	if err := nothingReceived("tcp_stream", 1, 0, 0, 1, "native"); err != nil {
+		t.Errorf("one byte received: %v, want nil", err)
+	}
+	err := nothingReceived("parallel", 0, 0, 0, 2.5, "ipsec")
+	if want := "parallel: iperf3 received 0 bytes in 2.5s over ipsec: the sender reported 0.00 Mbit/s and 0 retransmits, so the path carried nothing"; err == nil || err.Error() != want {
+		t.Errorf("nothing received: %v, want %q", err, want)
+	}
+}
+
 func TestRunnerFailedSetupIsAFailedCellAndTornDown(t *testing.T) {
 	m, bed := &fakeMethod{failSetup: errors.New("no such thing")}, newFakeBed(t)
 	_, st, err := fakeRun(t, context.Background(), m, bed, 2)

@@ -312,6 +312,8 @@ func (s *stepRun) measureTest(mctx context.Context, test string) {
 		cell.Throughput, cell.CPU, s.sp = thr, cpu, tsp
 		if err != nil {
 			s.fail(fmt.Errorf("throughput: %w", err))
+		} else if thr != nil {
+			s.fail(nothingReceived(test, thr.Bytes, thr.SenderBitsPerSecond, thr.Retransmits, p.Duration, s.m.Name()))
 		}
 	case scenario.TestParallel:
 		par, psp, err := measureParallel(mctx, tb, path, p, s.prog)
@@ -321,6 +323,8 @@ func (s *stepRun) measureTest(mctx context.Context, test string) {
 		}
 		if err != nil {
 			s.fail(fmt.Errorf("parallel: %w", err))
+		} else if par != nil {
+			s.fail(nothingReceived(test, par.Bytes, par.SenderBitsPerSecond, par.Retransmits, p.Duration, s.m.Name()))
 		}
 	case scenario.TestTCPRR:
 		if p.Latency <= 0 {

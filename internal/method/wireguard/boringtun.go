@@ -13,7 +13,8 @@ import (
 const BoringTunInstall = "cargo install boringtun-cli --version 0.7.1 --locked --root /usr/local"
 
 // BoringTun is Cloudflare's userspace WireGuard in Rust (boringtun-cli),
-// one daemon per side on a TUN device, configured over its control socket
+// one daemon per side on a TUN device that tunbench creates for it (with
+// the overlay MTU: see Setup), configured over its control socket
 // with per-run keys and a preshared key. Each daemon gets a private /run,
 // so its socket stays in the run directory (see wireguard.go). It is
 // optional: without boringtun-cli the method reports how to install it.
@@ -35,6 +36,9 @@ func NewBoringTun() *BoringTun {
 		},
 		// Plain log lines, without terminal colour codes.
 		env: []string{"NO_COLOR=1"},
+		// boringtun would read a device it created at 1500 until its
+		// once-a-second MTU check (see tunFirst).
+		tunFirst: true,
 	})}
 }
 
@@ -71,9 +75,12 @@ func (*BoringTun) Requirements() []method.Requirement {
 	}
 }
 
-// Setup starts boringtun on each side, sets the overlay MTU (boringtun
-// creates its device with 1500 and rereads the MTU every second) and
-// address, configures keys and peer, and waits for the first handshake.
+// Setup creates each side's TUN device with the overlay MTU and address,
+// starts boringtun on it (boringtun reads the MTU when it opens the device
+// and then only once a second, and cuts every packet it reads down to the
+// MTU it knows: on a device it created itself, at 1500, packets above 1500
+// bytes were lost for up to a second after the MTU was set), configures
+// keys and peer, and waits for the first handshake.
 func (m *BoringTun) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	return m.u.setup(ctx, env)
 }

@@ -32,3 +32,11 @@ func TestBoringTunHandshakeFailure(t *testing.T) {
 	requireProgram(t, m, "boringtun-cli")
 	wgHandshakeFailure(t, m)
 }
+
+func TestBoringTunJumboAtOnce(t *testing.T) {
+	m := wireguard.NewBoringTun()
+	requireProgram(t, m, "boringtun-cli")
+	for _, family := range m.Families() {
+		t.Run(family, func(t *testing.T) { wgJumboAtOnce(t, m, family) })
+	}
+}

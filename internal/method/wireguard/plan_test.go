@@ -71,6 +71,9 @@ func answerWireGuard(r *testbedtest.Recorder, cfg *wgtypes.Config) {
 	testbedtest.AnswerOp(r, "wireguard.device", func(dev string) (string, *wgtypes.Device, error) {
 		return "", &wgtypes.Device{Name: dev, Peers: []wgtypes.Peer{{LastHandshakeTime: time.Unix(1, 0)}}}, nil
 	})
+	testbedtest.AnswerOp(r, "wireguard.tun", func(dev string) (string, struct{}, error) {
+		return "ip tuntap add dev " + dev + " mode tun multi_queue", struct{}{}, r.Know(dev, "tun")
+	})
 	testbedtest.AnswerOp(r, "udp.kick", func(to netip.AddrPort) (string, struct{}, error) {
 		return "send udp to " + to.String(), struct{}{}, nil
 	})
@@ -139,7 +142,9 @@ var uapiKey = regexp.MustCompile(`(private_key|public_key|preshared_key)=[0-9a-f
 // prints version, the daemon (started through unshare) creates its
 // device and socket and removes the device as it exits, a UAPI set is
 // recorded as "uapi set" with its lines (keys <key>), a UAPI get shows a
-// handshake.
+// handshake. A daemon started on a device that exists (one tunbench
+// created, recorded as "ip tuntap add") attaches to it and leaves it
+// behind when it exits.
 func answerUserspace(r *testbedtest.Recorder, program, version string) {
 	r.AnswerCommands(func(argv []string) testbedtest.Answer {
 		if len(argv) == 2 && argv[0] == program && argv[1] == "--version" {
@@ -147,6 +152,11 @@ func answerUserspace(r *testbedtest.Recorder, program, version string) {
 		}
 		if argv[0] == "unshare" && slices.Contains(argv, program) {
 			dev := argv[len(argv)-1]
+			if _, err := r.LinkByName(dev); err == nil {
+				// It attaches to the device tunbench created
+				// (boringtun), which outlives it.
+				return testbedtest.Answer{Runs: true}
+			}
 			if err := r.Know(dev, "tun"); err != nil {
 				return testbedtest.Answer{Err: err}
 			}
@@ -161,6 +171,9 @@ func answerUserspace(r *testbedtest.Recorder, program, version string) {
 		}
 		req := uapiKey.ReplaceAllString(strings.TrimSpace(a.Req), "$1="+testbedtest.KeyText)
 		return "uapi " + filepath.Base(a.Sock) + " " + strings.ReplaceAll(req, "\n", " "), nil, nil
+	})
+	testbedtest.AnswerOp(r, "wireguard.tun", func(dev string) (string, struct{}, error) {
+		return "ip tuntap add dev " + dev + " mode tun multi_queue", struct{}{}, r.Know(dev, "tun")
 	})
 	testbedtest.AnswerOp(r, "udp.kick", func(to netip.AddrPort) (string, struct{}, error) {
 		return "send udp to " + to.String(), struct{}{}, nil

@@ -196,6 +196,9 @@ var (
 	opUAPIExchange = testbed.NewOp("wireguard.uapi", func(_ context.Context, _ *testbed.Endpoint, a uapiArgs) ([]string, error) {
 		return uapiExchange(a.Sock, a.Req)
 	})
+	opTUNCreate = testbed.NewOp("wireguard.tun", func(_ context.Context, ep *testbed.Endpoint, dev string) (struct{}, error) {
+		return struct{}{}, ep.Do(func() error { return createTUN(dev) })
+	})
 	opUDPKick = testbed.NewOp("udp.kick", func(_ context.Context, ep *testbed.Endpoint, to netip.AddrPort) (struct{}, error) {
 		return struct{}{}, ep.Do(func() error {
 			c, err := net.Dial("udp", to.String())
@@ -456,6 +459,45 @@ func wgLinkUp(ep *testbed.Endpoint, dev string, mtu int, addr netip.Prefix) erro
 	return nil
 }
 
+// tunFlags are the flags boringtun opens its TUN device with (IFF_TUN,
+// IFF_NO_PI, IFF_MULTI_QUEUE): a persistent device it attaches to must
+// have been created multi-queue like this, or its TUNSETIFF fails.
+const tunFlags = unix.IFF_TUN | unix.IFF_NO_PI | unix.IFF_MULTI_QUEUE
+
+// createTUN creates the persistent TUN device dev, with tunFlags, in the
+// namespace of the calling thread (the namespace is the one /dev/net/tun
+// is opened in), and closes it again: the device stays, with no queue,
+// until a daemon attaches to it or it is deleted. A device of that name
+// that exists already is an error (IFF_TUN_EXCL).
+func createTUN(dev string) error {
+	fd, err := unix.Open("/dev/net/tun", unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("create tun device %s: open /dev/net/tun: %w", dev, err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq(dev)
+	if err != nil {
+		return fmt.Errorf("create tun device %s: %w", dev, err)
+	}
+	ifr.SetUint16(tunFlags | unix.IFF_TUN_EXCL)
+	if err := unix.IoctlIfreq(fd, unix.TUNSETIFF, ifr); err != nil {
+		return fmt.Errorf("create tun device %s: TUNSETIFF: %w", dev, err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.TUNSETPERSIST, 1); err != nil {
+		return fmt.Errorf("create tun device %s: TUNSETPERSIST: %w", dev, err)
+	}
+	return nil
+}
+
+// wgCreateTUN creates side s's TUN device before its daemon starts
+// (wgDaemon.tunFirst).
+func wgCreateTUN(s *wgSide) error {
+	if _, err := opTUNCreate.Call(context.Background(), s.ep, s.dev); err != nil {
+		return fmt.Errorf("%s: %w", s.ep.Side, err)
+	}
+	return nil
+}
+
 // wgLinkExists reports whether dev exists in ep's namespace.
 func wgLinkExists(ep *testbed.Endpoint, dev string) (bool, error) {
 	_, err := ep.NL.LinkByName(dev)
@@ -709,6 +751,17 @@ type wgDaemon struct {
 	// the foreground.
 	args func(dev string) []string
 	env  []string
+	// tunFirst makes tunbench create the daemon's TUN device (createTUN)
+	// and give it its MTU, address and up state before the daemon starts,
+	// which then attaches to it. boringtun needs it: it reads its device's
+	// MTU once when it opens the device and then once a second, and
+	// reads packets from the device into a buffer of that size, so that
+	// for up to a second after the MTU was set on a device it created
+	// (with 1500) every packet larger than 1500 bytes was cut short and
+	// lost on the way. At an underlay MTU of 9000 a one-second TCP stream
+	// right after the set-up then carried nothing. The device outlives
+	// the daemon; teardown deletes it.
+	tunFirst bool
 }
 
 // wgUserspace runs one userspace WireGuard daemon per side. Each daemon
@@ -802,8 +855,10 @@ func (u *wgUserspace) variant(ctx context.Context, env *method.Env) string {
 	return env.A.Side + ": " + va + "; " + env.B.Side + ": " + vb
 }
 
-// setup starts both daemons, sets MTU and addresses, configures them over
-// their sockets and waits for the first handshake. The Variant is the
+// setup starts both daemons, sets MTU and addresses (before the daemon
+// starts, on a device tunbench created, with tunFirst; after, on the
+// daemon's own device, otherwise), configures them over their sockets and
+// waits for the first handshake. The Variant is the
 // program's version on the sides' hosts (both named when they differ).
 func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	sides, err := wgPlan(env, u.d.method)
@@ -816,11 +871,21 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 	var procs [2]*method.Process
 	var ctl [2]wgControl
 	for i, s := range sides {
+		if u.d.tunFirst {
+			if err := wgCreateTUN(s); err != nil {
+				return nil, err
+			}
+			if err := wgLinkUp(s.ep, s.dev, env.OverlayMTU, s.addr); err != nil {
+				return nil, err
+			}
+		}
 		if procs[i], err = u.start(ctx, env, s); err != nil {
 			return nil, err
 		}
-		if err := wgLinkUp(s.ep, s.dev, env.OverlayMTU, s.addr); err != nil {
-			return nil, err
+		if !u.d.tunFirst {
+			if err := wgLinkUp(s.ep, s.dev, env.OverlayMTU, s.addr); err != nil {
+				return nil, err
+			}
 		}
 		ctl[i] = wgUAPI{ep: s.ep, sock: wgSocket(s)}
 		if err := ctl[i].configure(s.cfg); err != nil {

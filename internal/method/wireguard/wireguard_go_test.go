@@ -47,3 +47,11 @@ func TestWireGuardGoHandshakeFailure(t *testing.T) {
 	requireProgram(t, m, "wireguard-go")
 	wgHandshakeFailure(t, m)
 }
+
+func TestWireGuardGoJumboAtOnce(t *testing.T) {
+	m := wireguard.NewWireGuardGo()
+	requireProgram(t, m, "wireguard-go")
+	for _, family := range m.Families() {
+		t.Run(family, func(t *testing.T) { wgJumboAtOnce(t, m, family) })
+	}
+}
