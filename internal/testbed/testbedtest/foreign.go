@@ -171,16 +171,19 @@ func (f *Foreign) build() error {
 		f.procs = append(f.procs, c)
 	}
 	// Both are up once their sockets are: iperf3 listens, wireguard-go's
-	// device exists.
+	// device exists. And the state is settled once no address is
+	// tentative (IPv6 duplicate address detection of flannel.1's
+	// link-local address, whose local route comes after it).
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		out, _ := exec.Command("ip", "-n", ns, "-br", "link", "show", f.Name+"wg").Output()
 		ss, _ := exec.Command("ip", "netns", "exec", ns, "ss", "-Hltn", "sport", "= :5201").Output()
-		if len(bytes.TrimSpace(out)) > 0 && len(bytes.TrimSpace(ss)) > 0 {
+		tentative, _ := exec.Command("ip", "-n", ns, "-6", "addr", "show", "tentative").Output()
+		if len(bytes.TrimSpace(out)) > 0 && len(bytes.TrimSpace(ss)) > 0 && len(bytes.TrimSpace(tentative)) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the host's own iperf3 and wireguard-go are not up after 10 s")
+			return fmt.Errorf("the host's own iperf3 and wireguard-go are not up, or addresses still tentative, after 10 s")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
