@@ -64,6 +64,22 @@ func (*IPsecECMP) HeaderOverhead(family string, opts map[string]string, variant 
 // Options declares the scenario options (see Option).
 func (*IPsecECMP) Options() []method.Option { return ipsecDeclared(true) }
 
+// Listens declares the sockets a run opens (method.Listener): with the
+// xfrm data path one charon a side on 500 and 4500; with kernel-libipsec
+// one charon a tunnel, tunnel i on a port it picks for IKE and on 4500+i,
+// all on the wildcard address of the run's family only.
+func (*IPsecECMP) Listens(opts method.Values, _ string) []method.Listen {
+	if opts.String("datapath") == ipsecXfrm {
+		return []method.Listen{charonListen(500, ""), charonListen(4500, "")}
+	}
+	var ls []method.Listen
+	for i := range opts.Int("tunnels") {
+		t := "tunnel " + strconv.Itoa(i)
+		ls = append(ls, charonListen(0, t), charonListen(4500+i, t))
+	}
+	return ls
+}
+
 func (*IPsecECMP) Requirements() []method.Requirement {
 	return append(ipsecRequirements(),
 		method.Requirement{Kernel: "CONFIG_IP_ROUTE_MULTIPATH", Bool: true},
@@ -193,7 +209,7 @@ func (s *ecmpSetup) libipsec(ctx context.Context) error {
 				return err
 			}
 			c, err := startCharon(ctx, ep, filepath.Join(sideDir, name), charonConfig{
-				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true,
+				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true, Family: s.env.Family,
 			})
 			if err := s.started(c, err); err != nil {
 				return err
@@ -247,7 +263,7 @@ func (s *ecmpSetup) xfrm(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500})
+		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500, Family: s.env.Family})
 		if err := s.started(c, err); err != nil {
 			return err
 		}
