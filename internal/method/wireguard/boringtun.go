@@ -62,6 +62,13 @@ func (*BoringTun) Overhead(family string) int { return wgOverhead(family) }
 // Options declares the scenario options (see Option).
 func (*BoringTun) Options() []method.Option { return []method.Option{method.WGPortOption} }
 
+// Listens declares the sockets a run opens (method.Listener): boringtun
+// has no option to bind an address, so each side listens on 0.0.0.0 and
+// :: at the listen port.
+func (*BoringTun) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{wildcardWG(opts, "boringtun-cli", "boringtun-cli has no bind option: it opens its port on 0.0.0.0 and ::")}
+}
+
 func (*BoringTun) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},
