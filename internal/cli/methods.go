@@ -181,26 +181,30 @@ type listenRow struct {
 }
 
 // declaredListens lists the sockets the method called name (or every
-// method, for "all") opens with its default options; declared is false
-// for a method that does not declare them (method.Listener).
-func declaredListens(reg *method.Registry, name string) (rows []listenRow, undeclared []string, err error) {
+// method, for "all") opens with its default options; none names the
+// methods that declare no socket, undeclared those that do not declare
+// their sockets (method.Listener).
+func declaredListens(reg *method.Registry, name string) (rows []listenRow, none, undeclared []string, err error) {
 	ms := reg.All()
 	if name != "all" {
 		m, err := reg.Get(name)
 		if err != nil {
-			return nil, nil, fmt.Errorf("--options: %w (or all)", err)
+			return nil, nil, nil, fmt.Errorf("--options: %w (or all)", err)
 		}
 		ms = []method.Method{m}
 	}
 	for _, m := range ms {
 		opts, err := method.ParseOptions(m, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: default options: %w", m.Name(), err)
+			return nil, nil, nil, fmt.Errorf("%s: default options: %w", m.Name(), err)
 		}
 		ls, ok := method.ListensOf(m, opts, m.Families()[0])
 		if !ok {
 			undeclared = append(undeclared, m.Name())
 			continue
+		}
+		if len(ls) == 0 {
+			none = append(none, m.Name())
 		}
 		for _, l := range ls {
 			side := l.Side
@@ -230,12 +234,12 @@ func declaredListens(reg *method.Registry, name string) (rows []listenRow, undec
 			rows = append(rows, listenRow{Method: m.Name(), Side: side, Proto: l.Proto, Port: port, Addr: addr, Program: l.Program, Why: l.Why})
 		}
 	}
-	return rows, undeclared, nil
+	return rows, none, undeclared, nil
 }
 
 // printListens prints the sockets of declaredListens.
 func printListens(w io.Writer, reg *method.Registry, name string) error {
-	rows, undeclared, err := declaredListens(reg, name)
+	rows, none, undeclared, err := declaredListens(reg, name)
 	if err != nil {
 		return err
 	}
@@ -257,8 +261,11 @@ func printListens(w io.Writer, reg *method.Registry, name string) error {
 			}
 		}
 	}
+	if len(none) > 0 {
+		fmt.Fprintf(w, "  none: %s\n", strings.Join(none, ", "))
+	}
 	if len(undeclared) > 0 {
-		fmt.Fprintf(w, "  not declared (kernel devices, or not yet listed): %s\n", strings.Join(undeclared, ", "))
+		fmt.Fprintf(w, "  not declared yet: %s\n", strings.Join(undeclared, ", "))
 	}
 	return nil
 }
@@ -267,7 +274,7 @@ func printListens(w io.Writer, reg *method.Registry, name string) error {
 // generated from the declarations (TestSSHDocListsPorts keeps the file in
 // step).
 func listensMarkdown(reg *method.Registry) string {
-	rows, undeclared, _ := declaredListens(reg, "all")
+	rows, none, undeclared, _ := declaredListens(reg, "all")
 	var b strings.Builder
 	b.WriteString("| method | side | proto | port | address | program | why not the underlay address |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
@@ -277,7 +284,7 @@ func listensMarkdown(reg *method.Registry) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Method, r.Side, r.Proto, r.Port, r.Addr, r.Program, why)
 	}
-	fmt.Fprintf(&b, "\nNot declared: %s.\n", strings.Join(undeclared, ", "))
+	fmt.Fprintf(&b, "\nNo socket: %s. Not declared yet: %s.\n", strings.Join(none, ", "), strings.Join(undeclared, ", "))
 	b.WriteString("\nThe load's own servers, on side b at b's address of the path (the tunnel's; native's is the underlay address), each while its test runs:\n\n")
 	b.WriteString("| proto | port | server: tests |\n|---|---|---|\n")
 	for _, l := range runner.LoadListens() {
