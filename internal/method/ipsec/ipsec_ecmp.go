@@ -67,15 +67,27 @@ func (*IPsecECMP) Options() []method.Option { return ipsecDeclared(true) }
 // Listens declares the sockets a run opens (method.Listener): with the
 // xfrm data path one charon a side on 500 and 4500; with kernel-libipsec
 // one charon a tunnel, tunnel i on a port it picks for IKE and on 4500+i,
-// all on the wildcard address of the run's family only.
+// all on the wildcard address of the run's family only. With datapath
+// auto, which picks one of the two at set-up, the ports of either: IKE at
+// 500 or ports charon picks, 4500, and tunnel i's 4500+i only when
+// kernel-libipsec was picked (declared at any port).
 func (*IPsecECMP) Listens(opts method.Values, _ string) []method.Listen {
-	if opts.String("datapath") == ipsecXfrm {
+	dp := opts.String("datapath")
+	if dp == ipsecXfrm {
 		return []method.Listen{charonListen(500, ""), charonListen(4500, "")}
 	}
 	var ls []method.Listen
 	for i := range opts.Int("tunnels") {
 		t := "tunnel " + strconv.Itoa(i)
-		ls = append(ls, charonListen(0, t), charonListen(4500+i, t))
+		nat := charonListen(4500+i, t)
+		if dp == ipsecAuto {
+			t = "xfrm: 500 once a side; kernel-libipsec: " + t
+			if i > 0 {
+				nat.Port = 0
+				nat.Program += " at 4500+" + strconv.Itoa(i) + " (kernel-libipsec only)"
+			}
+		}
+		ls = append(ls, charonListen(0, t), nat)
 	}
 	return ls
 }
