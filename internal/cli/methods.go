@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/runner"
 	"golang.org/x/sys/unix"
 )
 
@@ -155,15 +157,140 @@ func printOptions(w io.Writer, reg *method.Registry, name string, asJSON bool) e
 		return enc.Encode(opts)
 	}
 	if len(opts) == 0 {
-		_, err := fmt.Fprintf(w, "%s takes no options\n", name)
+		if _, err := fmt.Fprintf(w, "%s takes no options\n", name); err != nil {
+			return err
+		}
+	} else {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "METHOD\tOPTION\tVALUES\tDEFAULT\tHELP")
+		for _, o := range opts {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Method, o.Name, optionValues(o), o.Default, o.Help)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return printListens(w, reg, name)
+}
+
+// listenRow is one socket a method opens, as "tunbench methods --options"
+// and docs/ssh.md show it: with the method's default options and, for
+// the address, the measured family's.
+type listenRow struct {
+	Method, Side, Proto, Port, Addr, Program, Why string
+}
+
+// declaredListens lists the sockets the method called name (or every
+// method, for "all") opens with its default options; none names the
+// methods that declare no socket, undeclared those that do not declare
+// their sockets (method.Listener).
+func declaredListens(reg *method.Registry, name string) (rows []listenRow, none, undeclared []string, err error) {
+	ms := reg.All()
+	if name != "all" {
+		m, err := reg.Get(name)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("--options: %w (or all)", err)
+		}
+		ms = []method.Method{m}
+	}
+	for _, m := range ms {
+		opts, err := method.ParseOptions(m, nil)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: default options: %w", m.Name(), err)
+		}
+		ls, ok := method.ListensOf(m, opts, m.Families()[0])
+		if !ok {
+			undeclared = append(undeclared, m.Name())
+			continue
+		}
+		if len(ls) == 0 {
+			none = append(none, m.Name())
+		}
+		for _, l := range ls {
+			side := l.Side
+			if side == "" {
+				side = "a, b"
+			}
+			port := "any (the kernel picks)"
+			switch {
+			case l.Port != 0 && l.PortOption != "":
+				port = strconv.Itoa(l.Port) + " (option " + l.PortOption + ")"
+			case l.Port != 0:
+				port = strconv.Itoa(l.Port)
+			case l.PortOption != "":
+				port = "option " + l.PortOption + " (default: a free one the kernel picks)"
+			}
+			addr := l.Addr
+			switch {
+			case l.Addr == method.ListenUnderlay:
+				addr = "underlay (the site's address)"
+			case l.Addr == method.ListenOverlay:
+				addr = "overlay (the tunnel's address)"
+			case l.Addr == method.ListenWildcard && l.Families == "both":
+				addr = "wildcard: 0.0.0.0 and ::"
+			case l.Addr == method.ListenWildcard:
+				addr = "wildcard: 0.0.0.0 or ::, the run's family only"
+			}
+			rows = append(rows, listenRow{Method: m.Name(), Side: side, Proto: l.Proto, Port: port, Addr: addr, Program: l.Program, Why: l.Why})
+		}
+	}
+	return rows, none, undeclared, nil
+}
+
+// printListens prints the sockets of declaredListens.
+func printListens(w io.Writer, reg *method.Registry, name string) error {
+	rows, none, undeclared, err := declaredListens(reg, name)
+	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "METHOD\tOPTION\tVALUES\tDEFAULT\tHELP")
-	for _, o := range opts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Method, o.Name, optionValues(o), o.Default, o.Help)
+	fmt.Fprintln(w, "\nSockets a run opens (default options; docs/ssh.md, \"Ports a run opens\"):")
+	if len(rows) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "METHOD\tSIDE\tPROTO\tPORT\tADDRESS\tPROGRAM")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Method, r.Side, r.Proto, r.Port, r.Addr, r.Program)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		seen := map[string]bool{}
+		for _, r := range rows {
+			if r.Why != "" && !seen[r.Method+r.Why] {
+				seen[r.Method+r.Why] = true
+				fmt.Fprintf(w, "  %s: %s\n", r.Method, r.Why)
+			}
+		}
 	}
-	return tw.Flush()
+	if len(none) > 0 {
+		fmt.Fprintf(w, "  none: %s\n", strings.Join(none, ", "))
+	}
+	if len(undeclared) > 0 {
+		fmt.Fprintf(w, "  not declared yet: %s\n", strings.Join(undeclared, ", "))
+	}
+	return nil
+}
+
+// listensMarkdown is the table of docs/ssh.md's "Ports a run opens",
+// generated from the declarations (TestSSHDocListsPorts keeps the file in
+// step).
+func listensMarkdown(reg *method.Registry) string {
+	rows, none, undeclared, _ := declaredListens(reg, "all")
+	var b strings.Builder
+	b.WriteString("| method | side | proto | port | address | program | why not the underlay address |\n|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		why := r.Why
+		if why == "" {
+			why = "-"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", r.Method, r.Side, r.Proto, r.Port, r.Addr, r.Program, why)
+	}
+	fmt.Fprintf(&b, "\nNo socket: %s. Not declared yet: %s.\n", strings.Join(none, ", "), strings.Join(undeclared, ", "))
+	b.WriteString("\nThe load's own servers, on side b at b's address of the path (the tunnel's; native's is the underlay address), each while its test runs:\n\n")
+	b.WriteString("| proto | port | server: tests |\n|---|---|---|\n")
+	for _, l := range runner.LoadListens() {
+		fmt.Fprintf(&b, "| %s | %d | %s |\n", l.Proto, l.Port, l.Program)
+	}
+	return b.String()
 }
 
 func optionValues(o optionStatus) string {

@@ -13,6 +13,10 @@ func (Native) Families() []string     { return []string{IPv4, IPv6} }
 // Options declares the scenario options (see Option).
 func (Native) Options() []Option { return nil }
 
+// Listens declares no socket (method.Listener): native is the underlay
+// itself.
+func (Native) Listens(Values, string) []Listen { return nil }
+
 // Requirements is empty: native needs nothing beyond the underlay. (The
 // local testbed's veth pair, CONFIG_VETH, is the testbed's requirement,
 // checked by the local preflight; an ssh host's underlay is its own

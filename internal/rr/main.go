@@ -18,7 +18,7 @@ const usage = `usage: tunbench rr server [--addr A] [--port P] [--once] [--cc NA
        tunbench rr client --addr A [--port P] [--duration 3s] [--warmup 200ms]
                           [--request 1] [--response 1] [--timeout 5s] [--samples]
                           [--cc NAME]
-       tunbench rr echo [--addr A] [--port P]
+       tunbench rr echo [--addr A|--addr-from-stdin] [--port P]
        tunbench rr probe --addr A|--addr-from-stdin [--port P] [--interval 10ms] [--timeout 60s]
        tunbench rr stream --addr A [--port P] [--interval 10ms] [--lead 1s]
                           [--down 2s] [--flap DEV] [--wait 30s] [--tail 500ms]

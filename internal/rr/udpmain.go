@@ -20,6 +20,14 @@ const probeReady = "rr probe: ready"
 // ProbeReady is probeReady, for the runner.
 const ProbeReady = probeReady
 
+// EchoReady is the line "rr echo --addr-from-stdin" prints on stdout once
+// it waits for the address to listen on.
+const EchoReady = "rr echo: ready"
+
+// EchoListening is the line "rr echo --addr-from-stdin" prints on stdout
+// once its socket is bound to the address it read.
+const EchoListening = "rr echo: listening"
+
 // udpMain runs "tunbench rr echo|probe|stream" (udp.go). The client
 // subcommands print their report as one line of JSON, also when they
 // fail (then with its error).
@@ -35,18 +43,24 @@ func udpMain(ctx context.Context, sub string, args []string, stdout, stderr io.W
 	dev := fs.String("flap", "", "stream: the device to take down and up")
 	wait := fs.Duration("wait", 30*time.Second, "stream: longest wait for the first answer after the device is up")
 	tail := fs.Duration("tail", 500*time.Millisecond, "stream: requests after the first answer")
-	stdinAddr := fs.Bool("addr-from-stdin", false, "probe: wait for the server address on standard input (one line), then probe")
+	stdinAddr := fs.Bool("addr-from-stdin", false, "probe, echo: wait for the address on standard input (one line), then probe it, or listen on it")
 	if err := fs.Parse(args); err != nil {
 		return usageStatus(err)
 	}
-	if sub == "probe" && *stdinAddr {
+	if (sub == "probe" || sub == "echo") && *stdinAddr {
 		// Started ahead (before the tunnel is set up), the probe learns
 		// where to send once it exists: only this line stands between the
-		// set-up and the first request.
-		fmt.Fprintln(stdout, probeReady)
+		// set-up and the first request. The echo server likewise learns
+		// the tunnel address it listens on, so that it never listens on
+		// every address of the host.
+		ready := probeReady
+		if sub == "echo" {
+			ready = EchoReady
+		}
+		fmt.Fprintln(stdout, ready)
 		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
 		if err != nil && line == "" {
-			fmt.Fprintf(stderr, "rr probe: read the address from stdin: %v\n", err)
+			fmt.Fprintf(stderr, "rr %s: read the address from stdin: %v\n", sub, err)
 			return exitFail
 		}
 		*addr = strings.TrimSpace(line)
@@ -67,6 +81,10 @@ func udpMain(ctx context.Context, sub string, args []string, stdout, stderr io.W
 		if err != nil {
 			fmt.Fprintln(stderr, err)
 			return exitFail
+		}
+		if *stdinAddr {
+			// The runner waits for this line before it lets the probe send.
+			fmt.Fprintln(stdout, EchoListening)
 		}
 		fmt.Fprintf(stderr, "rr echo: listening on %s\n", s.Addr())
 		stop := context.AfterFunc(ctx, func() { s.Close() })

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"strconv"
 	"strings"
 	"syscall"
@@ -32,39 +33,122 @@ const probeInterval = rr.DefaultProbeInterval
 
 // echoServer is "tunbench rr echo" running on an endpoint.
 type echoServer struct {
-	ep  *testbed.Endpoint
-	cmd *testbed.Cmd
-	out *bytes.Buffer
+	ep    *testbed.Endpoint
+	cmd   *testbed.Cmd
+	argv  []string
+	out   *bytes.Buffer
+	stdin io.WriteCloser // of an echo server started ahead (startEchoAhead)
+	pipe  *io.PipeWriter // its stdout, read for EchoReady and EchoListening
+	bound chan struct{}  // closed at EchoListening
 }
 
-// startEcho starts the echo server on ep, listening on every address (so
-// it may start before the method's addresses exist), and waits until its
-// socket is bound.
-func startEcho(ctx context.Context, ep *testbed.Endpoint) (*echoServer, error) {
+// startEcho starts the echo server on ep, listening on addr (the
+// tunnel's address of ep, never every address of the host), and waits
+// until its socket is bound.
+func startEcho(ctx context.Context, ep *testbed.Endpoint, addr netip.Addr) (*echoServer, error) {
 	exe, err := ep.Tunbench()
 	if err != nil {
 		return nil, fmt.Errorf("find the tunbench binary for rr echo: %w", err)
 	}
-	argv := []string{exe, "rr", "echo", "--port", strconv.Itoa(echoPort)}
+	argv := []string{exe, "rr", "echo", "--addr", addr.Unmap().String(), "--port", strconv.Itoa(echoPort)}
 	cmd := ep.Command(ctx, argv...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := ep.Start(cmd); err != nil {
 		return nil, err
 	}
-	e := &echoServer{ep: ep, cmd: cmd, out: &out}
+	e := &echoServer{ep: ep, cmd: cmd, argv: argv, out: &out}
+	if err := e.waitBound(ctx); err != nil {
+		e.stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+// waitBound waits until the echo server's socket is bound.
+func (e *echoServer) waitBound(ctx context.Context) error {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		ok, err := udpBound(ep, cmd.Pid(), echoPort)
+		ok, err := udpBound(e.ep, e.cmd.Pid(), echoPort)
 		if ok {
-			return e, nil
+			return nil
 		}
 		if err != nil || time.Now().After(deadline) || ctx.Err() != nil {
-			e.stop()
-			return nil, fmt.Errorf("%q: not bound to UDP port %d: %v %s", joinArgs(argv), echoPort, err, trim(out.String()))
+			return fmt.Errorf("%q: not bound to UDP port %d: %v %s", joinArgs(e.argv), echoPort, err, trim(e.out.String()))
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// startEchoAhead starts the echo server on ep before the method's set-up,
+// when the address it is to listen on does not exist yet: it waits for
+// that address on its standard input (listen), so that it never listens
+// on every address of the host.
+func startEchoAhead(ctx context.Context, ep *testbed.Endpoint) (*echoServer, error) {
+	exe, err := ep.Tunbench()
+	if err != nil {
+		return nil, fmt.Errorf("find the tunbench binary for rr echo: %w", err)
+	}
+	argv := []string{exe, "rr", "echo", "--addr-from-stdin", "--port", strconv.Itoa(echoPort)}
+	cmd := ep.Command(ctx, argv...)
+	e := &echoServer{ep: ep, cmd: cmd, argv: argv, out: &bytes.Buffer{}}
+	if e.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, e.out
+	ready := make(chan struct{})
+	e.bound = make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			switch strings.TrimSpace(sc.Text()) {
+			case rr.EchoReady:
+				close(ready)
+				continue
+			case rr.EchoListening:
+				close(e.bound)
+			default:
+				continue
+			}
+			break
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	if err := ep.Start(cmd); err != nil {
+		pw.Close()
+		return nil, err
+	}
+	e.pipe = pw
+	select {
+	case <-ready:
+		return e, nil
+	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
+	}
+	e.stop()
+	return nil, fmt.Errorf("%q: not ready within 10s: %s", joinArgs(argv), trim(e.out.String()))
+}
+
+// listen tells an echo server started ahead the address to listen on and
+// waits until it listens there. Called before the probe is given the
+// address, its time counts in the connect record's harness time, not in
+// the probe's.
+func (e *echoServer) listen(ctx context.Context, addr netip.Addr) error {
+	_, err := fmt.Fprintf(e.stdin, "%s\n", addr.Unmap())
+	if cerr := e.stdin.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("%q: send the address to listen on: %w", joinArgs(e.argv), err)
+	}
+	select {
+	case <-e.bound:
+		return nil
+	case <-time.After(5 * time.Second):
+	case <-ctx.Done():
+	}
+	return fmt.Errorf("%q: not listening on %s within 5s: %s", joinArgs(e.argv), addr, trim(e.out.String()))
 }
 
 // stop ends the echo server at once (it serves until signalled).
@@ -72,8 +156,15 @@ func (e *echoServer) stop() {
 	if e == nil {
 		return
 	}
+	if e.stdin != nil {
+		// cmd.Wait waits for the copy into the process's stdin.
+		_ = e.stdin.Close()
+	}
 	_ = e.cmd.Signal(syscall.SIGTERM)
 	stop(e.ep, e.cmd)
+	if e.pipe != nil {
+		e.pipe.Close()
+	}
 }
 
 // udpBound reports whether a UDP socket of process pid's namespace is

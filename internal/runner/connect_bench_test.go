@@ -42,15 +42,19 @@ func BenchmarkConnectHarness(b *testing.B) {
 	var sum, worst, handshake time.Duration
 	b.ResetTimer()
 	for range b.N {
-		// What runStep adds: the echo server started before the set-up,
-		// the probe after it, the server stopped.
+		// What runStep adds: the echo server and the probe started
+		// before the set-up, told the address after it, the server
+		// stopped.
 		start := time.Now()
-		echo, err := startEcho(ctx, pair.B)
+		echo, err := startEchoAhead(ctx, pair.B)
 		if err != nil {
 			b.Fatal(err)
 		}
 		probe, err := startConnectProbe(ctx, pair)
 		if err != nil {
+			b.Fatal(err)
+		}
+		if err := echo.listen(ctx, path.B); err != nil {
 			b.Fatal(err)
 		}
 		c, err := probe.measure(path, 0, time.Now())

@@ -40,7 +40,7 @@ func measureRecover(ctx context.Context, tb *testbed.Pair, m method.Method, env 
 	if down <= 0 {
 		down = 2 * time.Second
 	}
-	echo, err := startEcho(ctx, tb.B)
+	echo, err := startEcho(ctx, tb.B, path.B)
 	if err != nil {
 		return nil, fmt.Errorf("rr echo: %w", err)
 	}

@@ -72,7 +72,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	var echo *echoServer
 	var probe *connectProbe
 	if slices.Contains(st.Params.Tests, scenario.TestConnect) {
-		if echo, err = startEcho(ctx, s.tb.B); err != nil {
+		if echo, err = startEchoAhead(ctx, s.tb.B); err != nil {
 			s.fail(fmt.Errorf("connect: rr echo: %w", err))
 		} else if probe, err = startConnectProbe(ctx, s.tb); err != nil {
 			s.fail(fmt.Errorf("connect: %w", err))
@@ -89,6 +89,9 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		return cell
 	}
 	if probe != nil {
+		if err := echo.listen(ctx, s.path.B); err != nil {
+			s.fail(fmt.Errorf("connect: %w", err))
+		}
 		cell.Connect, err = probe.measure(s.path, setupEnd.Sub(setupStart), setupEnd)
 		s.fail(err)
 	}

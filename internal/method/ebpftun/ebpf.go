@@ -40,6 +40,11 @@ var (
 
 func (m EBPF) Name() string { return "ebpf-" + m.encap.String() }
 
+// Listens declares no socket (method.Listener): the tc program on the
+// underlay device decapsulates the packets, UDP ones included, before
+// they reach a socket.
+func (EBPF) Listens(method.Values, string) []method.Listen { return nil }
+
 func (m EBPF) Implementation() string {
 	return "tunbench eBPF " + m.encap.String() + " (tc clsact egress encap + ingress decap, rule map)"
 }

@@ -30,6 +30,21 @@ type ebpfInterop struct {
 
 func (m ebpfInterop) Name() string { return m.EBPF.Name() + "-with-kernel-" + m.kernel.Name() }
 
+// Listens: the kernel device's sockets, on the side that has it (the
+// eBPF side opens none).
+func (m ebpfInterop) Listens(opts method.Values, family string) []method.Listen {
+	kopts, _ := method.ParseOptions(m.kernel, nil)
+	ls, _ := method.ListensOf(m.kernel, kopts, family)
+	kside := "a"
+	if m.ebpfOn == "a" {
+		kside = "b"
+	}
+	for i := range ls {
+		ls[i].Side = kside
+	}
+	return ls
+}
+
 func (m ebpfInterop) Requirements() []method.Requirement {
 	return append(m.EBPF.Requirements(), m.kernel.Requirements()...)
 }

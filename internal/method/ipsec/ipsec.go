@@ -131,6 +131,28 @@ func (*IPsec) Requirements() []method.Requirement { return ipsecRequirements() }
 // Options declares the scenario options (see Option).
 func (*IPsec) Options() []method.Option { return ipsecDeclared(false) }
 
+// Listens declares the sockets a run opens (method.Listener): each side's
+// charon opens IKE (500) and NAT-T (4500) on the wildcard address of the
+// run's family only.
+func (*IPsec) Listens(method.Values, string) []method.Listen {
+	return []method.Listen{charonListen(500, ""), charonListen(4500, "")}
+}
+
+// charonWhy is why charon's sockets are wildcard ones.
+const charonWhy = "strongSwan's socket-default plugin binds no address, only a port: the run opens the run's family alone (use_ipv4/use_ipv6)"
+
+// charonListen is one of charon's UDP sockets (port 0: one it picks).
+func charonListen(port int, what string) method.Listen {
+	prog := "charon (IKE)"
+	if port != 500 && port != 0 {
+		prog = "charon (NAT-T, ESP in UDP)"
+	}
+	if what != "" {
+		prog += ", " + what
+	}
+	return method.Listen{Proto: "udp", Port: port, Addr: method.ListenWildcard, Families: "run", Program: prog, Why: charonWhy}
+}
+
 func ipsecRequirements() []method.Requirement {
 	return []method.Requirement{
 		{Program: charonPath, Package: "strongswan-charon", Install: ipsecPackages},
@@ -642,7 +664,7 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			return nil, err
 		}
 		c, err := startCharon(ctx, ep, dir, charonConfig{
-			Datapath: dp, Port: 500, PortNATT: 4500, RouteMTU: mtu, InstallRoutes: true, Table: table,
+			Datapath: dp, Port: 500, PortNATT: 4500, RouteMTU: mtu, InstallRoutes: true, Table: table, Family: env.Family,
 		})
 		if c != nil && c.proc != nil {
 			run.add(c)

@@ -159,6 +159,10 @@ type charonConfig struct {
 	// strongSwan uses. A zero Table is routing_table = 0: no table, no
 	// rule.
 	Table runTable
+	// Family, when set, is the only family charon opens its IKE sockets
+	// in (socket-default's use_ipv4 and use_ipv6): socket-default cannot
+	// bind an address, only leave a family out.
+	Family string
 }
 
 // charonRun is charon's /run: a private directory of ours bind-mounted
@@ -202,6 +206,10 @@ func (c charonConfig) render() string {
 	fmt.Fprintf(&b, "\t\tvici {\n\t\t\tsocket = unix://%s/charon.vici\n\t\t}\n", charonRun)
 	if c.RouteMTU > 0 {
 		fmt.Fprintf(&b, "\t\tkernel-netlink {\n\t\t\tmtu = %d\n\t\t}\n", c.RouteMTU)
+	}
+	if c.Family != "" {
+		fmt.Fprintf(&b, "\t\tsocket-default {\n\t\t\tuse_ipv4 = %s\n\t\t\tuse_ipv6 = %s\n\t\t}\n",
+			swanYesNo(c.Family == method.IPv4), swanYesNo(c.Family == method.IPv6))
 	}
 	fmt.Fprintf(&b, "\t}\n")
 	fmt.Fprintf(&b, "\tfilelog {\n")

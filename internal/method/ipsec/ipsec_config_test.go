@@ -109,9 +109,9 @@ func TestIPsecConfigGolden(t *testing.T) {
 		file string
 		text string
 	}{
-		{"ipsec_strongswan_libipsec.conf", charonConfig{Datapath: ipsecLibipsec, Port: 500, PortNATT: 4500, RouteMTU: 1400, InstallRoutes: true, Table: runTable{22042, 219}}.render()},
-		{"ipsec_strongswan_xfrm_ecmp.conf", charonConfig{Datapath: ipsecXfrm, Port: 500, PortNATT: 4500, Table: runTable{22042, 219}}.render()},
-		{"ipsec_strongswan_libipsec_ecmp.conf", charonConfig{Datapath: ipsecLibipsec, Port: 0, PortNATT: 4501, RouteMTU: 1400, InstallRoutes: true, Table: runTable{22042, 219}}.render()},
+		{"ipsec_strongswan_libipsec.conf", charonConfig{Datapath: ipsecLibipsec, Port: 500, PortNATT: 4500, RouteMTU: 1400, InstallRoutes: true, Table: runTable{22042, 219}, Family: method.IPv4}.render()},
+		{"ipsec_strongswan_xfrm_ecmp.conf", charonConfig{Datapath: ipsecXfrm, Port: 500, PortNATT: 4500, Table: runTable{22042, 219}, Family: method.IPv4}.render()},
+		{"ipsec_strongswan_libipsec_ecmp.conf", charonConfig{Datapath: ipsecLibipsec, Port: 0, PortNATT: 4501, RouteMTU: 1400, InstallRoutes: true, Table: runTable{22042, 219}, Family: method.IPv6}.render()},
 		{"ipsec_swanctl_tunnel.conf", swanctlConfig{
 			Name: "tunbench", LocalAddr: "198.18.0.1", RemoteAddr: "198.18.0.2",
 			LocalID: "tunbench-a", RemoteID: "tunbench-b", Encap: true,

@@ -64,6 +64,34 @@ func (*IPsecECMP) HeaderOverhead(family string, opts map[string]string, variant 
 // Options declares the scenario options (see Option).
 func (*IPsecECMP) Options() []method.Option { return ipsecDeclared(true) }
 
+// Listens declares the sockets a run opens (method.Listener): with the
+// xfrm data path one charon a side on 500 and 4500; with kernel-libipsec
+// one charon a tunnel, tunnel i on a port it picks for IKE and on 4500+i,
+// all on the wildcard address of the run's family only. With datapath
+// auto, which picks one of the two at set-up, the ports of either: IKE at
+// 500 or ports charon picks, 4500, and tunnel i's 4500+i only when
+// kernel-libipsec was picked (declared at any port).
+func (*IPsecECMP) Listens(opts method.Values, _ string) []method.Listen {
+	dp := opts.String("datapath")
+	if dp == ipsecXfrm {
+		return []method.Listen{charonListen(500, ""), charonListen(4500, "")}
+	}
+	var ls []method.Listen
+	for i := range opts.Int("tunnels") {
+		t := "tunnel " + strconv.Itoa(i)
+		nat := charonListen(4500+i, t)
+		if dp == ipsecAuto {
+			t = "xfrm: 500 once a side; kernel-libipsec: " + t
+			if i > 0 {
+				nat.Port = 0
+				nat.Program += " at 4500+" + strconv.Itoa(i) + " (kernel-libipsec only)"
+			}
+		}
+		ls = append(ls, charonListen(0, t), nat)
+	}
+	return ls
+}
+
 func (*IPsecECMP) Requirements() []method.Requirement {
 	return append(ipsecRequirements(),
 		method.Requirement{Kernel: "CONFIG_IP_ROUTE_MULTIPATH", Bool: true},
@@ -198,7 +226,7 @@ func (s *ecmpSetup) libipsec(ctx context.Context) error {
 				return err
 			}
 			c, err := startCharon(ctx, ep, filepath.Join(sideDir, name), charonConfig{
-				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true, Table: table,
+				Datapath: s.dp, Port: 0, PortNATT: 4500 + i, RouteMTU: s.mtu, InstallRoutes: true, Table: table, Family: s.env.Family,
 			})
 			if err := s.started(c, err); err != nil {
 				return err
@@ -256,7 +284,7 @@ func (s *ecmpSetup) xfrm(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500, Table: table})
+		c, err := startCharon(ctx, ep, sideDir, charonConfig{Datapath: s.dp, Port: 500, PortNATT: 4500, Table: table, Family: s.env.Family})
 		if err := s.started(c, err); err != nil {
 			return err
 		}

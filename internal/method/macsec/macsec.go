@@ -61,6 +61,10 @@ type MACsec struct {
 }
 
 func (MACsec) Name() string { return "macsec" }
+
+// Listens declares no socket (method.Listener): MACsec is Ethernet
+// framing on the underlay device.
+func (MACsec) Listens(method.Values, string) []method.Listen { return nil }
 func (MACsec) Implementation() string {
 	return "kernel MACsec (IEEE 802.1AE) on the underlay link, static SAKs (ip macsec)"
 }

@@ -117,8 +117,10 @@ func AgentSetup(t *testing.T, m method.Method, family string, opts map[string]st
 // between the remote endpoints of testbedtest.IsolatedAgentPair (each
 // agent in its own network, mount and pid namespaces with a private run
 // root), so every command, file, netlink call and op of the method goes
-// through the agent protocol. It checks the overlay MTU, pings each way,
-// checks every tunnel frame of the pings, a full-size ping and one second
+// through the agent protocol. It checks the sockets open in both
+// namespaces against those m declares (CheckListeners), the overlay MTU,
+// pings each way, checks every tunnel frame of the pings, a full-size
+// ping and one second
 // of iperf3 on a's underlay against want (the full-size echo exactly the
 // underlay MTU), tears down twice and checks that the links, the run
 // directories and the processes of both hosts are as before. It returns
@@ -135,6 +137,7 @@ func AgentTunnel(t *testing.T, m method.Method, family string, opts map[string]s
 	if err != nil {
 		t.Fatalf("Setup through agents: %v", err)
 	}
+	CheckListeners(t, m, env, path, nil)
 	if path.OverlayMTU != 0 {
 		env.OverlayMTU = path.OverlayMTU
 	}

@@ -22,8 +22,9 @@ import (
 	"github.com/tunbench/tunbench/internal/testenv"
 )
 
-// Setup builds a testbed with the given underlay MTU and sets m up on it.
-// Teardown runs in t.Cleanup and must succeed (twice) and leave the links
+// Setup builds a testbed with the given underlay MTU and sets m up on it,
+// then checks the sockets open in both namespaces against those m
+// declares (CheckListeners). Teardown runs in t.Cleanup and must succeed (twice) and leave the links
 // of both namespaces as they were before Setup.
 func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
 	t.Helper()
@@ -57,6 +58,9 @@ func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map
 	if err != nil {
 		t.Fatalf("%s Setup: %v", m.Name(), err)
 	}
+	// Nothing but the method runs in the namespaces yet: every socket open
+	// there is the method's, and must be one it declares.
+	CheckListeners(t, m, env, path, nil)
 	return l, env, path
 }
 

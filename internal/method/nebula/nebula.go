@@ -132,6 +132,13 @@ func (*Nebula) Overhead(family string) int {
 // Options declares the scenario options (see Option).
 func (*Nebula) Options() []method.Option { return options }
 
+// Listens declares the sockets a run opens (method.Listener): each side's
+// nebula on its underlay address (listen.host) at option port.
+func (*Nebula) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{{Proto: "udp", Port: opts.Int("port"), PortOption: "port",
+		Addr: method.ListenUnderlay, Program: "nebula"}}
+}
+
 func (*Nebula) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},

@@ -243,6 +243,21 @@ var openvpnOptions = []method.Option{
 // Options declares the scenario options (see Option).
 func (*OpenVPN) Options() []method.Option { return openvpnOptions }
 
+// Listens declares the sockets a run opens (method.Listener): b's server
+// socket on its underlay address (--local, --lport) and, over UDP, a's
+// client socket on its own underlay address at a port the kernel picks
+// (--local, --lport 0; over TCP a's socket is a connection, not a
+// listener).
+func (*OpenVPN) Listens(opts method.Values, _ string) []method.Listen {
+	proto := opts.String("proto")
+	ls := []method.Listen{{Side: "b", Proto: proto, Port: opts.Int("port"), PortOption: "port",
+		Addr: method.ListenUnderlay, Program: "openvpn (server)"}}
+	if proto == "udp" {
+		ls = append(ls, method.Listen{Side: "a", Proto: "udp", Addr: method.ListenUnderlay, Program: "openvpn (client)"})
+	}
+	return ls
+}
+
 // ParseOpenVPNOptions validates opts (see OpenVPN) and fills in defaults.
 func ParseOpenVPNOptions(opts map[string]string) (OpenVPNOptions, error) {
 	v, err := method.ParseDeclared("openvpn", openvpnOptions, opts)
@@ -288,8 +303,8 @@ type ovpnSide struct {
 	Dev    string
 	MTU    int
 	Family string
-	// Local is the server's underlay address, Remote the one the client
-	// connects to.
+	// Local is the side's own underlay address, the one its socket is
+	// bound to; Remote the one the client connects to.
 	Local, Remote netip.Addr
 	Port          int
 	Opts          OpenVPNOptions
@@ -351,7 +366,10 @@ func (s *ovpnSide) Config() string {
 		line("lport %d", s.Port)
 	} else {
 		line("remote %s %d", s.Remote, s.Port)
-		line("nobind")
+		// Bound to a's underlay address on a port the kernel picks, not
+		// --nobind's 0.0.0.0, which any address of the host reaches.
+		line("local %s", s.Local)
+		line("lport 0")
 		line("connect-retry 1 1")
 	}
 	line("tun-mtu %d", s.MTU)
@@ -411,7 +429,7 @@ func ovpnPlan(env *method.Env, o OpenVPNOptions) [2]*ovpnSide {
 	oa, ob := method.Overlay(env.Family)
 	dev := ovpnDevName(env)
 	client := &ovpnSide{Dev: dev, MTU: env.OverlayMTU, Family: env.Family, Port: o.Port, Opts: o,
-		Remote: env.B.Addr(env.Family), Overlay: oa, Peer: ob}
+		Local: env.A.Addr(env.Family), Remote: env.B.Addr(env.Family), Overlay: oa, Peer: ob}
 	server := &ovpnSide{Server: true, Dev: dev, MTU: env.OverlayMTU, Family: env.Family, Port: o.Port, Opts: o,
 		Local: env.B.Addr(env.Family), Overlay: ob, Peer: oa}
 	return [2]*ovpnSide{client, server}

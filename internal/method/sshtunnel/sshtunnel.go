@@ -218,6 +218,14 @@ const sshFraming = 20 + 12 + 4 + 1 + 9 + 4 + 19 + 16
 
 func (*SSHTunnel) Options() []method.Option { return options }
 
+// Listens declares the sockets a run opens (method.Listener): b's sshd on
+// its underlay address (ListenAddress) at option port, or at a port the
+// kernel picked free there when port is 0; a's ssh only connects.
+func (*SSHTunnel) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{{Side: "b", Proto: "tcp", Port: opts.Int("port"), PortOption: "port",
+		Addr: method.ListenUnderlay, Program: "sshd"}}
+}
+
 func (*SSHTunnel) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},

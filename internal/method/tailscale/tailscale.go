@@ -188,6 +188,36 @@ func (*Tailscale) Overhead(family string) int {
 // Options declares the scenario options (see Option).
 func (*Tailscale) Options() []method.Option { return options }
 
+// Listens declares the sockets a run opens (method.Listener): on a, the
+// control server (tunbench-tscontrol -listen: control and DERP over TCP,
+// STUN over UDP, each on a port it picks) on a's underlay address; on
+// each side, over the direct path, tailscaled's peer-to-peer socket at
+// option port, which it opens on 0.0.0.0 and :: (it has no flag to bind
+// an address; over path derp it opens none); and tailscaled's peer API,
+// on the side's overlay address with the TUN datapath, but on the
+// wildcard address of the run's family with the netstack one, where
+// a's SOCKS5 server for the load clients listens on the loopback address.
+func (*Tailscale) Listens(opts method.Values, _ string) []method.Listen {
+	ls := []method.Listen{
+		{Side: "a", Proto: "tcp", Addr: method.ListenUnderlay, Program: Control + " (control)"},
+		{Side: "a", Proto: "tcp", Addr: method.ListenUnderlay, Program: Control + " (DERP)"},
+		{Side: "a", Proto: "udp", Addr: method.ListenUnderlay, Program: Control + " (STUN)"},
+	}
+	if opts.String("path") != PathDERP {
+		ls = append(ls, method.Listen{Proto: "udp", Port: opts.Int("port"), PortOption: "port", Addr: method.ListenWildcard, Families: "both",
+			Program: "tailscaled (WireGuard, disco; path direct)",
+			Why:     "tailscaled's --port sets a port and no address: magicsock opens it on 0.0.0.0 and ::"})
+	}
+	if opts.String("datapath") == DatapathNetstack {
+		return append(ls,
+			method.Listen{Side: "a", Proto: "tcp", Addr: method.ListenLoopback,
+				Program: "tailscaled (SOCKS5 for the load clients)", Why: "reached by a's own load clients only"},
+			method.Listen{Proto: "tcp", Addr: method.ListenWildcard, Families: "run", Program: "tailscaled (peer API, datapath netstack)",
+				Why: "with --tun=userspace-networking tailscaled 1.100.0 listens for its peer API on the host's 0.0.0.0 or :: (ipnlocal peerapi.go drops the address under netstack); only a build with -tags ts_omit_peerapiserver would open none"})
+	}
+	return append(ls, method.Listen{Proto: "tcp", Addr: method.ListenOverlay, Program: "tailscaled (peer API)"})
+}
+
 func (*Tailscale) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},

@@ -248,6 +248,7 @@ func runTailscale(t *testing.T, family string, opts map[string]string) {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
+	methodtest.CheckListeners(t, m, env, path, nil)
 	want := map[string]string{"direct": "path direct (UDP ", "derp": "path derp (relay tunbench"}[pathOpt]
 	if !strings.HasPrefix(path.Variant, "tailscale "+tailscale.Version+", "+want) {
 		t.Errorf("variant %q, want tailscale %s, %s...", path.Variant, tailscale.Version, want)
@@ -591,6 +592,7 @@ func TestTailscaleThroughAgents(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Setup through agents: %v", err)
 			}
+			methodtest.CheckListeners(t, m, env, path, nil)
 			if !strings.Contains(path.Variant, "path "+pathOpt) {
 				t.Errorf("variant %q, want path %s", path.Variant, pathOpt)
 			}
@@ -812,6 +814,7 @@ func TestTailscaleNetstack(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
+	methodtest.CheckListeners(t, m, env, path, nil)
 	if want := "tailscale " + tailscale.Version + ", netstack (userspace networking: SOCKS5 on a, forwarded to b's sockets), path direct (UDP "; !strings.HasPrefix(path.Variant, want) {
 		t.Errorf("variant %q, want %s...", path.Variant, want)
 	}

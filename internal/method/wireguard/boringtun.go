@@ -66,6 +66,21 @@ func (*BoringTun) Overhead(family string) int { return wgOverhead(family) }
 // Options declares the scenario options (see Option).
 func (*BoringTun) Options() []method.Option { return []method.Option{method.WGPortOption} }
 
+// Listens declares the sockets a run opens (method.Listener): boringtun
+// has no option to bind an address, so each side listens on 0.0.0.0 and
+// :: at the listen port; and on 0.0.0.0 and :: at a port the kernel
+// picked, the sockets boringtun 0.7.1 opens at start, before its listen
+// port is set, and never closes (Device::open_listen_socket takes the
+// old sockets out of its event loop by their own descriptors, but the
+// loop holds copies made with try_clone, which stay open).
+func (*BoringTun) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{
+		wildcardWG(opts, "boringtun-cli", "boringtun-cli has no bind option: it opens its port on 0.0.0.0 and ::"),
+		{Proto: "udp", Addr: method.ListenWildcard, Families: "both", Program: "boringtun-cli (start-up socket, left open)",
+			Why: "boringtun 0.7.1 opens 0.0.0.0 and :: on a port the kernel picks at start and never closes them (a leak in Device::open_listen_socket)"},
+	}
+}
+
 func (*BoringTun) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},

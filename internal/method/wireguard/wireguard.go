@@ -974,3 +974,10 @@ func wgRekey(env *method.Env, name string, ctl wgControl) (string, error) {
 	}
 	return how, nil
 }
+
+// wildcardWG is the socket of one WireGuard implementation that cannot
+// bind an address: UDP on both families' wildcard addresses, both sides.
+func wildcardWG(opts method.Values, program, why string) method.Listen {
+	return method.Listen{Proto: "udp", Port: opts.Int("port"), PortOption: "port",
+		Addr: method.ListenWildcard, Families: "both", Program: program, Why: why}
+}

@@ -60,6 +60,13 @@ func (*WireGuardGo) Overhead(family string) int { return wgOverhead(family) }
 // Options declares the scenario options (see Option).
 func (*WireGuardGo) Options() []method.Option { return []method.Option{method.WGPortOption} }
 
+// Listens declares the sockets a run opens (method.Listener): wireguard-go
+// has no option to bind an address (its UAPI sets a port only), so each
+// side listens on 0.0.0.0 and :: at the listen port.
+func (*WireGuardGo) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{wildcardWG(opts, "wireguard-go", "WireGuard's configuration has a listen port and no address: wireguard-go opens it on 0.0.0.0 and ::")}
+}
+
 func (*WireGuardGo) Requirements() []method.Requirement {
 	return []method.Requirement{
 		{Kernel: "CONFIG_TUN", Module: "tun"},

@@ -36,6 +36,13 @@ func (WireGuard) Overhead(family string) int { return wgOverhead(family) }
 // Options declares the scenario options (see Option).
 func (WireGuard) Options() []method.Option { return []method.Option{method.WGPortOption} }
 
+// Listens declares the sockets a run opens (method.Listener): the kernel's
+// WireGuard socket, on 0.0.0.0 and :: at the listen port (the device has
+// a listen port and no address).
+func (WireGuard) Listens(opts method.Values, _ string) []method.Listen {
+	return []method.Listen{wildcardWG(opts, "kernel (wireguard device)", "a WireGuard device has a listen port and no address: the kernel opens it on 0.0.0.0 and ::")}
+}
+
 func (WireGuard) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_WIREGUARD", Module: "wireguard"}}
 }
