@@ -113,6 +113,11 @@ const (
 	// no rule referenced and no route was in when the run chose it (the
 	// IPsec methods' charon table).
 	UndoDelTable = "deltable"
+	// UndoPromisc turns promiscuous mode of Dev off: a daemon of the run
+	// (ovs-vswitchd, for a port of its bridge) turns it on and, killed,
+	// leaves it on. It is recorded only when Dev was not promiscuous
+	// before.
+	UndoPromisc = "promisc"
 	// UndoDelFou closes the FOU or GUE receive port Port of family Value
 	// ("ipv4" or "ipv6") that the fou and gue methods open in the
 	// endpoint's namespace: per-namespace kernel state no device name
@@ -549,6 +554,18 @@ func (u Undo) apply(h *netlink.Handle) (string, error) {
 		return fmt.Sprintf("route %s removed from table %d", dst, u.Table), nil
 	case UndoDelFou:
 		return delFou(u)
+	case UndoPromisc:
+		link, err := h.LinkByName(u.Dev)
+		if err != nil {
+			return "", nil // the device is gone
+		}
+		if link.Attrs().Promisc == 0 && link.Attrs().RawFlags&unix.IFF_PROMISC == 0 {
+			return "", nil
+		}
+		if err := h.SetPromiscOff(link); err != nil {
+			return "", fmt.Errorf("turn promiscuous mode of %s off: %w", u.Dev, err)
+		}
+		return "promiscuous mode of " + u.Dev + " off", nil
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
 }

@@ -70,6 +70,9 @@ type ovsSide struct {
 	// arpIgnore is ep.Dev's arp_ignore before Setup set it to 1, or ""
 	// when unchanged.
 	arpIgnore string
+	// promisc is set once the run journalled that the underlay, not
+	// promiscuous before, goes back to that (recordPromisc).
+	promisc bool
 }
 
 func (s *ovsSide) dbSock() string { return filepath.Join(s.dir, "db.sock") }
@@ -543,6 +546,41 @@ func (s *ovsSide) setArpIgnore() error {
 		return fmt.Errorf("set %s: %w", path, err)
 	}
 	s.arpIgnore = strings.TrimSpace(string(old))
+	return nil
+}
+
+// promiscUndo names a side's journal entry of the underlay's
+// promiscuous mode.
+func promiscUndo(dev string) string { return "ovs-promisc-" + dev }
+
+// recordPromisc journals, unless the underlay is promiscuous already,
+// that its promiscuous mode goes off again: ovs-vswitchd turns it on for
+// a port of its bridge and, killed, leaves it on.
+func (s *ovsSide) recordPromisc() error {
+	link, err := s.ep.NL.LinkByName(s.ep.Dev)
+	if err != nil {
+		return fmt.Errorf("%s: find underlay %s: %w", s.ep.Side, s.ep.Dev, err)
+	}
+	if link.Attrs().Promisc != 0 || link.Attrs().RawFlags&unix.IFF_PROMISC != 0 {
+		return nil
+	}
+	if err := s.ep.RecordUndo(promiscUndo(s.ep.Dev), testbed.Undo{Kind: testbed.UndoPromisc, Dev: s.ep.Dev}); err != nil {
+		return err
+	}
+	s.promisc = true
+	return nil
+}
+
+// restorePromisc undoes what ovs-vswitchd did to the underlay's
+// promiscuous mode, when recordPromisc journalled it.
+func (s *ovsSide) restorePromisc() error {
+	if !s.promisc {
+		return nil
+	}
+	if _, err := s.ep.ApplyUndo(promiscUndo(s.ep.Dev)); err != nil {
+		return fmt.Errorf("%s: %w", s.ep.Side, err)
+	}
+	s.promisc = false
 	return nil
 }
 

@@ -319,6 +319,9 @@ func (m *OVS) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 		args = append(args, m.tunnelArgs(n.tun, env.Family, remote, key)...)
 		ports := []string{n.integ, n.tun}
 		if dp == OVSNetdev {
+			if err := s.recordPromisc(); err != nil {
+				return nil, err
+			}
 			args = append(args, bridgeArgs(n.phy, dp, env.UnderlayMTU)...)
 			args = append(args, "--", "add-port", n.phy, ep.Dev)
 			ports = append(ports, n.phy, ep.Dev)
@@ -416,7 +419,7 @@ func (m *OVS) Teardown(ctx context.Context, env *method.Env) error {
 		}
 		m.deleteLinks(ctx, env, &errs)
 		for _, s := range run.sides {
-			errs = append(errs, s.restoreArpIgnore(), s.ep.ForgetUndo(ovsNetdevUndo))
+			errs = append(errs, s.restoreArpIgnore(), s.restorePromisc(), s.ep.ForgetUndo(ovsNetdevUndo))
 		}
 	} else {
 		m.deleteLinks(ctx, env, &errs)
