@@ -87,21 +87,9 @@ func TestSSHForeignState(t *testing.T) {
 	if *foreignFull {
 		matrix, conditions = "mtus: [1500, 9000]\noffloads: [on, off]\n", 4
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n%s",
-		strings.Join(methods, ", "), matrix)
-	fmt.Fprintf(&b, "ssh:\n  host_changes: true\n  known_hosts: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, siteName(sites, 0), siteName(sites, 1))
-	for i, st := range sites.Site {
-		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
-			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
-	}
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "ssh.yaml")
-	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	scen := mgmtScenario(t, sites, fmt.Sprintf("testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n%s",
+		strings.Join(methods, ", "), matrix), "  host_changes: true\n")
+	out, err, _, export := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Errorf("tunbench run over hosts with state of their own: %v", err)
 	}
@@ -175,4 +163,35 @@ func TestHostTouchesEveryMethod(t *testing.T) {
 			t.Errorf("docs/ssh.md: %s has no row in \"What tunbench touches on your host\"", name)
 		}
 	}
+}
+
+// mgmtScenario writes a scenario over the first two sites of sites (site
+// 0 sending), which the controller reaches over their management
+// addresses: head (the matrix, each line ending in a newline), then the
+// ssh section with sshExtra (lines such as "  host_changes: true\n")
+// before known_hosts, the pair and both sites.
+func mgmtScenario(t *testing.T, sites *sshtest.Sites, head, sshExtra string) string {
+	t.Helper()
+	var b strings.Builder
+	fmt.Fprintf(&b, "%sssh:\n%s  known_hosts: %s\n  pairs: [[%s, %s]]\n  sites:\n", head, sshExtra, sites.KnownHosts, siteName(sites, 0), siteName(sites, 1))
+	for i, st := range sites.Site {
+		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
+			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
+	}
+	scen := filepath.Join(t.TempDir(), "ssh.yaml")
+	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return scen
+}
+
+// runMgmt runs "tunbench run -f scen" in sites' control namespace with a
+// database and an export of its own, and returns its output, how it
+// ended, and the two files.
+func runMgmt(t *testing.T, sites *sshtest.Sites, bin, scen string) (out []byte, err error, db, export string) {
+	t.Helper()
+	dir := t.TempDir()
+	db, export = filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
+	out, err = exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	return out, err, db, export
 }

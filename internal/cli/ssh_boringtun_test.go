@@ -1,11 +1,6 @@
 package cli
 
 import (
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method/wireguard"
@@ -28,21 +23,9 @@ func TestSSHBoringTunJumbo(t *testing.T) {
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2, sshtest.Management())
 	addrsSettled(t, sites)
-	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [boringtun]\nmtus: [9000]\noffloads: [off]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\n"+
-		"tests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n")
-	fmt.Fprintf(&b, "ssh:\n  host_changes: true\n  known_hosts: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, bin, siteName(sites, 0), siteName(sites, 1))
-	for i, st := range sites.Site {
-		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
-			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
-	}
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "ssh.yaml")
-	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	scen := mgmtScenario(t, sites, "testbed: ssh\nmethods: [boringtun]\nmtus: [9000]\noffloads: [off]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\n"+
+		"tests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n", "  host_changes: true\n  binary: "+bin+"\n")
+	out, err, db, export := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Fatalf("tunbench run: %v\n%s", err, out)
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -33,21 +32,9 @@ func TestSSHRunEveryFamily(t *testing.T) {
 	t.Parallel()
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2, sshtest.Management())
-	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [%s]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
-		strings.Join(sshFamilyMethods, ", "))
-	fmt.Fprintf(&b, "ssh:\n  known_hosts: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, bin, siteName(sites, 0), siteName(sites, 1))
-	for i, st := range sites.Site {
-		fmt.Fprintf(&b, "    - {name: %s, address: %s, identity: %s, dev: %s, ipv4: %s/24, ipv6: %s/64}\n",
-			siteName(sites, i), st.Mgmt4, sites.IdentityFile, st.Dev, st.Addr4, st.Addr6)
-	}
-	dir := t.TempDir()
-	scen := filepath.Join(dir, "ssh.yaml")
-	if err := os.WriteFile(scen, []byte(b.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	db, export := filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
-	out, err := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
+	scen := mgmtScenario(t, sites, fmt.Sprintf("testbed: ssh\nmethods: [%s]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
+		strings.Join(sshFamilyMethods, ", ")), "  binary: "+bin+"\n")
+	out, err, db, export := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
 	}

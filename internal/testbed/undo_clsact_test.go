@@ -3,16 +3,13 @@ package testbed_test
 import (
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
 	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 )
 
 // TestCleanSiteClsactKeepsHostFilters applies clsact journal entries, as
@@ -32,24 +29,7 @@ import (
 //   - jempty0: the run created the qdisc and nothing else is on it: it
 //     goes.
 func TestCleanSiteClsactKeepsHostFilters(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = netns.Set(orig); ns.Close() }()
-	h, err := netlink.NewHandle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := inFreshNS(t)
 
 	in, eg := uint32(netlink.HANDLE_MIN_INGRESS), uint32(netlink.HANDLE_MIN_EGRESS)
 	addDummy(t, h, "jnew0")

@@ -15,24 +15,7 @@ import (
 // entry applied to a device that is not promiscuous (ovs-vswitchd put it
 // back itself) changes nothing.
 func TestCleanSitePromiscOff(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = netns.Set(orig); ns.Close() }()
-	h, err := netlink.NewHandle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := inFreshNS(t)
 	under := addDummy(t, h, "jprm0")
 	promisc := func() bool {
 		l, err := h.LinkByName("jprm0")
@@ -66,4 +49,38 @@ func TestCleanSitePromiscOff(t *testing.T) {
 	if promisc() {
 		t.Error("jprm0 promiscuous after a journal applied to it when it was not")
 	}
+}
+
+// inFreshNS locks the test's goroutine to its thread, moves the thread
+// into a new network namespace until the test ends, and returns a
+// netlink handle in it. It skips without the capabilities.
+func inFreshNS(t *testing.T) *netlink.Handle {
+	t.Helper()
+	testbedtest.RequireNetAdmin(t)
+	runtime.LockOSThread()
+	orig, err := netns.Get()
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	ns, err := netns.New()
+	if err != nil {
+		orig.Close()
+		runtime.UnlockOSThread()
+		t.Fatal(err)
+	}
+	h, err := netlink.NewHandle()
+	t.Cleanup(func() {
+		if h != nil {
+			h.Close()
+		}
+		_ = netns.Set(orig)
+		ns.Close()
+		orig.Close()
+		runtime.UnlockOSThread()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

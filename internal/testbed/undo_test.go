@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -28,25 +26,7 @@ import (
 // CleanSite puts every one of them back from the site's journal and then
 // removes the journal with the site directory.
 func TestCleanSiteAppliesJournal(t *testing.T) {
-	testbedtest.RequireNetAdmin(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	orig, err := netns.Get()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer orig.Close()
-	ns, err := netns.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = netns.Set(orig); ns.Close() }()
-
-	h, err := netlink.NewHandle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := inFreshNS(t)
 	under := addDummy(t, h, "jund0")
 	phy := addDummy(t, h, "jphy0")
 	_, pfx, _ := net.ParseCIDR("198.18.7.1/24")
