@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -15,29 +14,7 @@ import (
 // by every method test that sets its method up (methodtest.Setup reads
 // the sockets open in the namespaces).
 func TestSSHDocListsPorts(t *testing.T) {
-	const path = "../../docs/ssh.md"
-	const begin, end = "<!-- ports: begin (generated from the declarations; go test ./internal/cli -run TestSSHDocListsPorts -update-docs) -->\n", "<!-- ports: end -->\n"
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc := string(data)
-	i, j := strings.Index(doc, begin), strings.Index(doc, end)
-	if i < 0 || j < i {
-		t.Fatalf("%s lacks the markers %q and %q", path, begin, end)
-	}
-	want := listensMarkdown(registry.Builtin())
-	got := doc[i+len(begin) : j]
-	if got == want {
-		return
-	}
-	if *updateDocs {
-		if err := os.WriteFile(path, []byte(doc[:i+len(begin)]+want+doc[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Errorf("%s: the ports table differs from the methods' declarations; run with -update-docs.\ngot:\n%s\nwant:\n%s", path, got, want)
+	generatedBlock(t, "../../docs/ssh.md", "ports", "TestSSHDocListsPorts", listensMarkdown(registry.Builtin()), "the ports table")
 }
 
 // TestMethodsOptionsListsPorts: "tunbench methods --options NAME" prints

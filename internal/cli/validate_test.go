@@ -147,8 +147,17 @@ func TestMethodsOptionsCommand(t *testing.T) {
 // equal to the declarations (go test ./internal/cli -run
 // TestMethodsDocListsOptions -update-docs rewrites it).
 func TestMethodsDocListsOptions(t *testing.T) {
-	const path = "../../docs/methods.md"
-	const begin, end = "<!-- options: begin (generated from the declarations; go test ./internal/cli -run TestMethodsDocListsOptions -update-docs) -->\n", "<!-- options: end -->\n"
+	generatedBlock(t, "../../docs/methods.md", "options", "TestMethodsDocListsOptions", optionsMarkdown(registry.Builtin()), "the options table")
+}
+
+// generatedBlock keeps the block of the document path between the
+// markers "<!-- NAME: begin (generated ...; go test ./internal/cli -run
+// TEST -update-docs) -->" and "<!-- NAME: end -->" equal to want: what,
+// when it differs, it rewrites with -update-docs.
+func generatedBlock(t *testing.T, path, name, test, want, what string) {
+	t.Helper()
+	begin := "<!-- " + name + ": begin (generated from the declarations; go test ./internal/cli -run " + test + " -update-docs) -->\n"
+	end := "<!-- " + name + ": end -->\n"
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +167,6 @@ func TestMethodsDocListsOptions(t *testing.T) {
 	if i < 0 || j < i {
 		t.Fatalf("%s lacks the markers %q and %q", path, begin, end)
 	}
-	want := optionsMarkdown(registry.Builtin())
 	got := doc[i+len(begin) : j]
 	if got == want {
 		return
@@ -169,7 +177,7 @@ func TestMethodsDocListsOptions(t *testing.T) {
 		}
 		return
 	}
-	t.Errorf("%s: the options table differs from the methods' declarations; run with -update-docs.\ngot:\n%s\nwant:\n%s", path, got, want)
+	t.Errorf("%s: %s differs from the methods' declarations; run with -update-docs.\ngot:\n%s\nwant:\n%s", path, what, got, want)
 }
 
 // TestSSHUnderlayFamilyRefused: srv6 carries every family over IPv6, so a
