@@ -89,7 +89,7 @@ func TestSSHForeignState(t *testing.T) {
 	}
 	scen := mgmtScenario(t, sites, fmt.Sprintf("testbed: ssh\nmethods: [%s]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n%s",
 		strings.Join(methods, ", "), matrix), "  host_changes: true\n")
-	out, err, _, export := runMgmt(t, sites, bin, scen)
+	out, _, export, err := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Errorf("tunbench run over hosts with state of their own: %v", err)
 	}
@@ -186,12 +186,12 @@ func mgmtScenario(t *testing.T, sites *sshtest.Sites, head, sshExtra string) str
 }
 
 // runMgmt runs "tunbench run -f scen" in sites' control namespace with a
-// database and an export of its own, and returns its output, how it
-// ended, and the two files.
-func runMgmt(t *testing.T, sites *sshtest.Sites, bin, scen string) (out []byte, err error, db, export string) {
+// database and an export of its own, and returns its output, the two
+// files, and how it ended.
+func runMgmt(t *testing.T, sites *sshtest.Sites, bin, scen string) (out []byte, db, export string, err error) {
 	t.Helper()
 	dir := t.TempDir()
 	db, export = filepath.Join(dir, "r.db"), filepath.Join(dir, "e.json")
 	out, err = exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--export", export).CombinedOutput()
-	return out, err, db, export
+	return out, db, export, err
 }

@@ -25,7 +25,7 @@ func TestSSHBoringTunJumbo(t *testing.T) {
 	addrsSettled(t, sites)
 	scen := mgmtScenario(t, sites, "testbed: ssh\nmethods: [boringtun]\nmtus: [9000]\noffloads: [off]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\n"+
 		"tests: [tcp_stream, connect, recover]\nrecover:\n  down: 1s\n", "  host_changes: true\n  binary: "+bin+"\n")
-	out, err, db, export := runMgmt(t, sites, bin, scen)
+	out, db, export, err := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Fatalf("tunbench run: %v\n%s", err, out)
 	}

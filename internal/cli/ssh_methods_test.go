@@ -34,7 +34,7 @@ func TestSSHRunEveryFamily(t *testing.T) {
 	sites := sshtest.New(t, 2, sshtest.Management())
 	scen := mgmtScenario(t, sites, fmt.Sprintf("testbed: ssh\nmethods: [%s]\ncongestion_control: [cubic]\nrepetitions: 1\nduration: 2s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n",
 		strings.Join(sshFamilyMethods, ", ")), "  binary: "+bin+"\n")
-	out, err, db, export := runMgmt(t, sites, bin, scen)
+	out, db, export, err := runMgmt(t, sites, bin, scen)
 	if err != nil {
 		t.Fatalf("tunbench run on testbed ssh: %v\n%s", err, out)
 	}
