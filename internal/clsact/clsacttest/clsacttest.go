@@ -82,6 +82,13 @@ func AddBPF(t testing.TB, h *netlink.Handle, dev string, parent uint32, pref uin
 		t.Fatalf("load a tc program: %v", err)
 	}
 	defer prog.Close()
+	addFilter(t, h, dev, parent, pref, name, prog)
+}
+
+// addFilter attaches prog to dev's clsact qdisc at parent, priority pref,
+// handle 1, direct-action, named name.
+func addFilter(t testing.TB, h *netlink.Handle, dev string, parent uint32, pref uint16, name string, prog *ebpf.Program) {
+	t.Helper()
 	link, err := h.LinkByName(dev)
 	if err != nil {
 		t.Fatal(err)
@@ -178,17 +185,7 @@ func AddCounter(t testing.TB, h *netlink.Handle, dev string, parent uint32, pref
 		t.Fatalf("load a counting tc program: %v", err)
 	}
 	defer prog.Close()
-	link, err := h.LinkByName(dev)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &netlink.BpfFilter{
-		FilterAttrs: netlink.FilterAttrs{LinkIndex: link.Attrs().Index, Parent: parent, Handle: 1, Priority: pref, Protocol: unix.ETH_P_ALL},
-		Fd:          prog.FD(), Name: HostCount, DirectAction: true,
-	}
-	if err := h.FilterAdd(f); err != nil {
-		t.Fatalf("add BPF filter %s to %s: %v", HostCount, dev, err)
-	}
+	addFilter(t, h, dev, parent, pref, HostCount, prog)
 	return func() uint64 {
 		var n uint64
 		if err := m.Lookup(uint32(0), &n); err != nil {

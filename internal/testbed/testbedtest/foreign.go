@@ -13,12 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
-	"golang.org/x/sys/unix"
 
+	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
 	"github.com/tunbench/tunbench/internal/testenv"
 )
 
@@ -103,13 +101,13 @@ func NewForeign(t testing.TB, f Foreign) *Foreign {
 	}
 	fx := &f
 	t.Cleanup(fx.stop)
-	if err := fx.build(); err != nil {
+	if err := fx.build(t); err != nil {
 		t.Fatalf("foreign state in %s: %v", f.Namespace, err)
 	}
 	return fx
 }
 
-func (f *Foreign) build() error {
+func (f *Foreign) build(t testing.TB) error {
 	ns, dev := f.Namespace, f.Dev
 	x4, g4 := Extra(f.Addr4), gateway(f.Addr4)
 	var x6, g6 netip.Addr
@@ -156,7 +154,7 @@ func (f *Foreign) build() error {
 			return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, bytes.TrimSpace(out))
 		}
 	}
-	if err := f.hostProgs(); err != nil {
+	if err := f.hostProgs(t); err != nil {
 		return err
 	}
 	for _, argv := range [][]string{
@@ -189,18 +187,10 @@ func (f *Foreign) build() error {
 	}
 }
 
-// hostProgs attaches the host's own BPF program to Dev's ingress and
-// egress at pref 1 handle 1, direct-action, named host_prog: a program
-// that lets every packet on to the next filter.
-func (f *Foreign) hostProgs() error {
-	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
-		Name: "host_prog", Type: ebpf.SchedCLS, License: "GPL",
-		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, -1), asm.Return()},
-	})
-	if err != nil {
-		return fmt.Errorf("load the host's BPF program: %w", err)
-	}
-	defer prog.Close()
+// hostProgs attaches the host's own BPF program (clsacttest.HostProg,
+// which lets every packet on to the next filter) to Dev's ingress and
+// egress at pref 1 handle 1, direct-action.
+func (f *Foreign) hostProgs(t testing.TB) error {
 	h, err := netns.GetFromName(f.Namespace)
 	if err != nil {
 		return fmt.Errorf("open namespace %s: %w", f.Namespace, err)
@@ -211,19 +201,8 @@ func (f *Foreign) hostProgs() error {
 		return fmt.Errorf("netlink in %s: %w", f.Namespace, err)
 	}
 	defer nl.Close()
-	link, err := nl.LinkByName(f.Dev)
-	if err != nil {
-		return fmt.Errorf("find %s: %w", f.Dev, err)
-	}
 	for _, parent := range []uint32{netlink.HANDLE_MIN_INGRESS, netlink.HANDLE_MIN_EGRESS} {
-		err := nl.FilterAdd(&netlink.BpfFilter{
-			FilterAttrs: netlink.FilterAttrs{LinkIndex: link.Attrs().Index, Parent: parent, Handle: 1,
-				Protocol: unix.ETH_P_ALL, Priority: 1},
-			Fd: prog.FD(), Name: "host_prog", DirectAction: true,
-		})
-		if err != nil {
-			return fmt.Errorf("attach host_prog to %s: %w", f.Dev, err)
-		}
+		clsacttest.AddBPF(t, nl, f.Dev, parent, 1, clsacttest.HostProg)
 	}
 	return nil
 }
