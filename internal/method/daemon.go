@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -271,22 +269,6 @@ func socketAccepts(path string) bool {
 	return true
 }
 
-// ProgramVersion returns the first line of "program --version" on this
-// machine, or "program (not installed)": for descriptions (tunbench
-// methods). A cell records the version on its hosts (ProgramVersionOn).
-func ProgramVersion(program string) string {
-	path, err := exec.LookPath(program)
-	if err != nil {
-		return program + " (not installed)"
-	}
-	out, err := exec.Command(path, "--version").Output()
-	if err != nil {
-		return program + " (version unknown)"
-	}
-	first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-	return strings.TrimSpace(first)
-}
-
 // opSocketAccepts asks ep's host whether a daemon accepts connections on
 // the unix socket at path (socketAccepts).
 var opSocketAccepts = testbed.NewOp("unix.accepts", func(_ context.Context, _ *testbed.Endpoint, path string) (bool, error) {
@@ -301,39 +283,8 @@ func SocketAccepts(ctx context.Context, ep *testbed.Endpoint, path string) (bool
 
 // HostImplementer is implemented by methods whose Implementation names a
 // program's version: ImplementationOn describes the method as it runs on
-// ep's host (ProgramVersionOn), which the runner records with each cell
+// ep's host (ProgramVersion.On), which the runner records with each cell
 // in place of Implementation, this machine's.
 type HostImplementer interface {
 	ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string
-}
-
-// hostVersions caches ProgramVersionOn by host and program.
-var hostVersions sync.Map
-
-// ProgramVersionOn returns the first line of "program --version" on ep's
-// host (this machine for a local endpoint), or "program (not installed)"
-// or "program (version unknown)" there. Answers are cached per host.
-func ProgramVersionOn(ctx context.Context, ep *testbed.Endpoint, program string) string {
-	key := ep.Host + "\x00" + program
-	if v, ok := hostVersions.Load(key); ok {
-		return v.(string)
-	}
-	out, err := ep.Run(ctx, program, "--version")
-	var v string
-	switch {
-	case err != nil && len(out) == 0:
-		v = program + " (not installed)"
-		if !errors.Is(err, exec.ErrNotFound) && !strings.Contains(err.Error(), "executable file not found") {
-			v = program + " (version unknown)"
-		}
-	default:
-		// Some programs (openvpn) print their version and exit 1.
-		first, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
-		v = strings.TrimSpace(first)
-		if v == "" {
-			v = program + " (version unknown)"
-		}
-	}
-	hostVersions.Store(key, v)
-	return v
 }

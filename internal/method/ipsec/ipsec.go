@@ -89,11 +89,11 @@ const ipsecHandshakeTimeout = 15 * time.Second
 func (*IPsec) Name() string       { return "ipsec" }
 func (*IPsec) Families() []string { return []string{method.IPv4, method.IPv6} }
 
-func (*IPsec) Implementation() string { return ipsecImplementation(strongswanVersion()) }
+func (*IPsec) Implementation() string { return ipsecImplementation(programVersion.Local()) }
 
 // ImplementationOn names the strongSwan of ep's host.
 func (*IPsec) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return ipsecImplementation(strongswanVersionOn(ctx, ep))
+	return ipsecImplementation(programVersion.On(ctx, ep))
 }
 
 func ipsecImplementation(version string) string {
@@ -168,30 +168,17 @@ func ipsecRequirements() []method.Requirement {
 	}
 }
 
-// strongswanVersion returns the version of this machine's strongSwan (for
-// descriptions: tunbench methods), e.g. "strongSwan 5.9.8", or
-// "strongSwan" when charon cannot say.
-var strongswanVersion = sync.OnceValue(func() string {
-	return parseStrongswanVersion(method.ProgramVersion(charonPath))
-})
-
-// strongswanVersionOn is strongswanVersion on ep's host (cached per host
-// by method.ProgramVersionOn).
-func strongswanVersionOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return parseStrongswanVersion(method.ProgramVersionOn(ctx, ep, charonPath))
-}
-
-// parseStrongswanVersion turns the first line of "charon --version"
-// ("Linux strongSwan 5.9.8") into "strongSwan 5.9.8"; anything else
-// (charon missing, or mute) into "strongSwan".
-func parseStrongswanVersion(line string) string {
-	if _, v, ok := strings.Cut(line, "strongSwan "); ok {
+// programVersion turns the first line of "charon --version" ("Linux
+// strongSwan 5.9.8") into "strongSwan 5.9.8", and any other output into
+// "strongSwan".
+var programVersion = &method.ProgramVersion{Program: charonPath, Name: "strongSwan", Parse: func(out []byte) string {
+	if _, v, ok := strings.Cut(method.FirstLine(out), "strongSwan "); ok {
 		if f := strings.Fields(v); len(f) > 0 {
 			return "strongSwan " + f[0]
 		}
 	}
 	return "strongSwan"
-}
+}}
 
 // ipsecRuns keeps the state of every set-up Env of one method value.
 type ipsecRuns struct {

@@ -42,11 +42,11 @@ func NewIPsecECMP() *IPsecECMP { return &IPsecECMP{} }
 func (*IPsecECMP) Name() string       { return "ipsec-ecmp" }
 func (*IPsecECMP) Families() []string { return []string{method.IPv4, method.IPv6} }
 
-func (*IPsecECMP) Implementation() string { return ecmpImplementation(strongswanVersion()) }
+func (*IPsecECMP) Implementation() string { return ecmpImplementation(programVersion.Local()) }
 
 // ImplementationOn names the strongSwan of ep's host.
 func (*IPsecECMP) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return ecmpImplementation(strongswanVersionOn(ctx, ep))
+	return ecmpImplementation(programVersion.On(ctx, ep))
 }
 
 func ecmpImplementation(version string) string {

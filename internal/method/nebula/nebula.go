@@ -94,24 +94,23 @@ func (*Nebula) Name() string { return "nebula" }
 // impl follows the version in the Implementation.
 const impl = " (userspace, TUN)"
 
-// version turns the first line of "nebula -version" ("Version: 1.11.1")
-// into "nebula 1.11.1"; other answers ("nebula (not installed)") stay.
-func version(line string) string {
+// programVersion turns the first line of "nebula --version" ("Version:
+// 1.11.1") into "nebula 1.11.1"; another first line stays as it is.
+var programVersion = &method.ProgramVersion{Program: "nebula", Parse: func(out []byte) string {
+	line := method.FirstLine(out)
 	if v, ok := strings.CutPrefix(line, "Version: "); ok {
 		return "nebula " + v
 	}
 	return line
-}
-
-var localVersion = sync.OnceValue(func() string { return version(method.ProgramVersion("nebula")) })
+}}
 
 // Implementation names the version installed on this machine, e.g.
 // "nebula 1.11.1 (userspace, TUN)".
-func (*Nebula) Implementation() string { return localVersion() + impl }
+func (*Nebula) Implementation() string { return programVersion.Local() + impl }
 
 // ImplementationOn names the nebula of ep's host.
 func (*Nebula) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return version(method.ProgramVersionOn(ctx, ep, "nebula")) + impl
+	return programVersion.On(ctx, ep) + impl
 }
 
 // Families: Nebula carries IPv4 and, with version 2 certificates (since

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -96,11 +95,11 @@ func (*OpenVPN) Name() string { return "openvpn" }
 // crypto library, e.g. "OpenVPN 2.6.14, OpenSSL 3.0.19 (userspace, TUN)",
 // for descriptions (tunbench methods); a cell records its host's
 // (ImplementationOn).
-func (*OpenVPN) Implementation() string { return openVPNVersion() + ovpnImpl }
+func (*OpenVPN) Implementation() string { return programVersion.Local() + ovpnImpl }
 
 // ImplementationOn names the OpenVPN of ep's host and its crypto library.
 func (*OpenVPN) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return openVPNVersionOn(ctx, ep) + ovpnImpl
+	return programVersion.On(ctx, ep) + ovpnImpl
 }
 
 // ovpnImpl follows the version in the Implementation.
@@ -108,44 +107,9 @@ const ovpnImpl = " (userspace, TUN)"
 
 var _ method.HostImplementer = (*OpenVPN)(nil)
 
-// openVPNVersion is ParseOpenVPNVersion of this machine's openvpn.
-var openVPNVersion = sync.OnceValue(func() string {
-	path, err := exec.LookPath("openvpn")
-	if err != nil {
-		return "OpenVPN (not installed)"
-	}
-	// Older releases exit 1 after --version; the output is what counts.
-	out, _ := exec.Command(path, "--version").Output()
-	return ParseOpenVPNVersion(out)
-})
-
-// ovpnHostVersions caches openVPNVersionOn by host.
-var ovpnHostVersions sync.Map
-
-// openVPNVersionOn is ParseOpenVPNVersion of the openvpn on ep's host:
-// "OpenVPN (not installed)" when it has none. Whether it has one, and its
-// first line, come from method.ProgramVersionOn; the crypto library is on
-// the second line of "openvpn --version", read once per host.
-func openVPNVersionOn(ctx context.Context, ep *testbed.Endpoint) string {
-	first := method.ProgramVersionOn(ctx, ep, "openvpn")
-	if strings.HasSuffix(first, " (not installed)") {
-		return "OpenVPN (not installed)"
-	}
-	v := ParseOpenVPNVersion([]byte(first))
-	if !strings.HasPrefix(first, "OpenVPN ") {
-		return v // OpenVPN (version unknown)
-	}
-	if cached, ok := ovpnHostVersions.Load(ep.Host); ok {
-		return cached.(string)
-	}
-	// Older releases exit 1 after --version; the output is what counts.
-	out, _ := ep.Run(ctx, "openvpn", "--version")
-	if full := ParseOpenVPNVersion(out); strings.HasPrefix(full, v) {
-		v = full
-	}
-	ovpnHostVersions.Store(ep.Host, v)
-	return v
-}
+// programVersion is ParseOpenVPNVersion of "openvpn --version" (older
+// releases exit 1 after it; the output is what counts).
+var programVersion = &method.ProgramVersion{Program: "openvpn", Name: "OpenVPN", Parse: ParseOpenVPNVersion}
 
 // ParseOpenVPNVersion condenses "openvpn --version" output into
 // "OpenVPN 2.6.14, OpenSSL 3.0.19"; unknown output gives "OpenVPN

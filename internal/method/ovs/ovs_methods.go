@@ -84,11 +84,11 @@ func (m *OVS) Name() string { return "ovs-" + m.tunnel }
 
 // Implementation names the installed Open vSwitch, e.g. "Open vSwitch
 // 3.1.0 vxlan port (netdev or system datapath)".
-func (m *OVS) Implementation() string { return m.implementation(ovsVersion()) }
+func (m *OVS) Implementation() string { return m.implementation(programVersion.Local()) }
 
 // ImplementationOn names the Open vSwitch of ep's host.
 func (m *OVS) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return m.implementation(parseOVSVersion(method.ProgramVersionOn(ctx, ep, "ovs-vswitchd")))
+	return m.implementation(programVersion.On(ctx, ep))
 }
 
 func (m *OVS) implementation(version string) string {
@@ -133,19 +133,16 @@ func (m *OVS) Requirements() []method.Requirement {
 	}
 }
 
-// ovsVersion is this machine's Open vSwitch (for descriptions: tunbench
-// methods).
-var ovsVersion = sync.OnceValue(func() string { return parseOVSVersion(method.ProgramVersion("ovs-vswitchd")) })
-
-// parseOVSVersion turns the first line of "ovs-vswitchd --version"
-// ("ovs-vswitchd (Open vSwitch) 3.1.0") into "Open vSwitch 3.1.0"; other
-// lines ("ovs-vswitchd (not installed)") stay as they are.
-func parseOVSVersion(v string) string {
-	if _, rest, ok := strings.Cut(v, "(Open vSwitch) "); ok {
+// programVersion turns the first line of "ovs-vswitchd --version"
+// ("ovs-vswitchd (Open vSwitch) 3.1.0") into "Open vSwitch 3.1.0";
+// another first line stays as it is.
+var programVersion = &method.ProgramVersion{Program: "ovs-vswitchd", Parse: func(out []byte) string {
+	line := method.FirstLine(out)
+	if _, rest, ok := strings.Cut(line, "(Open vSwitch) "); ok {
 		return "Open vSwitch " + rest
 	}
-	return v
-}
+	return line
+}}
 
 // ovsNames are the names of what Setup creates on each side.
 type ovsNames struct {

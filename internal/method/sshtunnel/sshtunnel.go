@@ -131,39 +131,17 @@ const impl = " (ssh -w, userspace, TUN over TCP)"
 // Implementation names this machine's OpenSSH, e.g. "OpenSSH 9.2p1,
 // OpenSSL 3.0.19 (ssh -w, userspace, TUN over TCP)"; a cell records its
 // hosts' (ImplementationOn).
-func (*SSHTunnel) Implementation() string { return localVersion() + impl }
+func (*SSHTunnel) Implementation() string { return programVersion.Local() + impl }
 
 // ImplementationOn names the OpenSSH client on ep's host.
 func (*SSHTunnel) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return versionOn(ctx, ep) + impl
+	return programVersion.On(ctx, ep) + impl
 }
 
 var _ method.HostImplementer = (*SSHTunnel)(nil)
 
-var localVersion = sync.OnceValue(func() string {
-	path, err := exec.LookPath("ssh")
-	if err != nil {
-		return "OpenSSH (not installed)"
-	}
-	out, _ := exec.Command(path, "-V").CombinedOutput()
-	return ParseVersion(out)
-})
-
-var hostVersions sync.Map
-
-// versionOn is ParseVersion of "ssh -V" on ep's host, cached per host.
-func versionOn(ctx context.Context, ep *testbed.Endpoint) string {
-	if v, ok := hostVersions.Load(ep.Host); ok {
-		return v.(string)
-	}
-	out, err := ep.Run(ctx, "ssh", "-V")
-	if err != nil && len(out) == 0 {
-		return "OpenSSH (not installed)"
-	}
-	v := ParseVersion(out)
-	hostVersions.Store(ep.Host, v)
-	return v
-}
+// programVersion is ParseVersion of "ssh -V" (on stderr).
+var programVersion = &method.ProgramVersion{Program: "ssh", Args: []string{"-V"}, Name: "OpenSSH", Parse: ParseVersion}
 
 // ParseVersion condenses "ssh -V" output ("OpenSSH_9.2p1 Debian-2+deb12u10,
 // OpenSSL 3.0.19 27 Jan 2026") into "OpenSSH 9.2p1, OpenSSL 3.0.19";
@@ -526,7 +504,7 @@ func (m *SSHTunnel) Setup(ctx context.Context, env *method.Env) (*method.Path, e
 // variant is the OpenSSH of the sides' hosts (one, or each when they
 // differ) and the cipher.
 func variant(ctx context.Context, env *method.Env, cipher string) string {
-	va, vb := versionOn(ctx, env.A), versionOn(ctx, env.B)
+	va, vb := programVersion.On(ctx, env.A), programVersion.On(ctx, env.B)
 	v := va
 	if va != vb {
 		v = env.A.Side + ": " + va + "; " + env.B.Side + ": " + vb

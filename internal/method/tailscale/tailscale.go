@@ -145,26 +145,26 @@ func (*Tailscale) Name() string { return "tailscale" }
 // (the cell's Datapath and Variant say which ran).
 const impl = " (userspace, TUN or netstack)"
 
-// version turns the first line of "tailscaled --version" ("1.100.0", or
-// "1.100.0-ERR-BuildInfo" when built by go install, which records no VCS
-// stamp) into "tailscale 1.100.0"; other answers stay.
-func version(line string) string {
+// programVersion turns the first line of "tailscaled --version"
+// ("1.100.0", or "1.100.0-ERR-BuildInfo" when built by go install, which
+// records no VCS stamp) into "tailscale 1.100.0"; another first line
+// stays as it is.
+var programVersion = &method.ProgramVersion{Program: "tailscaled", Parse: func(out []byte) string {
+	line := method.FirstLine(out)
 	v, _ := strings.CutSuffix(line, "-ERR-BuildInfo")
 	if v != "" && v[0] >= '0' && v[0] <= '9' && !strings.Contains(v, " ") {
 		return "tailscale " + v
 	}
 	return line
-}
-
-var localVersion = sync.OnceValue(func() string { return version(method.ProgramVersion("tailscaled")) })
+}}
 
 // Implementation names the version installed on this machine, e.g.
 // "tailscale 1.100.0 (userspace, TUN or netstack)".
-func (*Tailscale) Implementation() string { return localVersion() + impl }
+func (*Tailscale) Implementation() string { return programVersion.Local() + impl }
 
 // ImplementationOn names the tailscaled of ep's host.
 func (*Tailscale) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
-	return version(method.ProgramVersionOn(ctx, ep, "tailscaled")) + impl
+	return programVersion.On(ctx, ep) + impl
 }
 
 // Families: the overlay carries the family's addresses over an underlay

@@ -2,7 +2,6 @@ package wireguard
 
 import (
 	"context"
-	"sync"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -28,6 +27,7 @@ func NewBoringTun() *BoringTun {
 		method:  "boringtun",
 		role:    "boringtun",
 		program: "boringtun-cli",
+		version: boringTunVersion,
 		// Privileges stay: the daemon must remove its socket and
 		// device at exit. The log level "info" logs handshakes and
 		// errors, not packets; boringtun's default of 4 threads stays.
@@ -45,13 +45,13 @@ func NewBoringTun() *BoringTun {
 // boringTunVersion is the version of this machine's boringtun-cli, for
 // descriptions (tunbench methods); a cell records its host's
 // (ImplementationOn, and the Variant Setup returns).
-var boringTunVersion = sync.OnceValue(func() string { return method.ProgramVersion("boringtun-cli") })
+var boringTunVersion = &method.ProgramVersion{Program: "boringtun-cli"}
 
 func (*BoringTun) Name() string { return "boringtun" }
 
 // Implementation names the version installed on this machine, e.g.
 // "boringtun 0.7.1 (userspace, TUN)".
-func (*BoringTun) Implementation() string { return boringTunVersion() + wgUserspaceImpl }
+func (*BoringTun) Implementation() string { return boringTunVersion.Local() + wgUserspaceImpl }
 
 // ImplementationOn names the boringtun-cli of ep's host.
 func (m *BoringTun) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {

@@ -747,6 +747,7 @@ type wgDaemon struct {
 	method  string // method name, names the side directories
 	role    string // Daemon.Role
 	program string
+	version *method.ProgramVersion // program's
 	// args are the program's arguments to create device dev and run in
 	// the foreground.
 	args func(dev string) []string
@@ -789,10 +790,9 @@ func newWGUserspace(d wgDaemon) *wgUserspace {
 // a userspace WireGuard method.
 const wgUserspaceImpl = " (userspace, TUN)"
 
-// version is the first line of "PROGRAM --version" on ep's host (cached
-// per host by method.ProgramVersionOn).
+// version is the first line of "PROGRAM --version" on ep's host.
 func (u *wgUserspace) version(ctx context.Context, ep *testbed.Endpoint) string {
-	return method.ProgramVersionOn(ctx, ep, u.d.program)
+	return u.d.version.On(ctx, ep)
 }
 
 // wgSocket is the host path of the control socket of side s.

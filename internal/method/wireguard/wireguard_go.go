@@ -2,7 +2,6 @@ package wireguard
 
 import (
 	"context"
-	"sync"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -29,6 +28,7 @@ func NewWireGuardGo() *WireGuardGo {
 		method:  "wireguard-go",
 		role:    "wireguard-go",
 		program: "wireguard-go",
+		version: wireguardGoVersion,
 		args:    func(dev string) []string { return []string{"-f", dev} },
 		// WG_PROCESS_FOREGROUND silences the banner that wrongly claims
 		// the kernel has WireGuard; verbose logs handshakes, not packets.
@@ -39,13 +39,13 @@ func NewWireGuardGo() *WireGuardGo {
 // wireguardGoVersion is the version of this machine's wireguard-go, for
 // descriptions (tunbench methods); a cell records its host's
 // (ImplementationOn, and the Variant Setup returns).
-var wireguardGoVersion = sync.OnceValue(func() string { return method.ProgramVersion("wireguard-go") })
+var wireguardGoVersion = &method.ProgramVersion{Program: "wireguard-go"}
 
 func (*WireGuardGo) Name() string { return "wireguard-go" }
 
 // Implementation names the version installed on this machine, e.g.
 // "wireguard-go v0.0.20250522 (userspace, TUN)".
-func (*WireGuardGo) Implementation() string { return wireguardGoVersion() + wgUserspaceImpl }
+func (*WireGuardGo) Implementation() string { return wireguardGoVersion.Local() + wgUserspaceImpl }
 
 // ImplementationOn names the wireguard-go of ep's host.
 func (m *WireGuardGo) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) string {
