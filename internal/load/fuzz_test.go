@@ -1,26 +1,10 @@
 package load
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
-)
 
-// addSeeds adds every testdata file matching pattern to f's corpus.
-func addSeeds(f *testing.F, pattern string) {
-	f.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seeds match testdata/%s", pattern)
-	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-}
+	"github.com/tunbench/tunbench/internal/testenv"
+)
 
 // FuzzParseIperf3 and FuzzParseSockperf live beside their parsers' tests.
 // The parsers' contract under any input: no panic, and exactly one of a
@@ -28,7 +12,7 @@ func addSeeds(f *testing.F, pattern string) {
 // nil" is what we refuse).
 
 func FuzzParseIperf3UDP(f *testing.F) {
-	addSeeds(f, "iperf3_*.json")
+	testenv.FuzzSeeds(f, "iperf3_*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		u, err := ParseIperf3UDP(data)
 		if (u == nil) == (err == nil) {
@@ -38,7 +22,7 @@ func FuzzParseIperf3UDP(f *testing.F) {
 }
 
 func FuzzParseRR(f *testing.F) {
-	addSeeds(f, "rr_*.json")
+	testenv.FuzzSeeds(f, "rr_*.json")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		l, err := ParseRR(data)
 		if (l == nil) == (err == nil) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // The wanted figures are read off the captured files (testdata/capture.sh);
@@ -201,13 +203,7 @@ func TestParseIperf3UDP(t *testing.T) {
 }
 
 func FuzzParseIperf3(f *testing.F) {
-	for _, name := range []string{
-		"iperf3_tcp4_omit.json", "iperf3_tcp4_p4.json", "iperf3_tcp4_reverse.json",
-		"iperf3_udp4.json", "iperf3_refused.json", "iperf3_truncated.json",
-		"iperf3_tcp4_nothing_received.json",
-	} {
-		f.Add(readTestdata(f, name))
-	}
+	testenv.FuzzSeeds(f, "iperf3_*.json")
 	f.Add([]byte(""))
 	f.Add([]byte("{}"))
 	f.Add([]byte(`{"end":{"sum_sent":{"bytes":1e300},"sum_received":{"bytes":-1e300}}}`))

@@ -11,6 +11,9 @@
 // them) stay plain t.Skip calls: scripts/skips lists every skip of a
 // "make test" run and fails on one that no expected-skips file names
 // (scripts/expected-skips.txt, or a family's in its folder).
+//
+// It also gives fuzz targets their seeds: FuzzSeeds adds the captured
+// outputs in a package's testdata.
 package testenv
 
 import (

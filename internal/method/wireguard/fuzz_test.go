@@ -1,33 +1,18 @@
 package wireguard
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // Fuzz targets for the family's daemon status parsers. Under any input a
 // parser must not panic and must return exactly one of a result and an
 // error; the seeds are the captured real outputs in testdata/.
 
-func addSeeds(f *testing.F, pattern string) {
-	f.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", pattern))
-	if err != nil || len(paths) == 0 {
-		f.Fatalf("no seeds match testdata/%s", pattern)
-	}
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
-}
-
 func FuzzParseWGDump(f *testing.F) {
-	addSeeds(f, "wireguard_show_dump.txt")
+	testenv.FuzzSeeds(f, "wireguard_show_dump.txt")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := ParseWGDump(data)
 		if (d == nil) == (err == nil) {
@@ -39,7 +24,7 @@ func FuzzParseWGDump(f *testing.F) {
 // FuzzParseUAPIGet covers the WireGuard UAPI "get=1" answer that
 // wireguard-go and boringtun give.
 func FuzzParseUAPIGet(f *testing.F) {
-	addSeeds(f, "wireguard_uapi_get.txt")
+	testenv.FuzzSeeds(f, "wireguard_uapi_get.txt")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := parseUAPIGet(strings.Split(string(data), "\n"))
 		if (d == nil) == (err == nil) {
