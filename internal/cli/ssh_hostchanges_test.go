@@ -21,12 +21,16 @@ import (
 
 // hostChangesYAML writes a scenario over the two sites with
 // host_changes: true, one pair (site 0 sending), native and tcp_stream
-// only; mgmt addresses the sites over their management network, else
-// over their underlay devices. siteExtra is added to every site.
+// only; matrix adds its lines (duration 1s unless it sets one). mgmt
+// addresses the sites over their management network, else over their
+// underlay devices. siteExtra is added to every site.
 func hostChangesYAML(t *testing.T, sites *sshtest.Sites, bin, matrix string, mgmt bool, siteExtra string) string {
 	t.Helper()
+	if !strings.Contains(matrix, "duration:") {
+		matrix = "duration: 1s\n" + matrix
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "testbed: ssh\nmethods: [native]\nrepetitions: 1\nduration: 1s\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n%s", matrix)
+	fmt.Fprintf(&b, "testbed: ssh\nmethods: [native]\nrepetitions: 1\nomit: 0s\nlatency: 0s\ntests: [tcp_stream]\n%s", matrix)
 	fmt.Fprintf(&b, "ssh:\n  host_changes: true\n  known_hosts: %s\n  binary: %s\n  pairs: [[%s, %s]]\n  sites:\n", sites.KnownHosts, bin, siteName(sites, 0), siteName(sites, 1))
 	for i, st := range sites.Site {
 		addr := st.Config.Addr
@@ -153,6 +157,40 @@ func TestSSHHostChanges(t *testing.T) {
 	noSSHLeftovers(t, sites, db)
 }
 
+// untilKilled is the duration of a run a test kills after its first host
+// change: it is still measuring, long before its teardown, when the test
+// sees the change made (waitHostChanged).
+const untilKilled = "duration: 60s\n"
+
+// waitHostChanged waits until the run cmd, started with untilKilled, has
+// made its first host change on every site, as ethtool and ip show it:
+// the device at MTU 9000 with its offloads off. The run has journalled
+// the devices' original state by then and measures on; its teardown is
+// a minute away. A run that does not get there within 90 s is killed
+// and fails the test, with its output (out).
+func waitHostChanged(t *testing.T, cmd *exec.Cmd, out *strings.Builder, sites *sshtest.Sites) {
+	t.Helper()
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		changed := true
+		for _, st := range sites.Site {
+			now := devState(t, st)
+			if now[0] != "mtu 9000" || feature(now, "tcp-segmentation-offload") != "off" || feature(now, "generic-receive-offload") != "off" {
+				changed = false
+			}
+		}
+		if changed {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			_ = cmd.Wait()
+			t.Fatalf("the run did not reach its first host change:\n%s", out.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // needEthtool skips without ethtool, the tests' independent view
 // of the devices.
 func needEthtool(t *testing.T) {
@@ -162,9 +200,9 @@ func needEthtool(t *testing.T) {
 	}
 }
 
-// TestSSHHostChangesCrash: a run with host_changes stopped right after a
-// cell raised both hosts' MTU to 9000 and switched their offloads off,
-// then the controller (or both agents) SIGKILLed: after "tunbench clean
+// TestSSHHostChangesCrash: a run with host_changes stopped (SIGSTOP)
+// right after a cell raised both hosts' MTU to 9000 and switched their
+// offloads off, then the controller (or both agents) SIGKILLed: after "tunbench clean
 // --testbed ssh" every device has its MTU and every feature back, and no
 // journal (no run directory) is left. When the controller dies, its
 // agents see their connections end and put the devices back from the
@@ -180,28 +218,21 @@ func TestSSHHostChangesCrash(t *testing.T) {
 		t.Run(victim, func(t *testing.T) {
 			sites := sshtest.New(t, 2, sshtest.Management())
 			before := [][]string{devState(t, sites.Site[0]), devState(t, sites.Site[1])}
-			scen := hostChangesYAML(t, sites, bin, "mtus: [9000]\noffloads: [off]\n", true, "")
+			scen := hostChangesYAML(t, sites, bin, untilKilled+"mtus: [9000]\noffloads: [off]\n", true, "")
 			dir := t.TempDir()
-			db, paused := filepath.Join(dir, "r.db"), filepath.Join(dir, "paused")
+			db := filepath.Join(dir, "r.db")
 			cmd := exec.Command("ip", "netns", "exec", sites.Control, bin, "run", "-f", scen, "--db", db, "--quiet")
-			cmd.Env = append(os.Environ(), testbed.EnvPauseAfterHostChange+"="+paused)
 			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 			var out strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &out
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			deadline := time.Now().Add(90 * time.Second)
-			for {
-				if _, err := os.Stat(paused); err == nil {
-					break
-				}
-				if time.Now().After(deadline) {
-					_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-					_ = cmd.Wait()
-					t.Fatalf("the run did not reach its first host change:\n%s", out.String())
-				}
-				time.Sleep(50 * time.Millisecond)
+			waitHostChanged(t, cmd, &out, sites)
+			// Stop the controller there (with its ssh clients): it does
+			// not reach the hosts again.
+			if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
 			}
 			for i, st := range sites.Site {
 				now := devState(t, st)
@@ -236,8 +267,7 @@ func TestSSHHostChangesCrash(t *testing.T) {
 				}
 				// The agents died without a word (SIGKILL): nothing puts
 				// the devices back until clean. The controller is still
-				// alive (paused in its step) and does not reach the hosts
-				// again.
+				// alive (stopped) and does not reach the hosts again.
 				time.Sleep(200 * time.Millisecond)
 				for i, st := range sites.Site {
 					if now := devState(t, st); now[0] != "mtu 9000" {
@@ -313,11 +343,12 @@ func TestSSHHostChangesControlOverDev(t *testing.T) {
 
 // TestSSHHostChangesWatchdog: a site reached over the device the run
 // changes (control_over_dev) puts the device back by itself when the
-// controller can no longer reach it. The run is stopped right after its
-// first host change (MTU 9000, offloads off); then every packet arriving
-// on site 1's device is dropped (a tc filter), so the controller's
-// watchdog renewals no longer arrive, and within the watchdog's time site
-// 1's device is back as it was, while the connection is still cut.
+// controller can no longer reach it. Once the run has made its first
+// host change (MTU 9000, offloads off), while it measures on, every
+// packet arriving on site 1's device is dropped (a tc filter), so the
+// controller's watchdog renewals no longer arrive, and within the
+// watchdog's time site 1's device is back as it was, while the
+// connection is still cut.
 func TestSSHHostChangesWatchdog(t *testing.T) {
 	// Serial: it leaves a killed run's state on the machine, or cleans
 	// every killed run's, and any other run's start cleans them too
@@ -326,11 +357,10 @@ func TestSSHHostChangesWatchdog(t *testing.T) {
 	bin := tunbenchBinary(t)
 	sites := sshtest.New(t, 2)
 	before := [][]string{devState(t, sites.Site[0]), devState(t, sites.Site[1])}
-	scen := hostChangesYAML(t, sites, bin, "mtus: [9000]\noffloads: [off]\n", false, ", control_over_dev: true")
+	scen := hostChangesYAML(t, sites, bin, untilKilled+"mtus: [9000]\noffloads: [off]\n", false, ", control_over_dev: true")
 	dir := t.TempDir()
-	db, paused := filepath.Join(dir, "r.db"), filepath.Join(dir, "paused")
+	db := filepath.Join(dir, "r.db")
 	cmd := inSite(sites, bin, "run", "-f", scen, "--db", db, "--quiet")
-	cmd.Env = append(os.Environ(), testbed.EnvPauseAfterHostChange+"="+paused)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -341,20 +371,8 @@ func TestSSHHostChangesWatchdog(t *testing.T) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
 	}()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		if _, err := os.Stat(paused); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the run did not reach its first host change:\n%s", out.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitHostChanged(t, cmd, &out, sites)
 	s1 := sites.Site[1]
-	if now := devState(t, s1); now[0] != "mtu 9000" {
-		t.Fatalf("site 1 at the pause: %v", now)
-	}
 	// Cut the control connection: drop everything arriving on the device
 	// (classic BPF "ret #2", TC_ACT_SHOT in direct-action mode).
 	for _, args := range [][]string{

@@ -173,7 +173,6 @@ func (s *stepRun) prepareTestbed() error {
 			}
 		}
 	}
-	testbed.PauseAfterHostChange(s.st.Key)
 	if w := p.WAN; w != nil {
 		applied, err := applyWAN(s.ctx, tb, w)
 		if err != nil {

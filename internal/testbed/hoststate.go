@@ -315,23 +315,6 @@ func controlPath(ns netns.NsHandle, sshConn string) (ControlPath, error) {
 	return cp, nil
 }
 
-// EnvPauseAfterHostChange, set to a file name, makes a run write the
-// cell's key into that file and stop for good once the cell's underlay
-// devices are changed (MTU and offloads set): tests kill the controller
-// or an agent of an ssh run at that point. Not for users.
-const EnvPauseAfterHostChange = "TUNBENCH_TEST_PAUSE_AFTER_HOST_CHANGE"
-
-// PauseAfterHostChange is the stop of EnvPauseAfterHostChange; it returns
-// at once when the variable is unset.
-func PauseAfterHostChange(key string) {
-	f := os.Getenv(EnvPauseAfterHostChange)
-	if f == "" {
-		return
-	}
-	_ = os.WriteFile(f, []byte(key+"\n"), 0o600)
-	select {}
-}
-
 // SettleDeadJournals puts back, in this process's network namespace,
 // what the journals of dead runs under root (DefaultRoot when empty)
 // still owe, before run self changes anything on this host: for every
