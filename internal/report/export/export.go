@@ -288,167 +288,231 @@ type measuredValue struct {
 // (per-interval throughput, CPU samples, CDF points) are in the JSON
 // export only.
 func measuredValues(c result.Cell) []measuredValue {
-	var out []measuredValue
-	f := func(metric, unit string, v float64) {
-		out = append(out, measuredValue{metric: metric, unit: unit, value: flt(v)})
-	}
-	i := func(metric, unit string, v int64) {
-		out = append(out, measuredValue{metric: metric, unit: unit, value: strconv.FormatInt(v, 10)})
-	}
-	if t := c.Throughput; t != nil {
-		f("throughput", unitBitPerSecond, t.BitsPerSecond)
-		f("sender_throughput", unitBitPerSecond, t.SenderBitsPerSecond)
-		i("bytes_received", unitBytes, t.Bytes)
-		i("retransmits", unitCount, t.Retransmits)
-		f("throughput_seconds", unitSeconds, t.Seconds)
-		f("sender_tool_cpu", unitPercent, t.SenderToolCPUPercent)
-		f("receiver_tool_cpu", unitPercent, t.ReceiverToolCPUPercent)
-	}
-	if l := c.Latency; l != nil {
-		i("rtt_samples", unitCount, l.Samples)
-		f("min_rtt", unitMicroseconds, l.Min)
-		f("mean_rtt", unitMicroseconds, l.Mean)
-		f("p50_rtt", unitMicroseconds, l.P50)
-		f("p90_rtt", unitMicroseconds, l.P90)
-		f("p99_rtt", unitMicroseconds, l.P99)
-		f("max_rtt", unitMicroseconds, l.Max)
-		f("stddev_rtt", unitMicroseconds, l.StdDev)
-	}
-	if u := c.CPU; u != nil {
-		i("cpu_count", unitCount, int64(u.Cores))
-		f("busy_min", unitPercent, u.BusyMin)
-		f("busy_avg", unitPercent, u.BusyAvg)
-		f("busy_max", unitPercent, u.BusyMax)
-		f("sender_cpu", unitCores, u.SenderCores)
-		f("receiver_cpu", unitCores, u.ReceiverCores)
-		f("softirq_cpu", unitCores, u.SoftirqCores)
-	}
-	b := func(metric string, v bool) {
-		out = append(out, measuredValue{metric: metric, unit: unitBool, value: strconv.FormatBool(v)})
-	}
-	if par := c.Parallel; par != nil {
-		f("parallel_throughput", unitBitPerSecond, par.BitsPerSecond)
-		f("parallel_sender_throughput", unitBitPerSecond, par.SenderBitsPerSecond)
-		i("parallel_bytes_received", unitBytes, par.Bytes)
-		i("parallel_retransmits", unitCount, par.Retransmits)
-		i("parallel_processes", unitCount, int64(len(par.Processes)))
-		for _, p := range par.Processes {
-			port := strconv.Itoa(p.Port)
-			out = append(out,
-				measuredValue{metric: "process_throughput", unit: unitBitPerSecond, value: flt(p.BitsPerSecond), port: port},
-				measuredValue{metric: "process_retransmits", unit: unitCount, value: strconv.FormatInt(p.Retransmits, 10), port: port},
-				measuredValue{metric: "process_sender_tool_cpu", unit: unitPercent, value: flt(p.SenderToolCPUPercent), port: port})
-		}
-		if u := par.CPU; u != nil {
-			f("parallel_sender_cpu", unitCores, u.SenderCores)
-			f("parallel_receiver_cpu", unitCores, u.ReceiverCores)
-			f("parallel_softirq_cpu", unitCores, u.SoftirqCores)
-		}
-	}
-	if l := c.LatencyUnderLoad; l != nil {
-		f("load_throughput", unitBitPerSecond, l.LoadBitsPerSecond)
-		if l.Idle != nil {
-			f("idle_p50_rtt", unitMicroseconds, l.Idle.P50)
-			f("idle_p99_rtt", unitMicroseconds, l.Idle.P99)
-		}
-		if l.Loaded != nil {
-			f("loaded_p50_rtt", unitMicroseconds, l.Loaded.P50)
-			f("loaded_p99_rtt", unitMicroseconds, l.Loaded.P99)
-		}
-		f("loaded_idle_p50_ratio", unitRatio, l.P50Ratio)
-		f("loaded_idle_p99_ratio", unitRatio, l.P99Ratio)
-	}
-	if m := c.MTUProbe; m != nil {
-		i("configured_mtu", unitBytes, int64(m.ConfiguredMTU))
-		i("path_mtu", unitBytes, int64(m.PathMTU))
-		b("path_mtu_mismatch", m.Mismatch)
-		i("mss_probe", unitBytes, int64(m.TCPMSS))
-		f("mss_probe_throughput", unitBitPerSecond, m.TCPBitsPerSecond)
-		b("mss_probe_stalled", m.Stalled)
-	}
-	if k := c.Connect; k != nil {
-		f("connect_setup", unitSeconds, k.Setup)
-		f("connect_handshake", unitSeconds, k.Handshake)
-		f("connect_total", unitSeconds, k.Total)
-		f("connect_harness", unitSeconds, k.Harness)
-		i("connect_probes", unitCount, k.Probes)
-	}
-	if r := c.Recover; r != nil {
-		f("recover_down", unitSeconds, r.Down)
-		b("recover_recovered", r.Recovered)
-		if r.Recovered {
-			f("recover_time", unitSeconds, r.Recovery)
-		}
-		i("recover_sent", unitCount, r.Sent)
-		i("recover_lost", unitCount, r.Lost)
-		f("recover_outage", unitSeconds, r.Outage)
-		if k := r.Rekey; k != nil && k.Error == "" {
-			i("rekey_sent", unitCount, k.Sent)
-			i("rekey_lost", unitCount, k.Lost)
-			f("rekey_outage", unitSeconds, k.Outage)
-			f("rekey_command", unitSeconds, k.Took)
-		}
-	}
+	var m measured
+	m.throughput(c.Throughput)
+	m.latency(c.Latency)
+	m.cpu(c.CPU)
+	m.parallel(c.Parallel)
+	m.latencyUnderLoad(c.LatencyUnderLoad)
+	m.mtuProbe(c.MTUProbe)
+	m.connect(c.Connect)
+	m.recovery(c.Recover)
 	for _, u := range c.UDPSizes {
-		frame := strconv.Itoa(u.FrameBytes)
-		add := func(metric, unit, v string) {
-			out = append(out, measuredValue{metric: metric, unit: unit, value: v, frame: frame})
+		m.udpSize(u)
+	}
+	m.derived(c.Derived)
+	return m.out
+}
+
+// measured collects the measured values of a cell, in order.
+type measured struct{ out []measuredValue }
+
+// f adds a float value, i an integer, b a boolean.
+func (m *measured) f(metric, unit string, v float64) {
+	m.out = append(m.out, measuredValue{metric: metric, unit: unit, value: flt(v)})
+}
+
+func (m *measured) i(metric, unit string, v int64) {
+	m.out = append(m.out, measuredValue{metric: metric, unit: unit, value: strconv.FormatInt(v, 10)})
+}
+
+func (m *measured) b(metric string, v bool) {
+	m.out = append(m.out, measuredValue{metric: metric, unit: unitBool, value: strconv.FormatBool(v)})
+}
+
+func (m *measured) throughput(t *result.Throughput) {
+	if t == nil {
+		return
+	}
+	m.f("throughput", unitBitPerSecond, t.BitsPerSecond)
+	m.f("sender_throughput", unitBitPerSecond, t.SenderBitsPerSecond)
+	m.i("bytes_received", unitBytes, t.Bytes)
+	m.i("retransmits", unitCount, t.Retransmits)
+	m.f("throughput_seconds", unitSeconds, t.Seconds)
+	m.f("sender_tool_cpu", unitPercent, t.SenderToolCPUPercent)
+	m.f("receiver_tool_cpu", unitPercent, t.ReceiverToolCPUPercent)
+}
+
+func (m *measured) latency(l *result.Latency) {
+	if l == nil {
+		return
+	}
+	m.i("rtt_samples", unitCount, l.Samples)
+	m.f("min_rtt", unitMicroseconds, l.Min)
+	m.f("mean_rtt", unitMicroseconds, l.Mean)
+	m.f("p50_rtt", unitMicroseconds, l.P50)
+	m.f("p90_rtt", unitMicroseconds, l.P90)
+	m.f("p99_rtt", unitMicroseconds, l.P99)
+	m.f("max_rtt", unitMicroseconds, l.Max)
+	m.f("stddev_rtt", unitMicroseconds, l.StdDev)
+}
+
+func (m *measured) cpu(u *result.CPU) {
+	if u == nil {
+		return
+	}
+	m.i("cpu_count", unitCount, int64(u.Cores))
+	m.f("busy_min", unitPercent, u.BusyMin)
+	m.f("busy_avg", unitPercent, u.BusyAvg)
+	m.f("busy_max", unitPercent, u.BusyMax)
+	m.f("sender_cpu", unitCores, u.SenderCores)
+	m.f("receiver_cpu", unitCores, u.ReceiverCores)
+	m.f("softirq_cpu", unitCores, u.SoftirqCores)
+}
+
+// parallel adds the parallel test's totals, then each iperf3 process's
+// values (with its port).
+func (m *measured) parallel(par *result.Parallel) {
+	if par == nil {
+		return
+	}
+	m.f("parallel_throughput", unitBitPerSecond, par.BitsPerSecond)
+	m.f("parallel_sender_throughput", unitBitPerSecond, par.SenderBitsPerSecond)
+	m.i("parallel_bytes_received", unitBytes, par.Bytes)
+	m.i("parallel_retransmits", unitCount, par.Retransmits)
+	m.i("parallel_processes", unitCount, int64(len(par.Processes)))
+	for _, p := range par.Processes {
+		port := strconv.Itoa(p.Port)
+		m.out = append(m.out,
+			measuredValue{metric: "process_throughput", unit: unitBitPerSecond, value: flt(p.BitsPerSecond), port: port},
+			measuredValue{metric: "process_retransmits", unit: unitCount, value: strconv.FormatInt(p.Retransmits, 10), port: port},
+			measuredValue{metric: "process_sender_tool_cpu", unit: unitPercent, value: flt(p.SenderToolCPUPercent), port: port})
+	}
+	if u := par.CPU; u != nil {
+		m.f("parallel_sender_cpu", unitCores, u.SenderCores)
+		m.f("parallel_receiver_cpu", unitCores, u.ReceiverCores)
+		m.f("parallel_softirq_cpu", unitCores, u.SoftirqCores)
+	}
+}
+
+func (m *measured) latencyUnderLoad(l *result.LatencyUnderLoad) {
+	if l == nil {
+		return
+	}
+	m.f("load_throughput", unitBitPerSecond, l.LoadBitsPerSecond)
+	if l.Idle != nil {
+		m.f("idle_p50_rtt", unitMicroseconds, l.Idle.P50)
+		m.f("idle_p99_rtt", unitMicroseconds, l.Idle.P99)
+	}
+	if l.Loaded != nil {
+		m.f("loaded_p50_rtt", unitMicroseconds, l.Loaded.P50)
+		m.f("loaded_p99_rtt", unitMicroseconds, l.Loaded.P99)
+	}
+	m.f("loaded_idle_p50_ratio", unitRatio, l.P50Ratio)
+	m.f("loaded_idle_p99_ratio", unitRatio, l.P99Ratio)
+}
+
+func (m *measured) mtuProbe(p *result.MTUProbe) {
+	if p == nil {
+		return
+	}
+	m.i("configured_mtu", unitBytes, int64(p.ConfiguredMTU))
+	m.i("path_mtu", unitBytes, int64(p.PathMTU))
+	m.b("path_mtu_mismatch", p.Mismatch)
+	m.i("mss_probe", unitBytes, int64(p.TCPMSS))
+	m.f("mss_probe_throughput", unitBitPerSecond, p.TCPBitsPerSecond)
+	m.b("mss_probe_stalled", p.Stalled)
+}
+
+func (m *measured) connect(k *result.Connect) {
+	if k == nil {
+		return
+	}
+	m.f("connect_setup", unitSeconds, k.Setup)
+	m.f("connect_handshake", unitSeconds, k.Handshake)
+	m.f("connect_total", unitSeconds, k.Total)
+	m.f("connect_harness", unitSeconds, k.Harness)
+	m.i("connect_probes", unitCount, k.Probes)
+}
+
+// recovery adds the underlay flap's values, then the rekey's when it ran
+// without error.
+func (m *measured) recovery(r *result.Recover) {
+	if r == nil {
+		return
+	}
+	m.f("recover_down", unitSeconds, r.Down)
+	m.b("recover_recovered", r.Recovered)
+	if r.Recovered {
+		m.f("recover_time", unitSeconds, r.Recovery)
+	}
+	m.i("recover_sent", unitCount, r.Sent)
+	m.i("recover_lost", unitCount, r.Lost)
+	m.f("recover_outage", unitSeconds, r.Outage)
+	if k := r.Rekey; k != nil && k.Error == "" {
+		m.i("rekey_sent", unitCount, k.Sent)
+		m.i("rekey_lost", unitCount, k.Lost)
+		m.f("rekey_outage", unitSeconds, k.Outage)
+		m.f("rekey_command", unitSeconds, k.Took)
+	}
+}
+
+// udpSize adds the values of one frame size of the udp_sizes test (with
+// the frame size): its fixed-rate result, then its NDR/PDR search.
+func (m *measured) udpSize(u result.UDPSize) {
+	frame := strconv.Itoa(u.FrameBytes)
+	add := func(metric, unit, v string) {
+		m.out = append(m.out, measuredValue{metric: metric, unit: unit, value: v, frame: frame})
+	}
+	add("udp_payload", unitBytes, strconv.Itoa(u.PayloadBytes))
+	if r := u.Result; r != nil {
+		add("udp_packet_rate", unitPPS, flt(r.PacketsPerSecond))
+		add("udp_throughput", unitBitPerSecond, flt(r.BitsPerSecond))
+		add("udp_offered_throughput", unitBitPerSecond, flt(r.OfferedBitsPerSecond))
+		add("udp_lost", unitCount, strconv.FormatUint(r.Lost, 10))
+		add("udp_loss", unitPercent, flt(r.LossPercent))
+		add("udp_out_of_order", unitCount, strconv.FormatUint(r.OutOfOrder, 10))
+		if r.DelayKnown() {
+			add("udp_delay_min", unitMicroseconds, flt(r.DelayMin))
+			add("udp_delay_p50", unitMicroseconds, flt(r.DelayP50))
+			add("udp_delay_p99", unitMicroseconds, flt(r.DelayP99))
 		}
-		add("udp_payload", unitBytes, strconv.Itoa(u.PayloadBytes))
-		if r := u.Result; r != nil {
-			add("udp_packet_rate", unitPPS, flt(r.PacketsPerSecond))
-			add("udp_throughput", unitBitPerSecond, flt(r.BitsPerSecond))
-			add("udp_offered_throughput", unitBitPerSecond, flt(r.OfferedBitsPerSecond))
-			add("udp_lost", unitCount, strconv.FormatUint(r.Lost, 10))
-			add("udp_loss", unitPercent, flt(r.LossPercent))
-			add("udp_out_of_order", unitCount, strconv.FormatUint(r.OutOfOrder, 10))
-			if r.DelayKnown() {
-				add("udp_delay_min", unitMicroseconds, flt(r.DelayMin))
-				add("udp_delay_p50", unitMicroseconds, flt(r.DelayP50))
-				add("udp_delay_p99", unitMicroseconds, flt(r.DelayP99))
-			}
-			if r.ClockUncertainty > 0 {
-				add("udp_clock_offset", unitMicroseconds, flt(r.ClockOffset))
-				add("udp_clock_uncertainty", unitMicroseconds, flt(r.ClockUncertainty))
-			}
-			add("udp_jitter", unitMicroseconds, flt(r.Jitter))
-			add("udp_sender_cpu", unitCores, flt(r.SenderCores))
-			add("udp_receiver_cpu", unitCores, flt(r.ReceiverCores))
+		if r.ClockUncertainty > 0 {
+			add("udp_clock_offset", unitMicroseconds, flt(r.ClockOffset))
+			add("udp_clock_uncertainty", unitMicroseconds, flt(r.ClockUncertainty))
 		}
-		if len(u.Trials) > 0 {
-			add("udp_ndr", unitBitPerSecond, flt(u.NDRBitsPerSecond))
-			add("udp_pdr", unitBitPerSecond, flt(u.PDRBitsPerSecond))
-			add("udp_search_trials", unitCount, strconv.Itoa(len(u.Trials)))
+		add("udp_jitter", unitMicroseconds, flt(r.Jitter))
+		add("udp_sender_cpu", unitCores, flt(r.SenderCores))
+		add("udp_receiver_cpu", unitCores, flt(r.ReceiverCores))
+	}
+	if len(u.Trials) > 0 {
+		add("udp_ndr", unitBitPerSecond, flt(u.NDRBitsPerSecond))
+		add("udp_pdr", unitBitPerSecond, flt(u.PDRBitsPerSecond))
+		add("udp_search_trials", unitCount, strconv.Itoa(len(u.Trials)))
+	}
+}
+
+// derived adds the values derived from the measured ones: shares of the
+// ceiling and the line rate, and the CPU cost per packet and byte.
+func (m *measured) derived(d *result.Derived) {
+	if d == nil {
+		return
+	}
+	m.f("ceiling_fraction", unitRatio, d.CeilingFraction)
+	if d.PercentOfCeiling != 0 {
+		m.f("percent_of_ceiling", unitPercent, d.PercentOfCeiling)
+	}
+	if d.LineRate != 0 {
+		m.f("line_rate", unitBitPerSecond, d.LineRate)
+		m.f("percent_of_line_rate", unitPercent, d.PercentOfLineRate)
+	}
+	m.i("load_tools_saturated", unitCount, int64(len(d.LoadToolSaturated)))
+	if k := d.Cost; k != nil {
+		// Nanoseconds are CPU time whatever the basis; with the
+		// cycles basis, cycles come as well.
+		m.f("sender_ns_per_packet", unitNanoseconds, k.SenderNsPerPacket)
+		m.f("receiver_ns_per_packet", unitNanoseconds, k.ReceiverNsPerPacket)
+		m.f("sender_ns_per_byte", unitNanoseconds, k.SenderNsPerByte)
+		m.f("receiver_ns_per_byte", unitNanoseconds, k.ReceiverNsPerByte)
+		m.f("total_ns_per_packet", unitNanoseconds, k.TotalNsPerPacket)
+		if k.Basis == result.CostCycles {
+			m.f("sender_cycles_per_packet", unitCycles, k.SenderCyclesPerPacket)
+			m.f("receiver_cycles_per_packet", unitCycles, k.ReceiverCyclesPerPacket)
+			m.f("sender_cycles_per_byte", unitCycles, k.SenderCyclesPerByte)
+			m.f("receiver_cycles_per_byte", unitCycles, k.ReceiverCyclesPerByte)
+			m.f("total_cycles_per_packet", unitCycles, k.TotalCyclesPerPacket)
 		}
 	}
-	if d := c.Derived; d != nil {
-		f("ceiling_fraction", unitRatio, d.CeilingFraction)
-		if d.PercentOfCeiling != 0 {
-			f("percent_of_ceiling", unitPercent, d.PercentOfCeiling)
-		}
-		if d.LineRate != 0 {
-			f("line_rate", unitBitPerSecond, d.LineRate)
-			f("percent_of_line_rate", unitPercent, d.PercentOfLineRate)
-		}
-		i("load_tools_saturated", unitCount, int64(len(d.LoadToolSaturated)))
-		if k := d.Cost; k != nil {
-			// Nanoseconds are CPU time whatever the basis; with the
-			// cycles basis, cycles come as well.
-			f("sender_ns_per_packet", unitNanoseconds, k.SenderNsPerPacket)
-			f("receiver_ns_per_packet", unitNanoseconds, k.ReceiverNsPerPacket)
-			f("sender_ns_per_byte", unitNanoseconds, k.SenderNsPerByte)
-			f("receiver_ns_per_byte", unitNanoseconds, k.ReceiverNsPerByte)
-			f("total_ns_per_packet", unitNanoseconds, k.TotalNsPerPacket)
-			if k.Basis == result.CostCycles {
-				f("sender_cycles_per_packet", unitCycles, k.SenderCyclesPerPacket)
-				f("receiver_cycles_per_packet", unitCycles, k.ReceiverCyclesPerPacket)
-				f("sender_cycles_per_byte", unitCycles, k.SenderCyclesPerByte)
-				f("receiver_cycles_per_byte", unitCycles, k.ReceiverCyclesPerByte)
-				f("total_cycles_per_packet", unitCycles, k.TotalCyclesPerPacket)
-			}
-		}
-	}
-	return out
 }
 
 // tidyParams are the parameters of the tidy CSV beyond the base ones

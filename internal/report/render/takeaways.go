@@ -159,22 +159,60 @@ func at(desc string) string {
 func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) TakeAways {
 	rows := summary.Aggregate(run, cells)
 	v := summary.VaryingParams(rows)
+	t := TakeAways{Withheld: withheld(rows, v)}
+	tc := claimCtx{runID: run.ID, rows: rows, v: v, link: chartLink(run.ID, charts),
+		add: func(text, fig string, basis ...summary.Summary) {
+			ta := TakeAway{Text: text, Figure: fig}
+			for _, b := range basis {
+				ta.Basis = append(ta.Basis, b.Key)
+			}
+			t.Claims = append(t.Claims, ta)
+		}}
+
+	sets := paramSets(rows)
+	// Throughput, then CPU per Gbit/s, then RTT against native, per
+	// parameter set.
+	throughputClaims(tc, sets, &t.Claims)
+	cpuClaims(tc, sets)
+	rttClaims(tc, sets)
+	loadedRTTClaims(tc, sets)
+
+	// The tests beyond tcp_stream and tcp_rr: parallel, line rate, udp_sizes.
+	parallelClaims(tc)
+	lineRateClaims(tc)
+	udpClaims(tc)
+	connectClaims(tc)
+
+	// The effect of one parameter on each method: MTU, offloads, streams, MSS.
+	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, goodThroughput, tc.link)...)
+	return t
+}
+
+// chartLink returns the link of a claim to its figure: the first of the
+// candidate chart IDs that is one of charts, else the run's summary
+// table.
+func chartLink(runID string, charts []Chart) func(candidates ...string) string {
 	ids := map[string]bool{}
 	for _, c := range charts {
 		ids[c.ID] = true
 	}
-	link := func(candidates ...string) string {
+	return func(candidates ...string) string {
 		for _, c := range candidates {
 			if ids[c] {
 				return c
 			}
 		}
-		return SummaryAnchor(run.ID)
+		return SummaryAnchor(runID)
 	}
-	var t TakeAways
+}
+
+// withheld says, row by row, why no claim rests on a row, or on which of
+// its figures a claim stands only where Welch's t-test is sure.
+func withheld(rows []summary.Summary, v summary.Varying) []string {
+	var out []string
 	for _, r := range rows {
 		if ok, why := usable(r); !ok {
-			t.Withheld = append(t.Withheld, fmt.Sprintf("No claim rests on %s: %s.", summary.RowName(r, v), why))
+			out = append(out, fmt.Sprintf("No claim rests on %s: %s.", summary.RowName(r, v), why))
 			continue
 		}
 		var shaky []string
@@ -184,23 +222,22 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 			}
 		}
 		if len(shaky) > 0 {
-			t.Withheld = append(t.Withheld, fmt.Sprintf("The %s of %s: unstable (coefficient of variation above 10%%, marked with its CV); a claim on it stands only where Welch's t-test finds the difference at %s confidence.",
+			out = append(out, fmt.Sprintf("The %s of %s: unstable (coefficient of variation above 10%%, marked with its CV); a claim on it stands only where Welch's t-test finds the difference at %s confidence.",
 				andList(shaky), summary.RowName(r, v), pctText(100*ClaimConfidence)))
 		}
 	}
-	good := func(r summary.Summary) bool { ok, _ := usable(r); return ok && stable(r.Throughput) }
-	goodFig := func(r summary.Summary, f summary.Figure) bool { ok, _ := usable(r); return ok && stable(f) }
-	add := func(text, fig string, basis ...summary.Summary) {
-		ta := TakeAway{Text: text, Figure: fig}
-		for _, b := range basis {
-			ta.Basis = append(ta.Basis, b.Key)
-		}
-		t.Claims = append(t.Claims, ta)
-	}
+	return out
+}
 
-	sets := paramSets(rows)
-	// Throughput, then CPU per Gbit/s, then RTT against native, per
-	// parameter set.
+// goodThroughput says whether a row's throughput may carry a claim.
+func goodThroughput(r summary.Summary) bool { return goodFigure(r, r.Throughput) }
+
+// throughputClaims compares each method's throughput with native's, per
+// parameter set: indistinguishable, or the share of native's it reaches.
+// With offloads varying, a method's share with them off joins its claim
+// with them on (found in claims) in one sentence.
+func throughputClaims(tc claimCtx, sets []paramSet, claims *[]TakeAway) {
+	v, link, add := tc.v, tc.link, tc.add
 	type reach struct{ r, native summary.Summary }
 	var reaches []reach // "reaches N% of native" claims, merged below
 	for _, ps := range sets {
@@ -211,11 +248,11 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 		p := native.Params
 		desc := at(describe(p, v))
 		tpFig := link(
-			fmt.Sprintf("%s-mtu-%s-offloads-%s-p%d", run.ID, p.Family, summary.OnOff(p.Offloads), p.Streams),
-			fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", run.ID, p.Family, p.UnderlayMTU, p.Streams),
-			fmt.Sprintf("%s-throughput-time-%s-%s", run.ID, summary.SlugLabel(native.Label), ps.key.Slug()))
+			fmt.Sprintf("%s-mtu-%s-offloads-%s-p%d", tc.runID, p.Family, summary.OnOff(p.Offloads), p.Streams),
+			fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", tc.runID, p.Family, p.UnderlayMTU, p.Streams),
+			fmt.Sprintf("%s-throughput-time-%s-%s", tc.runID, summary.SlugLabel(native.Label), ps.key.Slug()))
 		for _, r := range ps.rows {
-			if r.Method == summary.NativeMethod || !good(r) || !good(native) {
+			if r.Method == summary.NativeMethod || !goodThroughput(r) || !goodThroughput(native) {
 				continue
 			}
 			if overlap(r.Throughput, native.Throughput) {
@@ -231,16 +268,16 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 				for i, q := range reaches {
 					k := summary.BaselineOf(q.r.Params)
 					k.Offloads = false
-					j := slices.IndexFunc(t.Claims, func(c TakeAway) bool { return slices.Equal(c.Basis, []string{q.r.Key, q.native.Key}) })
+					j := slices.IndexFunc(*claims, func(c TakeAway) bool { return slices.Equal(c.Basis, []string{q.r.Key, q.native.Key}) })
 					if q.r.Label == r.Label && k == summary.BaselineOf(p) && q.r.Params.Offloads && j >= 0 {
 						noOff := v
 						noOff.Offloads = false
-						ta := &t.Claims[j]
+						ta := &(*claims)[j]
 						ta.Text = fmt.Sprintf("%s reaches %s of native's throughput%s with offloads on (%s against %s Gbit/s; %s) and %s with them off (%s against %s Gbit/s; %s).",
 							r.Label, pctText(100*q.r.Throughput.Mean/q.native.Throughput.Mean), at(describe(p, noOff)),
 							withCI(q.r.Throughput), withCI(q.native.Throughput), sure(q.r.Throughput, q.native.Throughput),
 							pctText(100*r.Throughput.Mean/native.Throughput.Mean), withCI(r.Throughput), withCI(native.Throughput), sure(r.Throughput, native.Throughput))
-						ta.Figure = link(fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", run.ID, p.Family, p.UnderlayMTU, p.Streams), ta.Figure)
+						ta.Figure = link(fmt.Sprintf("%s-offloads-%s-mtu%d-p%d", tc.runID, p.Family, p.UnderlayMTU, p.Streams), ta.Figure)
 						ta.Basis = append(ta.Basis, r.Key, native.Key)
 						reaches = slices.Delete(reaches, i, i+1)
 						merged = true
@@ -256,79 +293,81 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 			}
 		}
 	}
+}
+
+// cpuClaims compares each method's Gbit/s per busy core with native's,
+// per parameter set.
+func cpuClaims(tc claimCtx, sets []paramSet) {
 	for _, ps := range sets {
 		native, ok := findNative(ps.rows)
 		if !ok {
 			continue
 		}
-		desc := at(describe(native.Params, v))
-		cpuFig := link(fmt.Sprintf("%s-cpu-%s", run.ID, ps.key.Slug()))
+		desc := at(describe(native.Params, tc.v))
+		cpuFig := tc.link(fmt.Sprintf("%s-cpu-%s", tc.runID, ps.key.Slug()))
 		for _, r := range ps.rows {
-			if r.Method == summary.NativeMethod || !goodFig(r, r.GbpsPerCore) || !goodFig(native, native.GbpsPerCore) {
+			if r.Method == summary.NativeMethod || !goodFigure(r, r.GbpsPerCore) || !goodFigure(native, native.GbpsPerCore) {
 				continue
 			}
 			if overlap(r.GbpsPerCore, native.GbpsPerCore) {
-				add(fmt.Sprintf("%s and native are indistinguishable in Gbit/s per busy core%s (%s against %s Gbit/s per busy core).",
+				tc.add(fmt.Sprintf("%s and native are indistinguishable in Gbit/s per busy core%s (%s against %s Gbit/s per busy core).",
 					r.Label, desc, withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), cpuFig, r, native)
 			} else {
-				add(evidence(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
+				tc.add(evidence(fmt.Sprintf("%s spends %s the CPU per Gbit/s of native%s (%s against %s Gbit/s per busy core).",
 					r.Label, ratio(native.GbpsPerCore.Mean/r.GbpsPerCore.Mean), desc,
 					withCI(r.GbpsPerCore), withCI(native.GbpsPerCore)), r.GbpsPerCore, native.GbpsPerCore), cpuFig, r, native)
 			}
 		}
 	}
+}
+
+// rttClaims compares each method's median RTT with native's, per
+// parameter set.
+func rttClaims(tc claimCtx, sets []paramSet) {
 	for _, ps := range sets {
 		native, ok := findNative(ps.rows)
 		if !ok {
 			continue
 		}
-		desc := at(describe(native.Params, v))
-		rttFig := link(fmt.Sprintf("%s-rtt-cdf-%s", run.ID, ps.key.Slug()))
+		desc := at(describe(native.Params, tc.v))
+		rttFig := tc.link(fmt.Sprintf("%s-rtt-cdf-%s", tc.runID, ps.key.Slug()))
 		for _, r := range ps.rows {
-			if r.Method == summary.NativeMethod || !goodFig(r, r.P50RTT) || !goodFig(native, native.P50RTT) {
+			if r.Method == summary.NativeMethod || !goodFigure(r, r.P50RTT) || !goodFigure(native, native.P50RTT) {
 				continue
 			}
 			if overlap(r.P50RTT, native.P50RTT) {
-				add(fmt.Sprintf("%s and native are indistinguishable in median RTT%s (%s against %s µs).",
+				tc.add(fmt.Sprintf("%s and native are indistinguishable in median RTT%s (%s against %s µs).",
 					r.Label, desc, withCI(r.P50RTT), withCI(native.P50RTT)), rttFig, r, native)
 			} else {
-				add(evidence(fmt.Sprintf("%s's median RTT is %s native's%s (%s against %s µs).",
+				tc.add(evidence(fmt.Sprintf("%s's median RTT is %s native's%s (%s against %s µs).",
 					r.Label, ratio(r.P50RTT.Mean/native.P50RTT.Mean), desc,
 					withCI(r.P50RTT), withCI(native.P50RTT)), r.P50RTT, native.P50RTT), rttFig, r, native)
 			}
 		}
 	}
+}
 
-	// Latency under load: how much a saturating transfer raises each
-	// method's p99 round-trip time over the idle tunnel's.
+// loadedRTTClaims says, per parameter set, how much a saturating
+// transfer raises each method's p99 round-trip time over the idle
+// tunnel's (latency under load).
+func loadedRTTClaims(tc claimCtx, sets []paramSet) {
 	for _, ps := range sets {
-		desc := at(describe(ps.rows[0].Params, v))
-		fig := link(fmt.Sprintf("%s-rtt-load-%s", run.ID, ps.key.Slug()))
+		desc := at(describe(ps.rows[0].Params, tc.v))
+		fig := tc.link(fmt.Sprintf("%s-rtt-load-%s", tc.runID, ps.key.Slug()))
 		for _, r := range ps.rows {
 			ts := r.Tests
-			if ts == nil || ts.P99Ratio.N == 0 || !goodFig(r, ts.P99Ratio) || !stable(ts.IdleP99) || !stable(ts.LoadedP99) {
+			if ts == nil || ts.P99Ratio.N == 0 || !goodFigure(r, ts.P99Ratio) || !stable(ts.IdleP99) || !stable(ts.LoadedP99) {
 				continue
 			}
 			if overlap(ts.IdleP99, ts.LoadedP99) {
-				add(fmt.Sprintf("%s's p99 RTT under load is indistinguishable from idle%s: Welch's t-test finds no difference at %s confidence (%s against %s µs).",
+				tc.add(fmt.Sprintf("%s's p99 RTT under load is indistinguishable from idle%s: Welch's t-test finds no difference at %s confidence (%s against %s µs).",
 					r.Label, desc, pctText(100*ClaimConfidence), withCI(ts.LoadedP99), withCI(ts.IdleP99)), fig, r)
 				continue
 			}
-			add(evidence(fmt.Sprintf("Under load, %s's p99 RTT is %s its idle p99%s (%s against %s µs).",
+			tc.add(evidence(fmt.Sprintf("Under load, %s's p99 RTT is %s its idle p99%s (%s against %s µs).",
 				r.Label, ratio(ts.P99Ratio.Mean)+cvMark(ts.P99Ratio), desc, withCI(ts.LoadedP99), withCI(ts.IdleP99)), ts.LoadedP99, ts.IdleP99), fig, r)
 		}
 	}
-
-	// The tests beyond tcp_stream and tcp_rr: parallel, line rate, udp_sizes.
-	tc := claimCtx{runID: run.ID, rows: rows, v: v, link: link, add: add}
-	parallelClaims(tc)
-	lineRateClaims(tc)
-	udpClaims(tc)
-	connectClaims(tc)
-
-	// The effect of one parameter on each method: MTU, offloads, streams, MSS.
-	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, good, link)...)
-	return t
 }
 
 // findNative returns the native row of a parameter set.
