@@ -18,10 +18,10 @@ import (
 )
 
 // Undo is one change a method makes to a host outside the devices, files
-// and processes its run owns (which CleanSite finds by their names), put
+// and processes its run owns (which agent.CleanSite finds by their names), put
 // in the site's journal before the change is made and taken out once the
 // method has reverted it. When the controller, the agent or the
-// connection dies in between, CleanSite ("tunbench clean --run ID --site
+// connection dies in between, agent.CleanSite ("tunbench clean --run ID --site
 // NAME", run over a new connection) applies what the journal still holds,
 // so the host gets back what the method took: the underlay device's tc
 // programs, addresses and sysctls.
@@ -124,10 +124,6 @@ const (
 	// leads to.
 	UndoDelFou = "delfou"
 )
-
-// IsRunDevice reports whether name is a device a run created (named
-// DevicePrefix(id)-...): it goes with the run, and needs no journal.
-func IsRunDevice(name string) bool { return runOfDevice(name) != "" }
 
 // RouteProtocol marks the routes tunbench adds to a host's own tables
 // (the rtm_protocol of "ip route", shown as 241): a route is deleted only
@@ -332,7 +328,7 @@ func TakeOff(listed, addrs []netlink.Addr) []netlink.Addr {
 
 // applyJournal applies, in this process's network namespace, every
 // change the journal of dir still holds, and returns what it restored.
-func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
+func ApplyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
 	ents, err := os.ReadDir(undoDir(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
