@@ -106,8 +106,8 @@ func readUndo(dir, name string) (u Undo, ok bool, err error) {
 // HostDev changes a host's own underlay device for the cells of a run
 // (ssh.host_changes) through ops on the endpoint's host, keeping its
 // original state in the site directory's journal there from before the
-// first change until the run puts it back, so that agent.CleanSite restores it
-// after any crash.
+// first change until the run puts it back, so that agent.CleanSite
+// restores it after any crash.
 type HostDev struct{ EP *Endpoint }
 
 // Save journals the device's state, unless the journal already holds it
