@@ -525,7 +525,7 @@ func (u Undo) applyDevice(h *netlink.Handle) (string, error) {
 	if _, err := h.LinkByName(u.Dev); err != nil {
 		return "", fmt.Errorf("find %s: %w", u.Dev, err)
 	}
-	changed, err := RestoreDevice(netns.None(), u.Dev, DeviceState{MTU: u.MTU, Features: u.Features})
+	changed, err := restoreDevice(netns.None(), u.Dev, DeviceState{MTU: u.MTU, Features: u.Features})
 	if err != nil {
 		return "", err
 	}

@@ -82,7 +82,7 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	l.A = &testbed.Endpoint{Side: "a", Namespace: testbed.NamespaceName(cfg.ID, "a"), Dev: dev + "-a", Addr4: UnderlayA4, Addr6: UnderlayA6, Dir: l.Dir, NS: -1}
 	l.B = &testbed.Endpoint{Side: "b", Namespace: testbed.NamespaceName(cfg.ID, "b"), Dev: dev + "-b", Addr4: UnderlayB4, Addr6: UnderlayB6, Dir: l.Dir, NS: -1}
 	if cfg.Pin {
-		l.A.CPUs, l.B.CPUs = SplitCPUs(runtime.NumCPU())
+		l.A.CPUs, l.B.CPUs = splitCPUs(runtime.NumCPU())
 	}
 	for _, e := range []*testbed.Endpoint{l.A, l.B} {
 		ns, err := newNamed(e.Namespace)
@@ -112,7 +112,7 @@ func NewLocal(cfg Config) (l *Local, err error) {
 		}
 	}
 	for _, e := range []*testbed.Endpoint{l.A, l.B} {
-		if err := WaitOperUp(e.NL, e.Dev, operUpTimeout); err != nil {
+		if err := waitOperUp(e.NL, e.Dev, operUpTimeout); err != nil {
 			return l, fmt.Errorf("testbed: %s: %w", e.Side, err)
 		}
 	}
@@ -123,7 +123,7 @@ func NewLocal(cfg Config) (l *Local, err error) {
 // up: the kernel's link watch defers a carrier change by up to a second.
 const operUpTimeout = 5 * time.Second
 
-// WaitOperUp waits until dev is operationally up (IFF_RUNNING, operstate
+// waitOperUp waits until dev is operationally up (IFF_RUNNING, operstate
 // up), polling every 10 ms for at most timeout.
 //
 // Setting a device up is not enough before measuring over it: the kernel
@@ -133,7 +133,7 @@ const operUpTimeout = 5 * time.Second
 // already passes packets (IFF_LOWER_UP is set) but reads as down. In the
 // kernel lab's emulated guest a cell often began within that second, and
 // its fault watch took the pending state for a link that went down.
-func WaitOperUp(nl testbed.Netlink, dev string, timeout time.Duration) error {
+func waitOperUp(nl testbed.Netlink, dev string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		l, err := nl.LinkByName(dev)
@@ -151,9 +151,9 @@ func WaitOperUp(nl testbed.Netlink, dev string, timeout time.Duration) error {
 	}
 }
 
-// SplitCPUs divides n CPUs between the two sides: a gets the first half,
+// splitCPUs divides n CPUs between the two sides: a gets the first half,
 // b the rest. With one CPU both share it.
-func SplitCPUs(n int) (a, b []int) {
+func splitCPUs(n int) (a, b []int) {
 	if n < 2 {
 		return []int{0}, []int{0}
 	}
@@ -291,9 +291,9 @@ func prepareNetnsDir() error {
 	return nil
 }
 
-// ReleaseLock drops the run-directory lock, as the death of the process
+// releaseLock drops the run-directory lock, as the death of the process
 // would; tests use it to simulate a killed run.
-func (l *Local) ReleaseLock() {
+func (l *Local) releaseLock() {
 	if l.lock != nil {
 		l.lock.Close()
 		l.lock = nil
