@@ -61,12 +61,13 @@ func killInNamespace(ns netns.NsHandle) ([]testbed.Victim, error) {
 	return victims, errors.Join(errs...)
 }
 
-// Clean removes what killed runs left behind: namespaces named
-// NamespacePrefix<id>-a|b (with every process inside them), processes
-// recorded in their run directories, the directories under root, and BPF
-// maps the ebpf-* methods pinned under BPFPinRoot. A run
-// whose directory lock is still held is alive and left alone. It returns
-// what it removed.
+// Clean removes what killed runs left behind on this machine: the run
+// directories under root with the processes recorded there and what
+// their journals hold (testbed.CleanRunDir), namespaces named
+// testbed.NamespacePrefix<id>-a|b (with every process inside them), the
+// runs' devices in this namespace, BPF maps the ebpf-* methods pinned
+// under testbed.BPFPinRoot, and lock files. A run whose lock is still
+// held is alive and left alone. It returns what it removed.
 func Clean(root string) ([]testbed.Leftover, error) {
 	if root == "" {
 		root = testbed.DefaultRoot

@@ -28,9 +28,10 @@ var (
 
 // Config describes a local testbed.
 type Config struct {
-	// ID is the run identifier (NewID). Required.
+	// ID is the run identifier (testbed.NewID). Required.
 	ID string
-	// Root holds the run's private directory; testbed.DefaultRoot when empty.
+	// Root holds the run's private directory; testbed.DefaultRoot when
+	// empty.
 	Root string
 	// MTU of the underlay veth pair; 1500 when zero.
 	MTU int
@@ -303,8 +304,8 @@ func (l *Local) releaseLock() {
 // LocalTestbed is the default testbed: for each cell, two fresh network
 // namespaces on this machine joined by a veth pair (NewLocal).
 type LocalTestbed struct {
-	// ID is the run identifier; Root holds its directory (testbed.DefaultRoot
-	// when empty).
+	// ID is the run identifier; Root holds its directory
+	// (testbed.DefaultRoot when empty).
 	ID, Root string
 }
 
