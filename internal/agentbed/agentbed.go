@@ -34,6 +34,7 @@ import (
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 )
 
 // Config is what Open needs.
@@ -93,8 +94,8 @@ type host struct {
 	site  scenario.Site
 	ssh   *remotehost.Host
 	sess  *remotehost.Session
-	agent *testbed.AgentConn
-	hello testbed.Hello
+	agent *agent.AgentConn
+	hello agent.Hello
 	exe   string
 	// lost is set once the connection was lost; the site is cleaned and
 	// reconnected before its next use.
@@ -227,7 +228,7 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h.exe = exe
-	h.hello = testbed.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe, Network: t.cfg.Networks[st.Name]}
+	h.hello = agent.Hello{Version: t.cfg.BuildID, ID: t.cfg.ID, Site: st.Name, Dev: st.Dev, Exe: exe, Network: t.cfg.Networks[st.Name]}
 	if p, err := st.Prefix("ipv4"); err == nil {
 		h.hello.Addr4 = p
 	}
@@ -239,7 +240,7 @@ func (t *Testbed) start(ctx context.Context, h *host, check bool) error {
 		return fmt.Errorf("site %s: %w", st.Name, err)
 	}
 	h.sess = sess
-	h.agent = testbed.NewAgentConn(st.Name, sess.Stdout, sess.Stdin, sessionCloser{sess})
+	h.agent = agent.NewAgentConn(st.Name, sess.Stdout, sess.Stdin, sessionCloser{sess})
 	if err := h.agent.Hello(ctx, h.hello); err != nil {
 		return fmt.Errorf("site %s: %w", st.Name, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // benchFamilies are one method of each family (and native): the methods
@@ -92,11 +93,11 @@ func benchSSHvsLocal(b *testing.B, method string) {
 		lid := testbed.NewID()
 		var l, r result.Cell
 		if i%2 == 0 { // alternate which goes first
-			l = cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
+			l = cell(local, localns.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
 			r = cell(s, tb, id)
 		} else {
 			r = cell(s, tb, id)
-			l = cell(local, testbed.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
+			l = cell(local, localns.LocalTestbed{ID: lid, Root: b.TempDir()}, lid)
 		}
 		ohSSH, ohLocal = append(ohSSH, overhead(r)), append(ohLocal, overhead(l))
 		ratio = append(ratio, r.Throughput.BitsPerSecond/l.Throughput.BitsPerSecond)

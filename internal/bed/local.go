@@ -14,11 +14,13 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"golang.org/x/sys/unix"
 )
 
 // local is the default testbed: for each cell two network namespaces on
-// this machine joined by a veth pair (testbed.LocalTestbed).
+// this machine joined by a veth pair (localns.LocalTestbed).
 var local = Entry{
 	Kind: kind.Local,
 	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
@@ -28,7 +30,7 @@ var local = Entry{
 		return unavailableHere(s, reg, env.Probe(), true)
 	},
 	Open: func(_ context.Context, _ scenario.Scenario, _ *method.Registry, _ Env, id string, _ io.Writer) (testbed.Testbed, error) {
-		return testbed.LocalTestbed{ID: id}, nil
+		return localns.LocalTestbed{ID: id}, nil
 	},
 	Clean: cleanHere,
 }
@@ -49,17 +51,17 @@ var vm = Entry{
 	},
 }
 
-// cleanHere cleans this machine: what killed runs left (testbed.Clean),
+// cleanHere cleans this machine: what killed runs left (localns.Clean),
 // or, with Run and Site, this host as that site of that run.
 func cleanHere(_ context.Context, c CleanJob, _ Env) ([]string, error) {
 	if c.Site != "" || c.Run != "" {
 		if c.Site == "" || c.Run == "" {
 			return nil, errors.New("--run and --site go together: clean this host as site NAME of run ID")
 		}
-		removed, err := testbed.CleanSite("", c.Run, c.Site)
+		removed, err := agent.CleanSite("", c.Run, c.Site)
 		return removedLines(removed), wrapClean(err)
 	}
-	removed, err := testbed.Clean("")
+	removed, err := localns.Clean("")
 	return removedLines(removed), wrapClean(err)
 }
 

@@ -13,7 +13,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 )
 
 // BuildID identifies this exact binary: the version and the first bytes
@@ -55,7 +55,7 @@ func newAgentCmd() *cobra.Command {
 			if !detached {
 				return runDetached()
 			}
-			if err := testbed.ServeAgent(cmd.Context(), os.Stdin, os.Stdout, BuildID()); err != nil {
+			if err := agent.ServeAgent(cmd.Context(), os.Stdin, os.Stdout, BuildID()); err != nil {
 				return fmt.Errorf("agent: %w", err)
 			}
 			return nil

@@ -16,6 +16,7 @@ import (
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"golang.org/x/sys/unix"
 )
 
@@ -254,12 +255,12 @@ func TestDatabaseDiskFails(t *testing.T) {
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only: %v", err)
 	}
-	refusedBefore := testbed.NamespacesCreated()
+	refusedBefore := localns.NamespacesCreated()
 	code, _, stderr = run(t, "run", "--db", db, "--methods", "native", "--duration", "1s", "--latency", "0s", "--reps", "1")
 	if code == 0 || !strings.Contains(stderr, "read-only") {
 		t.Errorf("a run onto a read-only database: exit %d, %q; want an error saying read-only", code, stderr)
 	}
-	if testbed.NamespacesCreated() > refusedBefore {
+	if localns.NamespacesCreated() > refusedBefore {
 		t.Errorf("a run refused for its read-only database created namespaces")
 	}
 	// The kernel lab too refuses it before the guest boots, not after.

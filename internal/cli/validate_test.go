@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 var updateDocs = flag.Bool("update-docs", false, "rewrite the generated options table of docs/methods.md")
@@ -21,7 +21,7 @@ var updateDocs = flag.Bool("update-docs", false, "rewrite the generated options 
 // packages' namespaces do not count).
 func refused(t *testing.T, args []string, want ...string) {
 	t.Helper()
-	before := testbed.NamespacesCreated()
+	before := localns.NamespacesCreated()
 	db := filepath.Join(t.TempDir(), "r.db")
 	code, _, stderr := run(t, append(append([]string{}, args[0], "--db", db), args[1:]...)...)
 	if code == 0 {
@@ -35,7 +35,7 @@ func refused(t *testing.T, args []string, want ...string) {
 	if _, err := os.Stat(db); err == nil {
 		t.Errorf("%v: a refused run created the database", args)
 	}
-	if n := testbed.NamespacesCreated() - before; n != 0 {
+	if n := localns.NamespacesCreated() - before; n != 0 {
 		t.Errorf("%v: a refused run created %d namespaces", args, n)
 	}
 }
@@ -109,12 +109,12 @@ func TestBadNumbersAreRefused(t *testing.T) {
 			if tt.args[0] == "selfbench" {
 				// selfbench has no --db; it must still refuse before it
 				// builds anything.
-				before := testbed.NamespacesCreated()
+				before := localns.NamespacesCreated()
 				code, _, stderr := run(t, tt.args...)
 				if code == 0 || !strings.Contains(stderr, tt.want[0]) {
 					t.Errorf("exit %d, stderr %q; want an error containing %q", code, stderr, tt.want[0])
 				}
-				if n := testbed.NamespacesCreated() - before; n != 0 {
+				if n := localns.NamespacesCreated() - before; n != 0 {
 					t.Errorf("selfbench created %d namespaces before refusing", n)
 				}
 				return

@@ -9,6 +9,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -51,7 +52,7 @@ func BenchmarkTestbed(b *testing.B) {
 	times := make([]time.Duration, 0, b.N)
 	for i := 0; i < b.N; i++ {
 		start := time.Now()
-		l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
+		l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: root})
 		if err != nil {
 			b.Fatal(err)
 		}

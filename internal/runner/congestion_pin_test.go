@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -37,13 +38,13 @@ func TestCongestionOnBothTestbeds(t *testing.T) {
 	agentBed, remote, _ := testbedtest.AgentPair(t, 1500)
 	for _, c := range []struct {
 		name string
-		l    *testbed.Local
+		l    *localns.Local
 		pair *testbed.Pair
 	}{{"local", local, local.Pair()}, {"remote", agentBed, remote}} {
 		for _, fam := range []string{"ipv4", "ipv6"} {
-			path := &method.Path{A: testbed.UnderlayA4.Addr(), B: testbed.UnderlayB4.Addr()}
+			path := &method.Path{A: localns.UnderlayA4.Addr(), B: localns.UnderlayB4.Addr()}
 			if fam == "ipv6" {
-				path = &method.Path{A: testbed.UnderlayA6.Addr(), B: testbed.UnderlayB6.Addr()}
+				path = &method.Path{A: localns.UnderlayA6.Addr(), B: localns.UnderlayB6.Addr()}
 			}
 			before := []string{routeTo(t, c.l.A.Namespace, path.B), routeTo(t, c.l.B.Namespace, path.A)}
 			if _, err := setCongestion(c.pair, "cubic"); err != nil {
@@ -118,7 +119,7 @@ func TestPinCongestionMethodRoute(t *testing.T) {
 		t.Fatal(err)
 	}
 	devices := map[string][]string{"a": {"pinm0"}}
-	pins, left, err := pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.5.2"), Devices: devices})
+	pins, left, err := pinCongestion(pair, &method.Path{A: localns.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.5.2"), Devices: devices})
 	if err != nil || len(left) != 0 {
 		t.Fatalf("method's route: %v (left %q)", err, left)
 	}
@@ -128,7 +129,7 @@ func TestPinCongestionMethodRoute(t *testing.T) {
 	if err := unpinCongestion(pins); err != nil {
 		t.Fatal(err)
 	}
-	pins, left, err = pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.6.2"), Devices: devices})
+	pins, left, err = pinCongestion(pair, &method.Path{A: localns.UnderlayA4.Addr(), B: netip.MustParseAddr("198.19.6.2"), Devices: devices})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestPinCongestionKeepsMTU(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	l, pair, _ := testbedtest.AgentPair(t, 1500)
 	ns := l.A.Namespace
-	if out, err := exec.Command("ip", "-n", ns, "route", "add", "198.19.7.0/24", "via", testbed.UnderlayB4.Addr().String(),
+	if out, err := exec.Command("ip", "-n", ns, "route", "add", "198.19.7.0/24", "via", localns.UnderlayB4.Addr().String(),
 		"dev", l.A.Dev, "mtu", "1450", "advmss", "1398").CombinedOutput(); err != nil {
 		t.Fatalf("ip route add: %v: %s", err, out)
 	}
@@ -162,7 +163,7 @@ func TestPinCongestionKeepsMTU(t *testing.T) {
 		t.Fatal(err)
 	}
 	peer := netip.MustParseAddr("198.19.7.2")
-	pins, left, err := pinCongestion(pair, &method.Path{A: testbed.UnderlayA4.Addr(), B: peer})
+	pins, left, err := pinCongestion(pair, &method.Path{A: localns.UnderlayA4.Addr(), B: peer})
 	if err != nil || len(left) != 0 || len(pins) != 2 {
 		t.Fatalf("pin: %v (left %q, %d pins)", err, left, len(pins))
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -17,7 +18,7 @@ import (
 // encapsulation created without it is left alone and reported.
 func TestRouteCongestion(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

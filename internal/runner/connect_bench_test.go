@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -30,7 +31,7 @@ func BenchmarkConnectHarness(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
 		b.Fatalf("build tunbench: %v\n%s", err, out)
 	}
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), MTU: 1500, Root: b.TempDir()})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), MTU: 1500, Root: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -43,7 +44,7 @@ func TestUDPBoundIn(t *testing.T) {
 // of it back as it was and drops the entries.
 func TestRecoverJournal(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -24,7 +25,7 @@ func TestEchoListensOnTheTunnelAddress(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
 		t.Fatalf("build tunbench: %v\n%s", err, out)
 	}
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), MTU: 1500, Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // Store is where finished records go, each committed at once.
@@ -52,7 +53,7 @@ type Config struct {
 	// step; 500 ms when zero.
 	BackgroundWindow time.Duration
 	// Bed builds each cell's endpoints; the local namespace testbed
-	// (testbed.LocalTestbed with ID and Root) when nil.
+	// (localns.LocalTestbed with ID and Root) when nil.
 	Bed testbed.Testbed
 	// Resume, when set, continues this stored run (reopened by the
 	// caller): steps whose cell and repetition are in Stored are skipped,
@@ -77,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		cfg.ID = testbed.NewID()
 	}
 	if cfg.Bed == nil {
-		cfg.Bed = testbed.LocalTestbed{ID: cfg.ID, Root: cfg.Root}
+		cfg.Bed = localns.LocalTestbed{ID: cfg.ID, Root: cfg.Root}
 	}
 	if cfg.BackgroundWindow == 0 {
 		cfg.BackgroundWindow = 500 * time.Millisecond

@@ -19,6 +19,7 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/vishvananda/netlink"
 )
 
@@ -48,7 +49,7 @@ func (b *fakeBed) Pair(_ context.Context, spec testbed.Spec) (*testbed.Pair, err
 	b.pairs++
 	a := testbed.NewEndpoint("a", "fake", "fk-a", b.host)
 	bb := testbed.NewEndpoint("b", "fake", "fk-b", b.host)
-	a.Addr4, bb.Addr4 = testbed.UnderlayA4, testbed.UnderlayB4
+	a.Addr4, bb.Addr4 = localns.UnderlayA4, localns.UnderlayB4
 	return testbed.NewPair(a, bb, "/nonexistent/fake", func() error {
 		b.mu.Lock()
 		defer b.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // FidelityReport compares native throughput measured through tunbench with
@@ -30,7 +31,7 @@ type FidelityReport struct {
 // counters, server readiness probe), once as a plain "iperf3 -c" a person
 // would type, in alternating order so drift affects both alike.
 func Fidelity(ctx context.Context, root string, rounds int, dur time.Duration) (*FidelityReport, error) {
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: root})
 	if err != nil {
 		return nil, err
 	}

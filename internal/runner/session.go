@@ -16,6 +16,7 @@ import (
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // SessionOptions say where a session keeps its records and how it talks.
@@ -158,7 +159,7 @@ func (s *Session) Resume(ctx context.Context, id string, reg *method.Registry) (
 func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err error) {
 	// Leftovers of killed runs would collide with nothing (names are per
 	// run) but must not accumulate.
-	removed, err := testbed.Clean("")
+	removed, err := localns.Clean("")
 	if err != nil {
 		return nil, fmt.Errorf("clean leftovers of earlier runs: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/tunbench/tunbench/internal/sample"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // procHost is the fake host whose /proc/stat stops being readable after
@@ -75,7 +76,7 @@ func procPair(t *testing.T, statReads int) *testbed.Pair {
 	h := &procHost{fakeHost: newFakeBed(t).host, statReads: statReads}
 	a := testbed.NewEndpoint("a", "fake", "fk-a", h)
 	b := testbed.NewEndpoint("b", "fake", "fk-b", h)
-	a.Addr4, b.Addr4 = testbed.UnderlayA4, testbed.UnderlayB4
+	a.Addr4, b.Addr4 = localns.UnderlayA4, localns.UnderlayB4
 	a.Exe, b.Exe = "tunbench", "tunbench"
 	return testbed.NewPair(a, b, t.TempDir(), func() error { return nil })
 }

@@ -60,6 +60,15 @@ func (c *Cmd) StdinPipe() (io.WriteCloser, error) {
 	return w, nil
 }
 
+// Context is the context the command was prepared with (Endpoint.Command):
+// its end kills the process. It is never nil.
+func (c *Cmd) Context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
+}
+
 // Started reports whether Start succeeded.
 func (c *Cmd) Started() bool { return c.proc != nil }
 

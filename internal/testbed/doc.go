@@ -1,15 +1,19 @@
-// Package testbed provides the places where the two endpoints of a
-// measurement live and runs commands there.
+// Package testbed is the core every testbed shares: the Endpoint that
+// methods, load drivers and samplers work through, the Host it runs on
+// (this machine, inside the endpoint's namespace, or another reached
+// through a transport), the Pair of endpoints a cell runs between, the
+// Testbed interface that builds pairs and the Spec a cell asks of them,
+// the names and ids of what a run creates, its lock, and the journal of
+// what a run changes on a host's own devices (Undo, HostDev), put back
+// after any crash.
 //
-// The Local testbed, the default, is two network namespaces joined by a veth
-// pair, built through netlink. Endpoint "a" sends, endpoint "b" receives.
-// Everything a run creates carries the run's prefix: namespaces are named
-// "tunbench-<id>-a" and "tunbench-<id>-b", devices inside them start with
-// "tb<id>", and the run's private directory is <root>/<id> (by default
-// /run/tunbench/<id>, mode 0700). Cleanup finds leftovers of killed runs by
-// those names and touches nothing else; a live run holds a lock
+// Everything a run creates carries the run's id: namespaces are named
+// "tunbench-<id>-a" and "tunbench-<id>-b", devices start with "tb<id>",
+// and the run's private directory is <root>/<id> (by default
+// /run/tunbench/<id>, mode 0700). A live run holds a lock
 // (LockDir/<id>.lock) so that a concurrent cleanup leaves it alone.
 //
-// A Local is not safe for concurrent Setup/Close; Endpoint methods that run
-// commands may be used concurrently.
+// The transports live in sub-packages, which import this one: localns
+// (two namespaces on this machine) and agent (a remote host's tunbench
+// agent, over a byte stream).
 package testbed

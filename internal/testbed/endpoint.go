@@ -70,8 +70,8 @@ func (e *Endpoint) hostOf() Host {
 // Lost returns why the endpoint's host can no longer be reached (its
 // connection is lost), nil while it can, and always nil on this machine.
 func (e *Endpoint) Lost() error {
-	if r, ok := e.hostOf().(remoteHost); ok {
-		return r.lost()
+	if r, ok := e.hostOf().(interface{ Lost() error }); ok {
+		return r.Lost()
 	}
 	return nil
 }
@@ -101,10 +101,10 @@ func (e *Endpoint) Addr(family string) netip.Addr {
 // Do runs fn on a locked OS thread that has entered the namespace. Anything
 // fn creates that binds to a namespace (sockets, child processes, netlink
 // handles) belongs to this endpoint's namespace.
-// On a remote endpoint it returns ErrRemote: use an Op there.
+// On a remote endpoint it returns errRemote: use an Op there.
 func (e *Endpoint) Do(fn func() error) error {
 	if !e.hostOf().Local() {
-		return fmt.Errorf("%s: enter namespace on host %s: %w", e.Side, e.Host, ErrRemote)
+		return fmt.Errorf("%s: enter namespace on host %s: %w", e.Side, e.Host, errRemote)
 	}
 	return doIn(e.NS, e.CPUs, fn)
 }
@@ -175,7 +175,7 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 	if e.Dir != "" && e.hostOf().Local() {
 		// A process "tunbench clean" cannot find would outlive a killed
 		// run: one whose pid is not recorded is stopped again.
-		if err := writePidFile(e.Dir, p.Pid(), cmd.Args[0]); err != nil {
+		if err := WritePidFile(e.Dir, p.Pid(), cmd.Args[0]); err != nil {
 			_ = p.Signal(syscall.SIGKILL)
 			_ = p.Wait()
 			return fmt.Errorf("%s: start %q: %w", e.Side, cmd.String(), err)
@@ -188,12 +188,12 @@ func (e *Endpoint) Start(cmd *Cmd) error {
 	return nil
 }
 
-// writePidFile records pid, running program argv0, in dir/pids, where
+// WritePidFile records pid, running program argv0, in dir/pids, where
 // "tunbench clean" looks for a killed run's processes: the file holds
 // argv0 and, on a second line, the process's start time (field 22 of
 // /proc/PID/stat), so that clean never takes a process that got the pid
 // after this one ended (pids wrap at pid_max, 32768 by default) for it.
-func writePidFile(dir string, pid int, argv0 string) error {
+func WritePidFile(dir string, pid int, argv0 string) error {
 	pidDir := filepath.Join(dir, "pids")
 	if err := os.MkdirAll(pidDir, 0o700); err != nil {
 		return fmt.Errorf("record pid %d for tunbench clean: %w", pid, err)

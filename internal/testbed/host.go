@@ -16,9 +16,11 @@ import (
 
 // Host is where an endpoint's effects happen: this machine, inside the
 // endpoint's namespace (the default), or a remote machine through the
-// agent tunbench runs there (AgentConn.Endpoint). Everything an endpoint
+// agent tunbench runs there (package agent). Everything an endpoint
 // does goes through it, so methods, load drivers and samplers run
-// unchanged on either. Tests supply fakes (NewEndpoint).
+// unchanged on either. Tests supply fakes (NewEndpoint). A host whose
+// connection can be lost also has a method Lost() error, which
+// Endpoint.Lost asks.
 type Host interface {
 	// Start starts c's process there.
 	Start(ep *Endpoint, c *Cmd) (Proc, error)
@@ -43,10 +45,10 @@ func Encode(v any) ([]byte, error) { return encode(v) }
 // Decode decodes data produced by Encode into v.
 func Decode(data []byte, v any) error { return gob.NewDecoder(bytes.NewReader(data)).Decode(v) }
 
-// ErrRemote is returned by what only works on an endpoint on this machine
+// errRemote is returned by what only works on an endpoint on this machine
 // (Do, loading BPF programs from this process) when the endpoint is on a
 // remote host.
-var ErrRemote = errors.New("not available on a remote endpoint")
+var errRemote = errors.New("not available on a remote endpoint")
 
 // Op is a named operation that runs where an endpoint lives: in this
 // process for a local endpoint, in the agent on the host for a remote one.
@@ -87,10 +89,13 @@ func NewOp[A, R any](name string, fn func(ctx context.Context, ep *Endpoint, a A
 	return Op[A, R]{name: name, fn: fn}
 }
 
-func lookupOp(name string) (opFunc, bool) {
+// LookupOp returns the operation registered under name, to run on an
+// endpoint of this process with gob-encoded arguments (an agent runs its
+// controller's calls so); ok is false when no op has that name.
+func LookupOp(name string) (fn func(ctx context.Context, ep *Endpoint, args []byte) ([]byte, error), ok bool) {
 	opsMu.RLock()
 	defer opsMu.RUnlock()
-	fn, ok := ops[name]
+	fn, ok = ops[name]
 	return fn, ok
 }
 
@@ -129,7 +134,7 @@ type localHost struct{}
 func (localHost) Local() bool { return true }
 
 func (localHost) Call(ctx context.Context, ep *Endpoint, name string, args []byte) ([]byte, error) {
-	fn, ok := lookupOp(name)
+	fn, ok := LookupOp(name)
 	if !ok {
 		return nil, fmt.Errorf("testbed: unknown op %q", name)
 	}
@@ -137,11 +142,7 @@ func (localHost) Call(ctx context.Context, ep *Endpoint, name string, args []byt
 }
 
 func (localHost) Start(ep *Endpoint, c *Cmd) (Proc, error) {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	cmd := exec.CommandContext(ctx, c.Args[0], c.Args[1:]...)
+	cmd := exec.CommandContext(c.Context(), c.Args[0], c.Args[1:]...)
 	cmd.Env = append(append(os.Environ(), "LC_ALL=C"), c.Env...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	if c.OutputFile != "" {

@@ -52,10 +52,10 @@ func ReadDevice(ns netns.NsHandle, dev string) (DeviceState, error) {
 	return DeviceState{MTU: d.MTU, Features: d.Offloads}, nil
 }
 
-// RestoreDevice puts dev in ns back to want: the MTU first (features of
+// restoreDevice puts dev in ns back to want: the MTU first (features of
 // some drivers depend on it), then every feature that differs. It returns
 // what it changed, e.g. "mtu 9000 → 1500", "rx-gro on".
-func RestoreDevice(ns netns.NsHandle, dev string, want DeviceState) ([]string, error) {
+func restoreDevice(ns netns.NsHandle, dev string, want DeviceState) ([]string, error) {
 	have, err := ReadDevice(ns, dev)
 	if err != nil {
 		return nil, err
@@ -106,8 +106,8 @@ func readUndo(dir, name string) (u Undo, ok bool, err error) {
 // HostDev changes a host's own underlay device for the cells of a run
 // (ssh.host_changes) through ops on the endpoint's host, keeping its
 // original state in the site directory's journal there from before the
-// first change until the run puts it back, so that CleanSite restores it
-// after any crash.
+// first change until the run puts it back, so that agent.CleanSite
+// restores it after any crash.
 type HostDev struct{ EP *Endpoint }
 
 // Save journals the device's state, unless the journal already holds it
@@ -265,7 +265,7 @@ func restoreJournaled(ep *Endpoint, dev string, drop bool) ([]string, error) {
 	if err != nil || !ok {
 		return nil, err
 	}
-	changed, err := RestoreDevice(ep.NS, dev, DeviceState{MTU: u.MTU, Features: u.Features})
+	changed, err := restoreDevice(ep.NS, dev, DeviceState{MTU: u.MTU, Features: u.Features})
 	if err != nil {
 		return changed, fmt.Errorf("testbed: restore %s: %w", dev, err)
 	}
@@ -389,7 +389,7 @@ func owedDevice(root, self, dev string) error {
 			if locked(lockPath(r.Name())) {
 				return fmt.Errorf("testbed: run %s (alive) has changed %s on this host and not yet put it back: run one benchmark with host_changes on a host at a time", r.Name(), dev)
 			}
-			if _, err := RestoreDevice(netns.None(), dev, DeviceState{MTU: u.MTU, Features: u.Features}); err != nil {
+			if _, err := restoreDevice(netns.None(), dev, DeviceState{MTU: u.MTU, Features: u.Features}); err != nil {
 				return fmt.Errorf("testbed: put %s back as dead run %s journaled it: %w", dev, r.Name(), err)
 			}
 			if err := DropUndo(dir, name); err != nil {

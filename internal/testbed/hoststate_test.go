@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -125,7 +126,7 @@ func TestHostDevWatchdog(t *testing.T) {
 // fail.
 func TestAgentPutsBackWhenControllerVanishes(t *testing.T) {
 	l := testbedtest.New(t, 0)
-	h := testbed.Hello{ID: testbed.NewID(), Site: "vanish", Dev: l.B.Dev, Root: t.TempDir()}
+	h := agent.Hello{ID: testbed.NewID(), Site: "vanish", Dev: l.B.Dev, Root: t.TempDir()}
 	agent := testbedtest.StartAgent(t, l.B.Namespace, h)
 	ep := agent.Conn.Endpoint("b", agent.Hello)
 	hd := testbed.HostDev{EP: ep}
@@ -217,8 +218,8 @@ func TestAgentSettlesDeadJournal(t *testing.T) {
 	if err := nic.SetOffloads(l.B.NS, l.B.Dev, false); err != nil {
 		t.Fatal(err)
 	}
-	agent := testbedtest.StartAgent(t, l.B.Namespace, testbed.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
-	if got := strings.Join(agent.Conn.Settled(), "; "); !strings.Contains(got, "mtu 9000 → 1500") || !strings.Contains(got, "tx-tcp-segmentation on") {
+	ag := testbedtest.StartAgent(t, l.B.Namespace, agent.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
+	if got := strings.Join(ag.Conn.Settled(), "; "); !strings.Contains(got, "mtu 9000 → 1500") || !strings.Contains(got, "tx-tcp-segmentation on") {
 		t.Errorf("Settled() = %q, want the MTU and TSO put back", got)
 	}
 	now, err := testbed.ReadDevice(l.B.NS, l.B.Dev)
@@ -231,7 +232,7 @@ func TestAgentSettlesDeadJournal(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(testbed.SiteDir(root, dead, "s"), "undo")); !os.IsNotExist(err) {
 		t.Errorf("the dead run's journal is still there after it was applied: %v", err)
 	}
-	hd := testbed.HostDev{EP: agent.Conn.Endpoint("b", agent.Hello)}
+	hd := testbed.HostDev{EP: ag.Conn.Endpoint("b", ag.Hello)}
 	saved, err := hd.Save(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +242,7 @@ func TestAgentSettlesDeadJournal(t *testing.T) {
 	}
 
 	// That run ends; a live run's journal for the device: Save refuses.
-	if err := agent.Conn.Close(); err != nil {
+	if err := ag.Conn.Close(); err != nil {
 		t.Fatal(err)
 	}
 	live := testbed.NewID()
@@ -260,7 +261,7 @@ func TestAgentSettlesDeadJournal(t *testing.T) {
 		testbed.Undo{Kind: testbed.UndoDevice, Dev: l.B.Dev, MTU: 9000}); err != nil {
 		t.Fatal(err)
 	}
-	other := testbedtest.StartAgent(t, l.B.Namespace, testbed.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
+	other := testbedtest.StartAgent(t, l.B.Namespace, agent.Hello{ID: testbed.NewID(), Site: "s", Dev: l.B.Dev, Root: root})
 	_, err = testbed.HostDev{EP: other.Conn.Endpoint("b", other.Hello)}.Save(context.Background())
 	if err == nil || !strings.Contains(err.Error(), live+" (alive)") {
 		t.Errorf("Save with a live run's journal for the device: %v, want a refusal naming run %s", err, live)

@@ -143,9 +143,9 @@ func PutRoutesBack(h RouteAdder, link netlink.Link, rs []JournalRoute) ([]string
 	return back, errors.Join(append(errs, err)...)
 }
 
-// RouteGatewayWait bounds how long AddRoutes waits, for all of its
+// routeGatewayWait bounds how long AddRoutes waits, for all of its
 // routes together, for the gateway of a route to become reachable.
-const RouteGatewayWait = 3 * time.Second
+const routeGatewayWait = 3 * time.Second
 
 // AddRoutes adds, through h, every route of routes that is not there
 // (one that is, EEXIST, is left alone), and returns those it added. The
@@ -154,16 +154,16 @@ const RouteGatewayWait = 3 * time.Second
 // given: the kernel takes a gateway route only when its gateway is
 // reachable through the route's device. A route whose gateway is not
 // reachable yet (EHOSTUNREACH or ENETUNREACH) is tried again every 50 ms
-// for up to RouteGatewayWait: after a device comes up the kernel puts
-// back the prefix routes of the addresses it kept by itself, IPv6's
-// perhaps a moment later. The routes go back as they were, never with
+// for up to 3 s in all (routeGatewayWait): after a device comes up the
+// kernel puts back the prefix routes of the addresses it kept by itself,
+// IPv6's perhaps a moment later. The routes go back as they were, never with
 // the onlink flag they did not have.
 func AddRoutes(h RouteAdder, routes []netlink.Route) ([]netlink.Route, error) {
 	order := slices.Clone(routes)
 	slices.SortStableFunc(order, func(a, b netlink.Route) int {
 		return cmp.Compare(viaGateway(a), viaGateway(b))
 	})
-	deadline := time.Now().Add(RouteGatewayWait)
+	deadline := time.Now().Add(routeGatewayWait)
 	var added []netlink.Route
 	var errs []error
 	for _, r := range order {

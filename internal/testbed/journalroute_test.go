@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -229,7 +230,7 @@ func TestJournalAddrsSecondaryAndGatewayRoutes(t *testing.T) {
 			return
 		}
 		defer func() { _ = netns.Set(orig) }()
-		what, err := testbed.CleanSite(root, id, "j")
+		what, err := agent.CleanSite(root, id, "j")
 		t.Logf("clean: %v", what)
 		done <- err
 	}()

@@ -32,18 +32,18 @@ func TestWaitGoneZombie(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
 	}
-	v, err := kill(dead.Process.Pid)
+	v, err := Kill(dead.Process.Pid)
 	if err != nil || v == nil {
-		t.Fatalf("kill(%d) = %v, %v", dead.Process.Pid, v, err)
+		t.Fatalf("Kill(%d) = %v, %v", dead.Process.Pid, v, err)
 	}
 	st, _ := readProcStat(live.Process.Pid)
-	alive := victim{pid: live.Process.Pid, start: st.start, name: "sleep"}
-	got := waitGone([]victim{*v, alive}, 300*time.Millisecond)
-	if len(got) != 1 || got[0].pid != live.Process.Pid {
+	alive := Victim{Pid: live.Process.Pid, start: st.start, Name: "sleep"}
+	got := waitGone([]Victim{*v, alive}, 300*time.Millisecond)
+	if len(got) != 1 || got[0].Pid != live.Process.Pid {
 		t.Errorf("waitGone = %v, want only the live sleep %d", got, live.Process.Pid)
 	}
 	// A pid taken over by another process is not the victim.
-	reused := victim{pid: live.Process.Pid, start: "1", name: "old"}
+	reused := Victim{Pid: live.Process.Pid, start: "1", Name: "old"}
 	if !reused.gone() {
 		t.Errorf("a victim whose pid has another start time is not gone")
 	}

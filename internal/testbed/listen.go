@@ -9,26 +9,26 @@ import (
 	"time"
 )
 
-// Listening reports whether a TCP socket listens on port in the network
+// listening reports whether a TCP socket listens on port in the network
 // namespace of process pid on the endpoint's host (read from /proc/PID/net/tcp and tcp6, which show
 // that process's namespace). Probing this way sends no packet, so a
 // one-shot server (iperf3 -1) is not consumed by the check.
-func (e *Endpoint) Listening(pid, port int) (bool, error) {
+func (e *Endpoint) listening(pid, port int) (bool, error) {
 	for _, f := range []string{"tcp", "tcp6"} {
 		data, err := e.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
 		if err != nil {
 			return false, fmt.Errorf("read sockets of pid %d: %w", pid, err)
 		}
-		if ListeningIn(data, port) {
+		if listeningIn(data, port) {
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// ListeningIn parses the content of /proc/net/tcp{,6} and reports whether
+// listeningIn parses the content of /proc/net/tcp{,6} and reports whether
 // a socket listens (state 0A) on port.
-func ListeningIn(data []byte, port int) bool {
+func listeningIn(data []byte, port int) bool {
 	want := fmt.Sprintf(":%04X", port)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Scan() // header
@@ -49,7 +49,7 @@ func ListeningIn(data []byte, port int) bool {
 func (e *Endpoint) WaitListening(ctx context.Context, pid, port int, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		ok, err := e.Listening(pid, port)
+		ok, err := e.listening(pid, port)
 		if err != nil {
 			return fmt.Errorf("wait for port %d: %w (did the server exit?)", port, err)
 		}

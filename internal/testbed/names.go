@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"regexp"
 	"strings"
 )
@@ -47,4 +48,25 @@ func ParseNamespace(name string) (id, side string, ok bool) {
 		return "", "", false
 	}
 	return id, side, true
+}
+
+// RunOfDevice returns the run id of a device a run created ("tb<id>" or
+// "tb<id>-..."), or "" when the name is not one of ours.
+func RunOfDevice(name string) string {
+	if len(name) < 8 || name[:2] != "tb" || !ValidID(name[2:8]) {
+		return ""
+	}
+	if len(name) > 8 && name[8] != '-' {
+		return ""
+	}
+	return name[2:8]
+}
+
+// SiteDir is the directory of site's endpoint of run id under root on its
+// host.
+func SiteDir(root, id, site string) string {
+	if root == "" {
+		root = DefaultRoot
+	}
+	return filepath.Join(root, id, site)
 }

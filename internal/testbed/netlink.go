@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"errors"
+	"net"
+	"net/netip"
 
 	"github.com/vishvananda/netlink"
 )
@@ -54,4 +56,14 @@ var ErrLinkNotFound = errors.New("link not found")
 func IsLinkNotFound(err error) bool {
 	var nf netlink.LinkNotFoundError
 	return errors.As(err, &nf) || errors.Is(err, ErrLinkNotFound)
+}
+
+// PrefixNet converts a prefix (address plus length) to the *net.IPNet netlink wants,
+// keeping the host bits.
+func PrefixNet(p netip.Prefix) *net.IPNet {
+	bits := 32
+	if p.Addr().Is6() {
+		bits = 128
+	}
+	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
 }

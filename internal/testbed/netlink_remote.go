@@ -110,7 +110,9 @@ func journaledAddr(ep *Endpoint, a nlCall) string {
 		return ""
 	}
 	dev := a.A.Link.L.Attrs().Name
-	if dev == "" || IsRunDevice(dev) {
+	// A device of the run (RunOfDevice) goes with the run, its
+	// addresses with it: it needs no journal.
+	if dev == "" || RunOfDevice(dev) != "" {
 		return ""
 	}
 	return "addr-" + dev + "-" + strings.ReplaceAll(a.A.Addr.IPNet.String(), "/", "_")

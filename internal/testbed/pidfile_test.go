@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -93,7 +94,7 @@ func TestAgentRefusesRunWithoutPidFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(site, "pids"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	err := a.Conn.Hello(context.Background(), testbed.Hello{Version: testbedtest.AgentVersion, ID: id, Site: "x", Root: root})
+	err := a.Conn.Hello(context.Background(), agent.Hello{Version: testbedtest.AgentVersion, ID: id, Site: "x", Root: root})
 	if err == nil || !strings.Contains(err.Error(), "record pid") {
 		t.Fatalf("hello: got %v, want a refusal saying the pid was not recorded", err)
 	}
@@ -154,7 +155,7 @@ func TestCleanSparesReusedPid(t *testing.T) {
 
 	// The record is of an earlier sleep that had this pid.
 	record(start - 1)
-	if _, err := testbed.CleanSite(root, id, "s"); err != nil {
+	if _, err := agent.CleanSite(root, id, "s"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -165,7 +166,7 @@ func TestCleanSparesReusedPid(t *testing.T) {
 
 	// The record is of this very process.
 	record(start)
-	if _, err := testbed.CleanSite(root, id, "s"); err != nil {
+	if _, err := agent.CleanSite(root, id, "s"); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -2,7 +2,6 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 )
 
@@ -83,32 +82,3 @@ func (p *Pair) Close() error {
 	p.close = nil
 	return c()
 }
-
-// LocalTestbed is the default testbed: for each cell, two fresh network
-// namespaces on this machine joined by a veth pair (NewLocal).
-type LocalTestbed struct {
-	// ID is the run identifier; Root holds its directory (DefaultRoot
-	// when empty).
-	ID, Root string
-}
-
-// Name is "local".
-func (LocalTestbed) Name() string { return "local" }
-
-// Pair builds a fresh namespace pair for one cell.
-func (t LocalTestbed) Pair(_ context.Context, spec Spec) (*Pair, error) {
-	if spec.A != "" || spec.B != "" {
-		return nil, errors.New("testbed: the local testbed has no named sites")
-	}
-	if err := CheckNetwork("local", spec); err != nil {
-		return nil, err
-	}
-	l, err := NewLocal(Config{ID: t.ID, Root: t.Root, MTU: spec.UnderlayMTU, Pin: spec.Pin})
-	if err != nil {
-		return nil, err
-	}
-	return l.Pair(), nil
-}
-
-// Pair returns the testbed as a Pair whose Close closes it.
-func (l *Local) Pair() *Pair { return NewPair(l.A, l.B, l.Dir, l.Close) }

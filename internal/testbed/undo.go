@@ -18,13 +18,13 @@ import (
 )
 
 // Undo is one change a method makes to a host outside the devices, files
-// and processes its run owns (which CleanSite finds by their names), put
-// in the site's journal before the change is made and taken out once the
-// method has reverted it. When the controller, the agent or the
-// connection dies in between, CleanSite ("tunbench clean --run ID --site
-// NAME", run over a new connection) applies what the journal still holds,
-// so the host gets back what the method took: the underlay device's tc
-// programs, addresses and sysctls.
+// and processes its run owns (which agent.CleanSite finds by their
+// names), put in the site's journal before the change is made and taken
+// out once the method has reverted it. When the controller, the agent or
+// the connection dies in between, agent.CleanSite ("tunbench clean --run
+// ID --site NAME", run over a new connection) applies what the journal
+// still holds, so the host gets back what the method took: the underlay
+// device's tc programs, addresses and sysctls.
 type Undo struct {
 	// Kind is UndoClsact (take the tc filters Filters off Dev's clsact
 	// qdisc, and the qdisc itself when QdiscCreated and nothing else is
@@ -124,10 +124,6 @@ const (
 	// leads to.
 	UndoDelFou = "delfou"
 )
-
-// IsRunDevice reports whether name is a device a run created (named
-// DevicePrefix(id)-...): it goes with the run, and needs no journal.
-func IsRunDevice(name string) bool { return runOfDevice(name) != "" }
 
 // RouteProtocol marks the routes tunbench adds to a host's own tables
 // (the rtm_protocol of "ip route", shown as 241): a route is deleted only
@@ -330,9 +326,10 @@ func TakeOff(listed, addrs []netlink.Addr) []netlink.Addr {
 	return out
 }
 
-// applyJournal applies, in this process's network namespace, every
-// change the journal of dir still holds, and returns what it restored.
-func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
+// ApplyJournal applies, through h (in its network namespace), every
+// change the journal of the site directory dir still holds, and returns
+// what it restored. The entries stay: the caller removes the directory.
+func ApplyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
 	ents, err := os.ReadDir(undoDir(dir))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -370,204 +367,273 @@ func applyJournal(h *netlink.Handle, dir string) ([]Leftover, error) {
 func (u Undo) apply(h *netlink.Handle) (string, error) {
 	switch u.Kind {
 	case UndoClsact:
-		r, err := clsact.Remove(h, u.Attachment())
-		if err != nil || r.Empty() {
-			return "", err
-		}
-		switch {
-		case r.Qdisc && len(r.Filters) == 0:
-			return "clsact qdisc removed from " + u.Dev, nil
-		case r.Qdisc:
-			return "tc programs detached from " + u.Dev + " and its clsact qdisc removed", nil
-		}
-		return "tc programs detached from " + u.Dev, nil
+		return u.applyClsact(h)
 	case UndoAddrs:
-		link, err := h.LinkByName(u.Dev)
-		if err != nil {
-			return "", fmt.Errorf("find %s: %w", u.Dev, err)
-		}
-		have, err := h.AddrList(link, netlink.FAMILY_ALL)
-		if err != nil {
-			return "", fmt.Errorf("list addresses of %s: %w", u.Dev, err)
-		}
-		from, _ := h.LinkByName(u.From)
-		addrs := make([]netlink.Addr, len(u.Addrs))
-		v6 := make([]bool, len(u.Addrs))
-		for i, s := range u.Addrs {
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return "", fmt.Errorf("address %q: %w", s, err)
-			}
-			addrs[i] = netlink.Addr{IPNet: PrefixNet(p)}
-			if i < len(u.Flags) {
-				addrs[i].Flags = u.Flags[i]
-			}
-			v6[i] = p.Addr().Is6()
-		}
-		// Every address leaves From before any goes back on Dev, so none
-		// is on both, and From's secondaries leave before their primary
-		// (TakeOff), which would take them with it.
-		if from != nil {
-			listed, err := h.AddrList(from, netlink.FAMILY_ALL)
-			if err != nil {
-				listed = addrs
-			}
-			for _, a := range TakeOff(listed, addrs) {
-				_ = h.AddrDel(from, &netlink.Addr{IPNet: a.IPNet})
-			}
-		}
-		var back []string
-		for _, i := range RestoreOrder(v6) {
-			a := addrs[i]
-			if slices.ContainsFunc(have, func(h netlink.Addr) bool { return h.IPNet.String() == a.IPNet.String() }) {
-				continue
-			}
-			if err := h.AddrAdd(link, &a); err != nil {
-				return "", fmt.Errorf("put %s back on %s: %w", u.Addrs[i], u.Dev, err)
-			}
-			back = append(back, u.Addrs[i])
-		}
-		if err := h.LinkSetUp(link); err != nil {
-			return "", fmt.Errorf("set %s up: %w", u.Dev, err)
-		}
-		routes, err := PutRoutesBack(h, link, u.Routes)
-		var notes []string
-		if len(back) > 0 {
-			notes = append(notes, "addresses "+strings.Join(back, ", "))
-		}
-		if n := routesNote(routes); n != "" {
-			notes = append(notes, n)
-		}
-		if len(notes) == 0 {
-			return "", err
-		}
-		return strings.Join(notes, " and ") + " on " + u.Dev, err
+		return u.applyAddrs(h)
 	case UndoSysctl:
-		if !strings.HasPrefix(filepath.Clean(u.Path), "/proc/sys/") {
-			return "", fmt.Errorf("%s is not a sysctl", u.Path)
-		}
-		old, err := os.ReadFile(u.Path)
-		if errors.Is(err, os.ErrNotExist) {
-			return "", nil // its device is gone
-		}
-		if err != nil {
-			return "", err
-		}
-		if strings.TrimSpace(string(old)) == u.Value {
-			return "", nil
-		}
-		if err := os.WriteFile(u.Path, []byte(u.Value+"\n"), 0o644); err != nil {
-			return "", err
-		}
-		return u.Path + " = " + u.Value, nil
+		return u.applySysctl()
 	case UndoUnpin:
-		if rel, err := filepath.Rel(BPFPinRoot, u.Path); err != nil || strings.HasPrefix(rel, "..") || rel == "." {
-			return "", fmt.Errorf("%s is not under %s", u.Path, BPFPinRoot)
-		}
-		if _, err := os.Stat(u.Path); err != nil {
-			return "", nil
-		}
-		if err := os.RemoveAll(u.Path); err != nil {
-			return "", err
-		}
-		_ = os.Remove(BPFPinRoot)
-		return "bpf pins " + u.Path, nil
+		return u.applyUnpin()
 	case UndoDevice:
-		if _, err := h.LinkByName(u.Dev); err != nil {
-			return "", fmt.Errorf("find %s: %w", u.Dev, err)
-		}
-		changed, err := RestoreDevice(netns.None(), u.Dev, DeviceState{MTU: u.MTU, Features: u.Features})
-		if err != nil {
-			return "", err
-		}
-		if len(changed) == 0 {
-			return "", nil
-		}
-		return u.Dev + " " + strings.Join(changed, ", "), nil
+		return u.applyDevice(h)
 	case UndoDelAddr:
-		link, err := h.LinkByName(u.Dev)
-		if err != nil {
-			return "", nil // the device is gone, and its addresses with it
-		}
-		var gone []string
-		for _, s := range u.Addrs {
-			p, err := netip.ParsePrefix(s)
-			if err != nil {
-				return "", fmt.Errorf("address %q: %w", s, err)
-			}
-			err = h.AddrDel(link, &netlink.Addr{IPNet: PrefixNet(p)})
-			if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
-				continue
-			}
-			if err != nil {
-				return "", fmt.Errorf("take %s off %s: %w", s, u.Dev, err)
-			}
-			gone = append(gone, s)
-		}
-		if len(gone) == 0 {
-			return "", nil
-		}
-		return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
+		return u.applyDelAddr(h)
 	case UndoDelRule:
-		n, err := delRules(h, u.Table, u.Priority)
-		if n == 0 {
-			return "", err
-		}
-		return fmt.Sprintf("%d rules to table %d removed", n, u.Table), err
+		return u.applyDelRule(h)
 	case UndoDelTable:
-		if u.Table == 0 || u.Table == unix.RT_TABLE_MAIN || u.Table == unix.RT_TABLE_LOCAL || u.Table == unix.RT_TABLE_DEFAULT {
-			return "", fmt.Errorf("table %d is not a run's own", u.Table)
-		}
-		if u.Priority == 0 {
-			return "", fmt.Errorf("table %d: no rule priority", u.Table)
-		}
-		routes, err := flushTable(h, u.Table)
-		if err != nil {
-			return "", err
-		}
-		rules, err := delRules(h, u.Table, u.Priority)
-		if routes+rules == 0 {
-			return "", err
-		}
-		return fmt.Sprintf("table %d (%d routes) and %d rules to it removed", u.Table, routes, rules), err
+		return u.applyDelTable(h)
 	case UndoDelLink:
-		link, err := h.LinkByName(u.Dev)
-		if err != nil {
-			return "", nil // never created, or gone
-		}
-		if err := h.LinkDel(link); err != nil {
-			return "", fmt.Errorf("delete %s: %w", u.Dev, err)
-		}
-		return "device " + u.Dev + " removed", nil
+		return u.applyDelLink(h)
 	case UndoRoute:
-		if len(u.Addrs) != 1 {
-			return "", fmt.Errorf("route undo with %d destinations, want 1", len(u.Addrs))
-		}
-		dst, err := netip.ParsePrefix(u.Addrs[0])
-		if err != nil {
-			return "", fmt.Errorf("route %q: %w", u.Addrs[0], err)
-		}
-		deleted, err := DelHostRoute(h, dst, u.Table)
-		if err != nil || !deleted {
-			return "", err
-		}
-		return fmt.Sprintf("route %s removed from table %d", dst, u.Table), nil
+		return u.applyRoute(h)
 	case UndoDelFou:
 		return delFou(u)
 	case UndoPromisc:
-		link, err := h.LinkByName(u.Dev)
-		if err != nil {
-			return "", nil // the device is gone
-		}
-		if link.Attrs().Promisc == 0 && link.Attrs().RawFlags&unix.IFF_PROMISC == 0 {
-			return "", nil
-		}
-		if err := h.SetPromiscOff(link); err != nil {
-			return "", fmt.Errorf("turn promiscuous mode of %s off: %w", u.Dev, err)
-		}
-		return "promiscuous mode of " + u.Dev + " off", nil
+		return u.applyPromisc(h)
 	}
 	return "", fmt.Errorf("unknown kind %q", u.Kind)
+}
+
+// applyClsact detaches the run's tc filters from Dev (and its clsact qdisc
+// when the run created it) (UndoClsact).
+func (u Undo) applyClsact(h *netlink.Handle) (string, error) {
+	r, err := clsact.Remove(h, u.Attachment())
+	if err != nil || r.Empty() {
+		return "", err
+	}
+	switch {
+	case r.Qdisc && len(r.Filters) == 0:
+		return "clsact qdisc removed from " + u.Dev, nil
+	case r.Qdisc:
+		return "tc programs detached from " + u.Dev + " and its clsact qdisc removed", nil
+	}
+	return "tc programs detached from " + u.Dev, nil
+}
+
+// applyAddrs puts Addrs back on Dev, taking them off From first, sets Dev
+// up and puts its Routes back (UndoAddrs).
+func (u Undo) applyAddrs(h *netlink.Handle) (string, error) {
+	link, err := h.LinkByName(u.Dev)
+	if err != nil {
+		return "", fmt.Errorf("find %s: %w", u.Dev, err)
+	}
+	have, err := h.AddrList(link, netlink.FAMILY_ALL)
+	if err != nil {
+		return "", fmt.Errorf("list addresses of %s: %w", u.Dev, err)
+	}
+	from, _ := h.LinkByName(u.From)
+	addrs, v6, err := u.netlinkAddrs()
+	if err != nil {
+		return "", err
+	}
+	// Every address leaves From before any goes back on Dev, so none
+	// is on both, and From's secondaries leave before their primary
+	// (TakeOff), which would take them with it.
+	if from != nil {
+		listed, err := h.AddrList(from, netlink.FAMILY_ALL)
+		if err != nil {
+			listed = addrs
+		}
+		for _, a := range TakeOff(listed, addrs) {
+			_ = h.AddrDel(from, &netlink.Addr{IPNet: a.IPNet})
+		}
+	}
+	var back []string
+	for _, i := range RestoreOrder(v6) {
+		a := addrs[i]
+		if slices.ContainsFunc(have, func(h netlink.Addr) bool { return h.IPNet.String() == a.IPNet.String() }) {
+			continue
+		}
+		if err := h.AddrAdd(link, &a); err != nil {
+			return "", fmt.Errorf("put %s back on %s: %w", u.Addrs[i], u.Dev, err)
+		}
+		back = append(back, u.Addrs[i])
+	}
+	if err := h.LinkSetUp(link); err != nil {
+		return "", fmt.Errorf("set %s up: %w", u.Dev, err)
+	}
+	routes, err := PutRoutesBack(h, link, u.Routes)
+	var notes []string
+	if len(back) > 0 {
+		notes = append(notes, "addresses "+strings.Join(back, ", "))
+	}
+	if n := routesNote(routes); n != "" {
+		notes = append(notes, n)
+	}
+	if len(notes) == 0 {
+		return "", err
+	}
+	return strings.Join(notes, " and ") + " on " + u.Dev, err
+}
+
+// netlinkAddrs is Addrs with their Flags, and which of them are IPv6.
+func (u Undo) netlinkAddrs() ([]netlink.Addr, []bool, error) {
+	addrs := make([]netlink.Addr, len(u.Addrs))
+	v6 := make([]bool, len(u.Addrs))
+	for i, s := range u.Addrs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("address %q: %w", s, err)
+		}
+		addrs[i] = netlink.Addr{IPNet: PrefixNet(p)}
+		if i < len(u.Flags) {
+			addrs[i].Flags = u.Flags[i]
+		}
+		v6[i] = p.Addr().Is6()
+	}
+	return addrs, v6, nil
+}
+
+// applySysctl writes Value back to the sysctl Path (UndoSysctl).
+func (u Undo) applySysctl() (string, error) {
+	if !strings.HasPrefix(filepath.Clean(u.Path), "/proc/sys/") {
+		return "", fmt.Errorf("%s is not a sysctl", u.Path)
+	}
+	old, err := os.ReadFile(u.Path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "", nil // its device is gone
+	}
+	if err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(string(old)) == u.Value {
+		return "", nil
+	}
+	if err := os.WriteFile(u.Path, []byte(u.Value+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	return u.Path + " = " + u.Value, nil
+}
+
+// applyUnpin removes the BPF pin directory Path (UndoUnpin).
+func (u Undo) applyUnpin() (string, error) {
+	if rel, err := filepath.Rel(BPFPinRoot, u.Path); err != nil || strings.HasPrefix(rel, "..") || rel == "." {
+		return "", fmt.Errorf("%s is not under %s", u.Path, BPFPinRoot)
+	}
+	if _, err := os.Stat(u.Path); err != nil {
+		return "", nil
+	}
+	if err := os.RemoveAll(u.Path); err != nil {
+		return "", err
+	}
+	_ = os.Remove(BPFPinRoot)
+	return "bpf pins " + u.Path, nil
+}
+
+// applyDevice puts Dev back to MTU and Features (UndoDevice).
+func (u Undo) applyDevice(h *netlink.Handle) (string, error) {
+	if _, err := h.LinkByName(u.Dev); err != nil {
+		return "", fmt.Errorf("find %s: %w", u.Dev, err)
+	}
+	changed, err := restoreDevice(netns.None(), u.Dev, DeviceState{MTU: u.MTU, Features: u.Features})
+	if err != nil {
+		return "", err
+	}
+	if len(changed) == 0 {
+		return "", nil
+	}
+	return u.Dev + " " + strings.Join(changed, ", "), nil
+}
+
+// applyDelAddr takes Addrs, which the run added, off Dev (UndoDelAddr).
+func (u Undo) applyDelAddr(h *netlink.Handle) (string, error) {
+	link, err := h.LinkByName(u.Dev)
+	if err != nil {
+		return "", nil // the device is gone, and its addresses with it
+	}
+	var gone []string
+	for _, s := range u.Addrs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return "", fmt.Errorf("address %q: %w", s, err)
+		}
+		err = h.AddrDel(link, &netlink.Addr{IPNet: PrefixNet(p)})
+		if errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("take %s off %s: %w", s, u.Dev, err)
+		}
+		gone = append(gone, s)
+	}
+	if len(gone) == 0 {
+		return "", nil
+	}
+	return "address " + strings.Join(gone, ", ") + " taken off " + u.Dev, nil
+}
+
+// applyDelRule deletes the rules to Table, at Priority when set
+// (UndoDelRule).
+func (u Undo) applyDelRule(h *netlink.Handle) (string, error) {
+	n, err := delRules(h, u.Table, u.Priority)
+	if n == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("%d rules to table %d removed", n, u.Table), err
+}
+
+// applyDelTable flushes Table, a table of the run's own, and deletes the
+// rules to it (UndoDelTable).
+func (u Undo) applyDelTable(h *netlink.Handle) (string, error) {
+	if u.Table == 0 || u.Table == unix.RT_TABLE_MAIN || u.Table == unix.RT_TABLE_LOCAL || u.Table == unix.RT_TABLE_DEFAULT {
+		return "", fmt.Errorf("table %d is not a run's own", u.Table)
+	}
+	if u.Priority == 0 {
+		return "", fmt.Errorf("table %d: no rule priority", u.Table)
+	}
+	routes, err := flushTable(h, u.Table)
+	if err != nil {
+		return "", err
+	}
+	rules, err := delRules(h, u.Table, u.Priority)
+	if routes+rules == 0 {
+		return "", err
+	}
+	return fmt.Sprintf("table %d (%d routes) and %d rules to it removed", u.Table, routes, rules), err
+}
+
+// applyDelLink deletes Dev, a device a daemon of the run created
+// (UndoDelLink).
+func (u Undo) applyDelLink(h *netlink.Handle) (string, error) {
+	link, err := h.LinkByName(u.Dev)
+	if err != nil {
+		return "", nil // never created, or gone
+	}
+	if err := h.LinkDel(link); err != nil {
+		return "", fmt.Errorf("delete %s: %w", u.Dev, err)
+	}
+	return "device " + u.Dev + " removed", nil
+}
+
+// applyRoute deletes the host route Addrs[0] from Table (UndoRoute).
+func (u Undo) applyRoute(h *netlink.Handle) (string, error) {
+	if len(u.Addrs) != 1 {
+		return "", fmt.Errorf("route undo with %d destinations, want 1", len(u.Addrs))
+	}
+	dst, err := netip.ParsePrefix(u.Addrs[0])
+	if err != nil {
+		return "", fmt.Errorf("route %q: %w", u.Addrs[0], err)
+	}
+	deleted, err := DelHostRoute(h, dst, u.Table)
+	if err != nil || !deleted {
+		return "", err
+	}
+	return fmt.Sprintf("route %s removed from table %d", dst, u.Table), nil
+}
+
+// applyPromisc turns promiscuous mode of Dev off (UndoPromisc).
+func (u Undo) applyPromisc(h *netlink.Handle) (string, error) {
+	link, err := h.LinkByName(u.Dev)
+	if err != nil {
+		return "", nil // the device is gone
+	}
+	if link.Attrs().Promisc == 0 && link.Attrs().RawFlags&unix.IFF_PROMISC == 0 {
+		return "", nil
+	}
+	if err := h.SetPromiscOff(link); err != nil {
+		return "", fmt.Errorf("turn promiscuous mode of %s off: %w", u.Dev, err)
+	}
+	return "promiscuous mode of " + u.Dev + " off", nil
 }
 
 // delRules deletes the rules (IPv4 and IPv6) that look up table, only

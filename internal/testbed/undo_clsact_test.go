@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/vishvananda/netlink"
 )
 
@@ -95,7 +96,7 @@ func TestCleanSiteClsactKeepsHostFilters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	removed, err := testbed.CleanSite(root, id, "j")
+	removed, err := agent.CleanSite(root, id, "j")
 	if err != nil {
 		t.Fatalf("CleanSite: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -35,7 +36,7 @@ func TestCleanSitePromiscOff(t *testing.T) {
 	if err := h.SetPromiscOn(under); err != nil {
 		t.Fatal(err)
 	}
-	left, err := testbed.CleanSite(root, id, "j")
+	left, err := agent.CleanSite(root, id, "j")
 	if err != nil {
 		t.Fatalf("CleanSite: %v", err)
 	}
@@ -43,7 +44,7 @@ func TestCleanSitePromiscOff(t *testing.T) {
 		t.Errorf("jprm0 still promiscuous after the journal was applied (%v)", left)
 	}
 	write()
-	if _, err := testbed.CleanSite(root, id, "j"); err != nil {
+	if _, err := agent.CleanSite(root, id, "j"); err != nil {
 		t.Fatalf("CleanSite, device not promiscuous: %v", err)
 	}
 	if promisc() {

@@ -15,6 +15,7 @@ import (
 	tcclsact "github.com/tunbench/tunbench/internal/clsact"
 	"github.com/tunbench/tunbench/internal/clsact/clsacttest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -132,7 +133,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 		t.Fatalf("journal entry: %v, %v; want mode 0600", fi, err)
 	}
 
-	removed, err := testbed.CleanSite(root, id, "j")
+	removed, err := agent.CleanSite(root, id, "j")
 	if err != nil {
 		t.Fatalf("CleanSite: %v", err)
 	}
@@ -163,7 +164,7 @@ func TestCleanSiteAppliesJournal(t *testing.T) {
 
 	// The journal went with the site directory: a second clean restores
 	// nothing.
-	removed, err = testbed.CleanSite(root, id, "j")
+	removed, err = agent.CleanSite(root, id, "j")
 	if err != nil || len(removed) != 0 {
 		t.Errorf("second CleanSite = %v, %v; want nothing", removed, err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/stats"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/udpgen"
@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 
 // generateProcs runs the receiver in b and the sender in a as processes
 // of their own, as the runner does.
-func generateProcs(t testing.TB, tb *testbed.Local, size int, rate float64, d time.Duration) (udpgen.SenderReport, udpgen.ReceiverReport) {
+func generateProcs(t testing.TB, tb *localns.Local, size int, rate float64, d time.Duration) (udpgen.SenderReport, udpgen.ReceiverReport) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()
@@ -69,7 +69,7 @@ func generateProcs(t testing.TB, tb *testbed.Local, size int, rate float64, d ti
 }
 
 // generate runs the receiver in b and the sender in a, in this process.
-func generate(t testing.TB, tb *testbed.Local, size int, rate float64, d time.Duration) (udpgen.SenderReport, udpgen.ReceiverReport) {
+func generate(t testing.TB, tb *localns.Local, size int, rate float64, d time.Duration) (udpgen.SenderReport, udpgen.ReceiverReport) {
 	t.Helper()
 	dst := tb.B.Addr("ipv4")
 	ready := make(chan struct{})
@@ -110,7 +110,7 @@ func generate(t testing.TB, tb *testbed.Local, size int, rate float64, d time.Du
 
 // iperf3UDP runs iperf3 -u over the same path and returns its parsed
 // report: receiver rate, packets, lost packets and jitter.
-func iperf3UDP(t testing.TB, tb *testbed.Local, size int, rate string, d time.Duration) (bps float64, st *load.UDPStats) {
+func iperf3UDP(t testing.TB, tb *localns.Local, size int, rate string, d time.Duration) (bps float64, st *load.UDPStats) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
 	defer cancel()

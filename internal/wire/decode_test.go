@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/kernel"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/wire"
 )
 
@@ -45,10 +45,10 @@ func readFrames(t *testing.T, name string) []wire.Frame {
 func checkVXLAN(t *testing.T, frames []wire.Frame, family string) {
 	t.Helper()
 	oa, ob := method.Overlay(family)
-	ua, ub := testbed.UnderlayA4.Addr(), testbed.UnderlayB4.Addr()
+	ua, ub := localns.UnderlayA4.Addr(), localns.UnderlayB4.Addr()
 	icmp := uint8(wire.ProtoICMP)
 	if family == method.IPv6 {
-		ua, ub = testbed.UnderlayA6.Addr(), testbed.UnderlayB6.Addr()
+		ua, ub = localns.UnderlayA6.Addr(), localns.UnderlayB6.Addr()
 		icmp = wire.ProtoICMPv6
 	}
 	echo := wire.Filter(frames, func(f wire.Frame) bool {
@@ -91,10 +91,10 @@ func checkSRv6(t *testing.T, frames []wire.Frame, family string) {
 		if diff := cmp.Diff(&wire.SRH{Segments: []netip.Addr{kernel.SIDB}}, f.SRH, addrs); diff != "" {
 			t.Errorf("frame %s: SRH (-want +got):\n%s", f, diff)
 		}
-		if f.Family != wire.IPv6 || f.Src != testbed.UnderlayA6.Addr() || len(f.Ext) != 1 || f.Ext[0] != wire.ProtoRouting ||
+		if f.Family != wire.IPv6 || f.Src != localns.UnderlayA6.Addr() || len(f.Ext) != 1 || f.Ext[0] != wire.ProtoRouting ||
 			f.Encap != encap || f.Inner == nil || f.Inner.Src != oa.Addr() || f.Inner.Dst != ob.Addr() || f.Inner.Proto != icmp {
 			t.Errorf("frame %s: want IPv6 from %s, routing header only, %s %s > %s ICMP inside",
-				f, testbed.UnderlayA6.Addr(), encap, oa.Addr(), ob.Addr())
+				f, localns.UnderlayA6.Addr(), encap, oa.Addr(), ob.Addr())
 		}
 		// Outer IPv6 (40) + SRH with one segment (24) + inner packet.
 		if f.IPLen != 40+24+ipLen(family, 84) {
@@ -399,9 +399,9 @@ func TestDecodeKernelTunnels(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			frames := readFrames(t, tt.file)
 			oa, ob := method.Overlay(tt.inner)
-			ua, ub := testbed.UnderlayA4.Addr(), testbed.UnderlayB4.Addr()
+			ua, ub := localns.UnderlayA4.Addr(), localns.UnderlayB4.Addr()
 			if tt.outer == wire.IPv6 {
-				ua, ub = testbed.UnderlayA6.Addr(), testbed.UnderlayB6.Addr()
+				ua, ub = localns.UnderlayA6.Addr(), localns.UnderlayB6.Addr()
 			}
 			echo := wire.Filter(frames, func(f wire.Frame) bool {
 				return f.Inner != nil && f.Inner.Src == oa.Addr() && f.Inner.Dst == ob.Addr()

@@ -13,6 +13,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ebpftun"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 )
@@ -113,7 +114,7 @@ func TestEBPFTunnelHostFilters(t *testing.T) {
 }
 
 // TestEBPFCrashClean attaches one side and then "crashes": "tunbench
-// clean" applies the site's journal (testbed.CleanSite, in the
+// clean" applies the site's journal (agent.CleanSite, in the
 // endpoint's namespace) and must leave the underlay's tc state as it
 // was: with the host's filters, only tunbench's go; without a clsact
 // qdisc before, the one the run created goes too.
@@ -154,7 +155,7 @@ func TestEBPFCrashClean(t *testing.T) {
 			var removed []testbed.Leftover
 			err := ep.Do(func() error {
 				var err error
-				removed, err = testbed.CleanSite(root, crashID, "a")
+				removed, err = agent.CleanSite(root, crashID, "a")
 				return err
 			})
 			if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/stats"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -128,7 +129,7 @@ func txStats(b *testing.B, ep *testbed.Endpoint) *netlink.LinkStatistics {
 // iperf3Args sends one TCP stream from path.A to path.B for seconds with
 // extra iperf3 client arguments and returns the sender's Gbit/s and the
 // CPU time of client and server per MB sent, in µs.
-func iperf3Args(b *testing.B, l *testbed.Local, path *method.Path, seconds int, args ...string) (gbps, cpuPerMB float64) {
+func iperf3Args(b *testing.B, l *localns.Local, path *method.Path, seconds int, args ...string) (gbps, cpuPerMB float64) {
 	b.Helper()
 	ctx := context.Background()
 	srv := l.B.Command(ctx, "iperf3", "-s", "-1", "-B", path.B.String(), "-p", "5201")

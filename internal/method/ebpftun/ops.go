@@ -60,7 +60,7 @@ var (
 	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) (struct{}, error) {
 		// The site's journal learns first how to take the pins off the
 		// host's bpffs and, once the places are chosen, the programs off
-		// its device, for a clean after a crash (testbed.CleanSite).
+		// its device, for a clean after a crash (agent.CleanSite).
 		if ep.Dir != "" {
 			if err := testbed.WriteUndo(ep.Dir, pinsUndo(a.PinDir), testbed.Undo{Kind: testbed.UndoUnpin, Path: a.PinDir}); err != nil {
 				return struct{}{}, err

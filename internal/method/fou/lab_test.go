@@ -11,6 +11,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/fou"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
 	"github.com/vishvananda/netlink"
@@ -158,7 +159,7 @@ func TestLabGUEThroughAgents(t *testing.T) {
 
 // TestLabFOUJournalClosesPort: a run that dies with its ports open leaves
 // each journaled on its host, and "tunbench clean" of the site
-// (testbed.CleanSite, run in the namespace of side a as on a host of the
+// (agent.CleanSite, run in the namespace of side a as on a host of the
 // ssh testbed) deletes the device and closes the port from the journal.
 func TestLabFOUJournalClosesPort(t *testing.T) {
 	methodtest.RequireTunnelKernel(t, fou.GUE{})
@@ -186,7 +187,7 @@ func TestLabFOUJournalClosesPort(t *testing.T) {
 	var removed []testbed.Leftover
 	err := l.A.Do(func() error {
 		var err error
-		removed, err = testbed.CleanSite(root, id, "a")
+		removed, err = agent.CleanSite(root, id, "a")
 		return err
 	})
 	if err != nil {

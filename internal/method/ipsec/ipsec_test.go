@@ -24,6 +24,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/ipsec"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -104,7 +105,7 @@ func ipsecPingSize(t *testing.T, a *testbed.Endpoint, path *method.Path, mtu int
 // wire.EncapESPUDP (UDP 4500, non-zero SPI, not the non-ESP marker), both
 // directions, no other ESP form, no outer fragments, nothing longer than
 // the underlay MTU, and only the SPIs charon negotiated.
-func ipsecCheckESP(t *testing.T, l *testbed.Local, frames []wire.Frame, encap string, mtu int, spis map[uint32]bool) {
+func ipsecCheckESP(t *testing.T, l *localns.Local, frames []wire.Frame, encap string, mtu int, spis map[uint32]bool) {
 	t.Helper()
 	dirs := map[string]int{}
 	var n int
@@ -151,7 +152,7 @@ func ipsecCheckESP(t *testing.T, l *testbed.Local, frames []wire.Frame, encap st
 
 // ipsecSPIs returns the SPIs of side a's CHILD_SAs in sideDir (both
 // directions) as numbers.
-func ipsecSPIs(t *testing.T, l *testbed.Local, dirs ...string) map[uint32]bool {
+func ipsecSPIs(t *testing.T, l *localns.Local, dirs ...string) map[uint32]bool {
 	t.Helper()
 	spis := map[uint32]bool{}
 	for _, dir := range dirs {
@@ -206,7 +207,7 @@ func TestIPsecLibipsec(t *testing.T) {
 
 // ipsecRekeyCheck forces a rekey (method.Rekeyer): new SPIs replace the
 // old ones, and traffic flows over them.
-func ipsecRekeyCheck(t *testing.T, m method.Method, l *testbed.Local, env *method.Env, path *method.Path, before map[uint32]bool) {
+func ipsecRekeyCheck(t *testing.T, m method.Method, l *localns.Local, env *method.Env, path *method.Path, before map[uint32]bool) {
 	t.Helper()
 	rk, ok := m.(method.Rekeyer)
 	if !ok {

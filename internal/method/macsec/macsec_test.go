@@ -21,6 +21,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/macsec"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
 )
@@ -276,7 +277,7 @@ var labCases = []labCase{
 // it), pings both ways, sends one full-size ping and one second of
 // iperf3 while capturing a's underlay device, checks the frames and the
 // keys, and leaves the teardown to the caller.
-func run(t *testing.T, l *testbed.Local, a, b *testbed.Endpoint, env *method.Env, tc labCase, keys *recording, dir string) {
+func run(t *testing.T, l *localns.Local, a, b *testbed.Endpoint, env *method.Env, tc labCase, keys *recording, dir string) {
 	t.Helper()
 	m := macsec.WithKeys(keys)
 	ctx := context.Background()

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
 )
@@ -89,7 +90,7 @@ func AgentProcesses(t *testing.T, pair *testbed.Pair) []string {
 
 // agentEnv starts two isolated agents and returns the env of m between
 // them with an underlay MTU of 1500.
-func agentEnv(t *testing.T, m method.Method, family string, opts map[string]string) (*testbed.Local, *testbed.Pair, *method.Env) {
+func agentEnv(t *testing.T, m method.Method, family string, opts map[string]string) (*localns.Local, *testbed.Pair, *method.Env) {
 	t.Helper()
 	l, pair, _ := testbedtest.IsolatedAgentPair(t, 1500)
 	return l, pair, &method.Env{A: pair.A, B: pair.B, Family: family, UnderlayMTU: 1500,

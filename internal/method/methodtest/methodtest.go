@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 )
@@ -26,13 +27,13 @@ import (
 // then checks the sockets open in both namespaces against those m
 // declares (CheckListeners). Teardown runs in t.Cleanup and must succeed (twice) and leave the links
 // of both namespaces as they were before Setup.
-func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*testbed.Local, *method.Env, *method.Path) {
+func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string) (*localns.Local, *method.Env, *method.Path) {
 	t.Helper()
 	return SetupFaults(t, m, family, mtu, opts, nil)
 }
 
 // SetupFaults is Setup with faults injected into the set-up (Env.Faults).
-func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults) (*testbed.Local, *method.Env, *method.Path) {
+func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults) (*localns.Local, *method.Env, *method.Path) {
 	t.Helper()
 	l := testbedtest.New(t, mtu)
 	env := &method.Env{
@@ -80,13 +81,13 @@ func LinkState(t testing.TB, ep *testbed.Endpoint) []string {
 
 // Iperf3 sends seconds of one TCP stream from path.A to path.B and returns
 // iperf3's JSON output. It fails the test when no data arrived.
-func Iperf3(t testing.TB, l *testbed.Local, path *method.Path, seconds int) []byte {
+func Iperf3(t testing.TB, l *localns.Local, path *method.Path, seconds int) []byte {
 	t.Helper()
 	return Iperf3Streams(t, l, path, seconds, 1)
 }
 
 // Iperf3Streams is Iperf3 with streams parallel TCP flows (iperf3 -P).
-func Iperf3Streams(t testing.TB, l *testbed.Local, path *method.Path, seconds, streams int) []byte {
+func Iperf3Streams(t testing.TB, l *localns.Local, path *method.Path, seconds, streams int) []byte {
 	t.Helper()
 	return Iperf3Between(t, l.A, l.B, path, seconds, streams)
 }
@@ -120,7 +121,7 @@ func Iperf3Between(t testing.TB, a, b *testbed.Endpoint, path *method.Path, seco
 }
 
 // Ping checks that path.B answers ICMP echo from path.A.
-func Ping(t *testing.T, l *testbed.Local, path *method.Path) {
+func Ping(t *testing.T, l *localns.Local, path *method.Path) {
 	t.Helper()
 	if out, err := l.A.Run(context.Background(), "ping", "-c", "2", "-i", "0.2", "-W", "3", path.B.String()); err != nil {
 		t.Fatalf("ping %s from a: %v\n%s", path.B, err, out)
@@ -133,7 +134,7 @@ func InLab() bool { return os.Getenv("TUNBENCH_IN_LAB") == "1" }
 // PingFullSize sends one echo request that exactly fills the overlay MTU,
 // with don't-fragment set, and one byte more, which must be refused: the
 // overlay MTU the method claims is the one the path really has.
-func PingFullSize(t *testing.T, l *testbed.Local, env *method.Env, path *method.Path) {
+func PingFullSize(t *testing.T, l *localns.Local, env *method.Env, path *method.Path) {
 	t.Helper()
 	PingFullSizeFrom(t, l.A, env, path)
 }
@@ -199,7 +200,7 @@ func NoSecretsInFiles(t *testing.T, root string, secrets []string, keyFile func(
 
 // DeviceMTU checks that every device of path other than the underlay has
 // the given MTU on both sides.
-func DeviceMTU(t *testing.T, l *testbed.Local, path *method.Path, mtu int) {
+func DeviceMTU(t *testing.T, l *localns.Local, path *method.Path, mtu int) {
 	t.Helper()
 	DeviceMTUOn(t, l.Endpoints(), path, mtu)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // RRThrough runs two seconds of tunbench's request/response tool from a
@@ -19,7 +19,7 @@ import (
 // target: a tunnel that drops or stalls makes none or a handful, while a
 // userspace tunnel on a loaded 2-core machine made 46 (ssh-tunnel, p50
 // 16 ms) where an idle one makes thousands.
-func RRThrough(t *testing.T, l *testbed.Local, path *method.Path) *result.Latency {
+func RRThrough(t *testing.T, l *localns.Local, path *method.Path) *result.Latency {
 	t.Helper()
 	ctx := context.Background()
 	srv := l.B.Command(ctx, load.RRServer{Bind: path.B, Exe: os.Args[0]}.Args()...)

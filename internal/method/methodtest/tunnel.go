@@ -12,7 +12,7 @@ import (
 	"github.com/gopacket/gopacket"
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/wire"
 )
@@ -72,7 +72,7 @@ type TunnelWire struct {
 // be exactly the underlay MTU, unfragmented. It returns the testbed and
 // the env, still set up (t's cleanup tears down), for the caller's own
 // checks.
-func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) (*testbed.Local, *method.Env) {
+func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]string, want TunnelWire) (*localns.Local, *method.Env) {
 	t.Helper()
 	RequireTunnelKernel(t, m)
 	l, env, path := Setup(t, m, family, 1500, opts)
@@ -137,7 +137,7 @@ func LabTunnel(t *testing.T, m method.Method, family string, opts map[string]str
 // addresses and returns them. Their inner family is not checked: besides
 // the measured traffic, tunnel devices carry the kernel's own IPv6
 // link-local traffic (MLD, router and neighbour solicitations).
-func checkTunnelFrames(t *testing.T, l *testbed.Local, frames []wire.Frame, want TunnelWire) []wire.Frame {
+func checkTunnelFrames(t *testing.T, l *localns.Local, frames []wire.Frame, want TunnelWire) []wire.Frame {
 	t.Helper()
 	ua, ub := l.A.Addr(want.Underlay), l.B.Addr(want.Underlay)
 	var tunnel []wire.Frame

@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/nebula"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -238,7 +239,7 @@ func nebulaSecrets(t *testing.T, dirs []string) []string {
 // messages (type 1); the overlay addresses never appear in an outer
 // header; and the largest a-to-b datagram fills the underlay MTU exactly,
 // unfragmented (the full-size ping: the overhead holds).
-func checkNebulaWire(t *testing.T, l *testbed.Local, env *method.Env, frames []wire.Frame, port int) {
+func checkNebulaWire(t *testing.T, l *localns.Local, env *method.Env, frames []wire.Frame, port int) {
 	t.Helper()
 	oa, ob := method.Overlay(env.Family)
 	ua, ub := l.A.Addr(env.Family), l.B.Addr(env.Family)

@@ -328,7 +328,7 @@ var (
 		global := slices.DeleteFunc(slices.Clone(addrs), func(a netlink.Addr) bool { return a.Scope != unix.RT_SCOPE_UNIVERSE })
 		// The site's journal learns first where the addresses and the
 		// routes through the device belong, for a clean after a crash
-		// (testbed.CleanSite).
+		// (agent.CleanSite).
 		if ep.Dir != "" {
 			u := testbed.AddrsUndo(a.From, a.To, global)
 			u.Routes = routes

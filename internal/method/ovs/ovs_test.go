@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/ovs"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -447,7 +448,7 @@ func ovsPingFull(t *testing.T, a *testbed.Endpoint, env *method.Env, path *metho
 // addresses, UDP port and VNI or GRE protocol and key, an Ethernet frame
 // inside, the tunnel key; the largest echo request must be exactly the
 // underlay MTU.
-func ovsCheckWire(t *testing.T, m *ovs.OVS, l *testbed.Local, env *method.Env, path *method.Path, frames []wire.Frame, key uint32) {
+func ovsCheckWire(t *testing.T, m *ovs.OVS, l *localns.Local, env *method.Env, path *method.Path, frames []wire.Frame, key uint32) {
 	t.Helper()
 	ua, ub := l.A.Addr(env.Family), l.B.Addr(env.Family)
 	var tunnel []wire.Frame

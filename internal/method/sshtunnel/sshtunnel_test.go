@@ -21,6 +21,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/sshtunnel"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -427,7 +428,7 @@ func sshdPID(t *testing.T, dir string) int {
 	return pid
 }
 
-func wireStart(l *testbed.Local) (*wire.Capture, error) { return wire.Start(l.A, l.A.Dev) }
+func wireStart(l *localns.Local) (*wire.Capture, error) { return wire.Start(l.A, l.A.Dev) }
 
 // TestWire captures a's underlay from before Setup: the connection is
 // SSH to sshd's port on b's underlay address, each side opens with its
@@ -625,7 +626,7 @@ func TestStartFailure(t *testing.T) {
 
 // namespaceHasSSH reports whether a process of ssh or sshd runs in one
 // of l's namespaces.
-func namespaceHasSSH(t *testing.T, l *testbed.Local) bool {
+func namespaceHasSSH(t *testing.T, l *localns.Local) bool {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	want := map[string]bool{}

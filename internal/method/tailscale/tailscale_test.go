@@ -25,6 +25,7 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/tunbench/tunbench/internal/wire"
@@ -964,7 +965,7 @@ func iperf3Wrapped(t *testing.T, a, b *testbed.Endpoint, path *method.Path) []by
 
 // sockperfWrapped runs a second of sockperf ping-pong over TCP from a to
 // b's overlay address, the client under the path's wrapper.
-func sockperfWrapped(t *testing.T, l *testbed.Local, path *method.Path) {
+func sockperfWrapped(t *testing.T, l *localns.Local, path *method.Path) {
 	t.Helper()
 	testenv.NeedProgram(t, "sockperf", "apt-get install -y --no-install-recommends sockperf")
 	ctx := context.Background()
@@ -999,7 +1000,7 @@ func sockperfWrapped(t *testing.T, l *testbed.Local, path *method.Path) {
 // (keys, state, sockets) is left, or a socket of tailscaled or of the
 // control server (its DERP and STUN listeners) is still open on either
 // side; a second Teardown must be a no-op.
-func tornDown(t *testing.T, l *testbed.Local, m *tailscale.Tailscale, env *method.Env, path *method.Path, dirs, secrets []string) {
+func tornDown(t *testing.T, l *localns.Local, m *tailscale.Tailscale, env *method.Env, path *method.Path, dirs, secrets []string) {
 	t.Helper()
 	methodtest.NoSecretsInFiles(t, env.Dir, secrets, isKeyFile)
 	if err := m.Teardown(context.Background(), env); err != nil {

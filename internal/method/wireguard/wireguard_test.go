@@ -26,6 +26,7 @@ import (
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/method/wireguard"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -235,7 +236,7 @@ func TestParseWGDumpErrors(t *testing.T) {
 
 // wgRun is what a WireGuard integration test learns about one run.
 type wgRun struct {
-	l       *testbed.Local
+	l       *localns.Local
 	env     *method.Env
 	path    *method.Path
 	secrets []string // every encoding of every key of the run
@@ -494,7 +495,7 @@ func wireGuardWire(t *testing.T, m method.Method, family string) {
 func wgHandshakeFailure(t *testing.T, m method.Method) {
 	t.Run("peer unreachable", func(t *testing.T) {
 		t.Parallel()
-		wgHandshakeFails(t, m, false, func(l *testbed.Local) {
+		wgHandshakeFails(t, m, false, func(l *localns.Local) {
 			blackhole := &netlink.Route{Dst: testbed.PrefixNet(netip.PrefixFrom(l.B.Addr4.Addr(), 32)), Type: unix.RTN_BLACKHOLE}
 			if err := l.A.NL.RouteAdd(blackhole); err != nil {
 				t.Fatalf("a: blackhole %s: %v", l.B.Addr4.Addr(), err)
@@ -506,7 +507,7 @@ func wgHandshakeFailure(t *testing.T, m method.Method) {
 	}
 	t.Run("wrong peer key", func(t *testing.T) {
 		t.Parallel()
-		wgHandshakeFails(t, m, true, func(*testbed.Local) {})
+		wgHandshakeFails(t, m, true, func(*localns.Local) {})
 	})
 }
 
@@ -515,7 +516,7 @@ func wgHandshakeFailure(t *testing.T, m method.Method) {
 // fault, and checks that Setup fails with an error naming each side and
 // the missing handshake, quoting the daemon logs but no key, and that
 // teardown leaves nothing.
-func wgHandshakeFails(t *testing.T, m method.Method, wrongPeerKey bool, fault func(*testbed.Local)) {
+func wgHandshakeFails(t *testing.T, m method.Method, wrongPeerKey bool, fault func(*localns.Local)) {
 	m = wireguard.WithFaults(m, 2*time.Second, wrongPeerKey)
 	l := testbedtest.New(t, 1500)
 	ctx := context.Background()

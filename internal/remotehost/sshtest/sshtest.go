@@ -40,6 +40,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/vishvananda/netns"
@@ -745,7 +746,7 @@ func writeKey(path, comment string) (ssh.PublicKey, error) {
 	return sp, os.WriteFile(path+".pub", []byte(line), 0o644)
 }
 
-// lockID creates and holds the lock testbed.Clean checks, so that a clean
+// lockID creates and holds the lock localns.Clean checks, so that a clean
 // run meanwhile leaves this test's namespaces and directory alone.
 func lockID(id string) (*os.File, error) {
 	var err error
@@ -777,7 +778,7 @@ func (s *Sites) cleanup() {
 	}
 	for _, name := range s.Namespaces {
 		if ns, err := netns.GetFromName(name); err == nil {
-			if err := testbed.KillInNamespace(ns); err != nil {
+			if err := localns.KillInNamespace(ns); err != nil {
 				t.Errorf("sshtest: kill processes in %s: %v", name, err)
 			}
 			ns.Close()

@@ -18,6 +18,7 @@ import (
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"github.com/vishvananda/netns"
@@ -74,7 +75,7 @@ func TestHoldSites(t *testing.T) {
 }
 
 // A test killed with its sites up leaves only what `tunbench clean`
-// (testbed.Clean) finds: namespaces named as it looks for, every sshd
+// (localns.Clean) finds: namespaces named as it looks for, every sshd
 // inside one of them, files in a run directory under its root. The test
 // then removes them as Clean would, but only these: Clean itself would
 // also take whatever other dead runs left on this shared machine.
@@ -157,7 +158,7 @@ func TestCleanFindsSites(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := testbed.KillInNamespace(h); err != nil {
+		if err := localns.KillInNamespace(h); err != nil {
 			t.Error(err)
 		}
 		h.Close()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // agentEnv makes a test binary serve as a tunbench agent (ServeAgentIfAsked).
@@ -25,7 +27,7 @@ func ServeAgentIfAsked() {
 	if os.Getenv(agentEnv) != "1" {
 		return
 	}
-	if err := testbed.ServeAgent(context.Background(), os.Stdin, os.Stdout, AgentVersion); err != nil {
+	if err := agent.ServeAgent(context.Background(), os.Stdin, os.Stdout, AgentVersion); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
@@ -35,8 +37,8 @@ func ServeAgentIfAsked() {
 // Agent is a test agent: the test binary running "tunbench agent" inside
 // a namespace, as a remote host's would over SSH.
 type Agent struct {
-	Conn  *testbed.AgentConn
-	Hello testbed.Hello
+	Conn  *agent.AgentConn
+	Hello agent.Hello
 	cmd   *exec.Cmd
 	// stdin and stdout are the controller's ends of the agent's pipes.
 	stdin  io.WriteCloser
@@ -48,7 +50,7 @@ type Agent struct {
 // StartAgent starts an agent inside namespace ns (a process in that
 // namespace, like a remote host) and introduces it with h (Version is
 // set). The package's TestMain must call ServeAgentIfAsked.
-func StartAgent(t testing.TB, ns string, h testbed.Hello) *Agent {
+func StartAgent(t testing.TB, ns string, h agent.Hello) *Agent {
 	t.Helper()
 	a := StartAgentNoHello(t, ns)
 	a.Hello = h
@@ -78,7 +80,7 @@ func StartAgentNoHello(t testing.TB, ns string) *Agent {
 // reads or writes the run directory, or a process's /proc entry, from the
 // controller rather than through the endpoint fails with it. Everything
 // the agent started dies with it, so check for leftovers before closing.
-func StartIsolatedAgent(t testing.TB, ns string, h testbed.Hello) *Agent {
+func StartIsolatedAgent(t testing.TB, ns string, h agent.Hello) *Agent {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -123,7 +125,7 @@ func startAgent(t testing.TB, ns string, cmd *exec.Cmd) *Agent {
 		close(a.waited)
 	}()
 	var once sync.Once
-	a.Conn = testbed.NewAgentConn(ns, stdout, stdin, closerFunc(func() error {
+	a.Conn = agent.NewAgentConn(ns, stdout, stdin, closerFunc(func() error {
 		once.Do(func() {
 			_ = stdin.Close()
 			<-a.waited
@@ -170,7 +172,7 @@ var _ io.Closer = closerFunc(nil)
 // every call on the pair goes through the agent protocol, as on the ssh
 // testbed. The agents use run id agentID (not the testbed's, whose lock
 // is exclusive) and directories under a temporary root.
-func AgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent) {
+func AgentPair(t testing.TB, mtu int) (*localns.Local, *testbed.Pair, [2]*Agent) {
 	t.Helper()
 	l := New(t, mtu)
 	id := testbed.NewID()
@@ -178,7 +180,7 @@ func AgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent)
 	var eps [2]*testbed.Endpoint
 	var agents [2]*Agent
 	for i, ep := range l.Endpoints() {
-		h := testbed.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
+		h := agent.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
 		agents[i] = StartAgent(t, ep.Namespace, h)
 		eps[i] = agents[i].Conn.Endpoint(ep.Side, agents[i].Hello)
 	}
@@ -188,7 +190,7 @@ func AgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent)
 // IsolatedAgentPair is AgentPair with isolated agents (StartIsolatedAgent):
 // each side's agent has its own mount namespace, where the run root is a
 // private tmpfs, and its own pid namespace, as two remote hosts would.
-func IsolatedAgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2]*Agent) {
+func IsolatedAgentPair(t testing.TB, mtu int) (*localns.Local, *testbed.Pair, [2]*Agent) {
 	t.Helper()
 	l := New(t, mtu)
 	id := testbed.NewID()
@@ -196,7 +198,7 @@ func IsolatedAgentPair(t testing.TB, mtu int) (*testbed.Local, *testbed.Pair, [2
 	var eps [2]*testbed.Endpoint
 	var agents [2]*Agent
 	for i, ep := range l.Endpoints() {
-		h := testbed.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
+		h := agent.Hello{ID: id, Site: "site-" + ep.Side, Dev: ep.Dev, Addr4: ep.Addr4, Addr6: ep.Addr6, Root: root}
 		agents[i] = StartIsolatedAgent(t, ep.Namespace, h)
 		eps[i] = agents[i].Conn.Endpoint(ep.Side, agents[i].Hello)
 	}

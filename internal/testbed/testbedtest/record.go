@@ -19,6 +19,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -60,7 +61,7 @@ var recorders atomic.Int64
 
 // NewRecordingEndpoint returns endpoint side ("a" or "b") of a testbed
 // whose underlay device dev carries the side's usual underlay addresses
-// (testbed.UnderlayA4... as testbedtest.New gives them), on a recording
+// (localns.UnderlayA4... as testbedtest.New gives them), on a recording
 // host, and its Recorder. The host has the links lo (index 1) and dev
 // (index 2) to begin with; they are not recorded.
 func NewRecordingEndpoint(side, dev string) (*testbed.Endpoint, *Recorder) {
@@ -79,9 +80,9 @@ func NewRecordingEndpoint(side, dev string) (*testbed.Endpoint, *Recorder) {
 	ep := testbed.NewEndpoint(side, fmt.Sprintf("recorder-%d", recorders.Add(1)), dev, r)
 	ep.NL = r
 	ep.Dir = RecordDir
-	ep.Addr4, ep.Addr6 = testbed.UnderlayA4, testbed.UnderlayA6
+	ep.Addr4, ep.Addr6 = localns.UnderlayA4, localns.UnderlayA6
 	if side == "b" {
-		ep.Addr4, ep.Addr6 = testbed.UnderlayB4, testbed.UnderlayB6
+		ep.Addr4, ep.Addr6 = localns.UnderlayB4, localns.UnderlayB6
 	}
 	return ep, r
 }

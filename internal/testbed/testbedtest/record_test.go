@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 )
@@ -26,7 +27,7 @@ var opUnanswered = testbed.NewOp("testbedtest.unanswered", func(context.Context,
 func TestRecorder(t *testing.T) {
 	t.Parallel()
 	ep, r := testbedtest.NewRecordingEndpoint("a", "veth0")
-	if ep.Local() || ep.Addr4 != testbed.UnderlayA4 || ep.Dir != testbedtest.RecordDir {
+	if ep.Local() || ep.Addr4 != localns.UnderlayA4 || ep.Dir != testbedtest.RecordDir {
 		t.Fatalf("endpoint local %v, addr %s, dir %s", ep.Local(), ep.Addr4, ep.Dir)
 	}
 	if _, err := ep.NL.LinkByName("tb-x"); !testbed.IsLinkNotFound(err) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"golang.org/x/sys/unix"
 )
@@ -33,11 +34,11 @@ func RequireNetAdmin(t testing.TB) {
 
 // New builds a local testbed with the given underlay MTU (0 for 1500) in a
 // temporary run root, and removes it when the test ends.
-func New(t testing.TB, mtu int) *testbed.Local {
+func New(t testing.TB, mtu int) *localns.Local {
 	t.Helper()
 	RequireNetAdmin(t)
 	root := t.TempDir()
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root, MTU: mtu})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: root, MTU: mtu})
 	if err != nil {
 		t.Fatalf("create testbed: %v", err)
 	}

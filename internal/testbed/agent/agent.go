@@ -1,4 +1,4 @@
-package testbed
+package agent
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -90,15 +91,6 @@ type exitInfo struct {
 	Err          string
 }
 
-// SiteDir is the directory of site's endpoint of run id under root on its
-// host.
-func SiteDir(root, id, site string) string {
-	if root == "" {
-		root = DefaultRoot
-	}
-	return filepath.Join(root, id, site)
-}
-
 // ServeAgent serves one controller on r and w until r ends (the controller
 // closed the session or the connection was lost), ctx is done or the
 // process gets SIGTERM or SIGINT. It then waits for the ops in flight
@@ -122,7 +114,7 @@ func ServeAgent(ctx context.Context, r io.Reader, w io.Writer, version string) e
 	defer signal.Stop(sigs)
 	opCtx, cancelOps := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelOps()
-	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*Cmd{}, stdins: map[uint64]*inQueue{}}
+	a := &agent{enc: gob.NewEncoder(w), procs: map[uint64]*testbed.Cmd{}, stdins: map[uint64]*inQueue{}}
 	defer a.shutdown(cancelOps)
 	reqs := make(chan agentReq)
 	readErr := make(chan error, 1)
@@ -190,13 +182,13 @@ type agent struct {
 	// shuts down. Nothing is sent after.
 	gone bool
 
-	ep   *Endpoint
+	ep   *testbed.Endpoint
 	id   string
 	lock *os.File
 
 	mu      sync.Mutex
 	next    uint64
-	procs   map[uint64]*Cmd
+	procs   map[uint64]*testbed.Cmd
 	closing bool
 	// ops counts the requests being executed (not their replies being
 	// sent): shutdown waits for them.
@@ -313,10 +305,10 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	if h.Version != version {
 		return nil, fmt.Errorf("agent: version %s here, controller is %s: install the same tunbench on both", version, h.Version)
 	}
-	if !ValidID(h.ID) {
+	if !testbed.ValidID(h.ID) {
 		return nil, fmt.Errorf("agent: invalid run id %q", h.ID)
 	}
-	dir := SiteDir(h.Root, h.ID, h.Site)
+	dir := testbed.SiteDir(h.Root, h.ID, h.Site)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("agent: create %s: %w", dir, err)
 	}
@@ -324,7 +316,7 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	// objects alone (sites sharing one machine share the lock file).
 	// createLock retries when another run's close removes the empty
 	// lock directory in between.
-	lock, err := createLock(h.ID)
+	lock, err := testbed.CreateLock(h.ID)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -332,9 +324,7 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	// other agent of the run holds it, as the agent's end does.
 	unlock := func() {
 		lock.Close()
-		if !locked(lockPath(h.ID)) {
-			_ = os.Remove(lockPath(h.ID))
-		}
+		testbed.DropLock(h.ID)
 	}
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
 		unlock()
@@ -345,7 +335,7 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	// put it back), so that this run never journals it as the original.
 	// What cannot be put back is said, and left to clean (a Save of a
 	// device still owed refuses by itself).
-	restored, err := SettleDeadJournals(h.Root, h.ID)
+	restored, err := testbed.SettleDeadJournals(h.Root, h.ID)
 	var settled []string
 	for _, r := range restored {
 		settled = append(settled, r.Name)
@@ -366,13 +356,13 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	// The agent records itself as the run's processes are recorded, so
 	// that cleaning the site after a lost connection ends it too; an
 	// agent that cannot be found that way refuses the run.
-	if err := writePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
+	if err := testbed.WritePidFile(dir, os.Getpid(), os.Args[0]); err != nil {
 		nl.Close()
 		unlock()
 		return nil, fmt.Errorf("agent: %w", err)
 	}
 	a.id, a.lock = h.ID, lock
-	a.ep = &Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
+	a.ep = &testbed.Endpoint{Side: h.Site, Host: h.Site, NS: -1, NL: nl, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6, Dir: dir, Exe: h.Exe}
 	return reply.Bytes(), nil
 }
 
@@ -384,7 +374,7 @@ func (a *agent) handle(ctx context.Context, req agentReq) (agentResp, func()) {
 	}
 	switch req.Kind {
 	case "call":
-		fn, ok := lookupOp(req.Op)
+		fn, ok := testbed.LookupOp(req.Op)
 		if !ok {
 			return response(req.ID, nil, fmt.Errorf("agent: unknown op %q (is the agent's tunbench the same version?)", req.Op)), nil
 		}
@@ -471,7 +461,7 @@ func (a *agent) start(req agentReq) (agentResp, func()) {
 		}
 		a.mu.Unlock()
 		ex := &exitInfo{}
-		var ee *ExitError
+		var ee *testbed.ExitError
 		switch {
 		case err == nil:
 		case errors.As(err, &ee):
@@ -521,22 +511,20 @@ func (a *agent) shutdown(cancelOps context.CancelFunc) {
 	// sysctls, tc programs, pins and routes (an ordinary end reverted
 	// each already and left no entry).
 	if h, err := netlink.NewHandle(); err == nil {
-		_, _ = applyJournal(h, a.ep.Dir)
+		_, _ = testbed.ApplyJournal(h, a.ep.Dir)
 		h.Close()
 	}
 	_ = os.RemoveAll(a.ep.Dir)
 	_ = os.Remove(filepath.Dir(a.ep.Dir)) // the run directory, once empty
 	if a.lock != nil {
 		a.lock.Close()
-		if !locked(lockPath(a.id)) {
-			_ = os.Remove(lockPath(a.id))
-		}
+		testbed.DropLock(a.id)
 	}
 }
 
 // removeRunLinks deletes the devices of run id (named DevicePrefix(id)...)
 // in the namespace of h and returns their names.
-func removeRunLinks(h Netlink, id string) ([]string, error) {
+func removeRunLinks(h testbed.Netlink, id string) ([]string, error) {
 	links, err := h.LinkList()
 	if err != nil {
 		return nil, err
@@ -544,7 +532,7 @@ func removeRunLinks(h Netlink, id string) ([]string, error) {
 	var removed []string
 	var errs []error
 	for _, l := range links {
-		if runOfDevice(l.Attrs().Name) != id {
+		if testbed.RunOfDevice(l.Attrs().Name) != id {
 			continue
 		}
 		if err := h.LinkDel(l); err != nil {
@@ -554,16 +542,4 @@ func removeRunLinks(h Netlink, id string) ([]string, error) {
 		removed = append(removed, l.Attrs().Name)
 	}
 	return removed, errors.Join(errs...)
-}
-
-// runOfDevice returns the run id of a device a run created ("tb<id>..."),
-// or "" when the name is not one of ours.
-func runOfDevice(name string) string {
-	if len(name) < 8 || name[:2] != "tb" || !ValidID(name[2:8]) {
-		return ""
-	}
-	if len(name) > 8 && name[8] != '-' {
-		return ""
-	}
-	return name[2:8]
 }

@@ -1,9 +1,9 @@
-package testbed
+package localns
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -27,9 +28,10 @@ var (
 
 // Config describes a local testbed.
 type Config struct {
-	// ID is the run identifier (NewID). Required.
+	// ID is the run identifier (testbed.NewID). Required.
 	ID string
-	// Root holds the run's private directory; DefaultRoot when empty.
+	// Root holds the run's private directory; testbed.DefaultRoot when
+	// empty.
 	Root string
 	// MTU of the underlay veth pair; 1500 when zero.
 	MTU int
@@ -42,18 +44,18 @@ type Local struct {
 	ID   string
 	Dir  string
 	MTU  int
-	A, B *Endpoint
+	A, B *testbed.Endpoint
 	lock *os.File
 }
 
 // NewLocal creates the namespaces, the veth pair and the run directory.
 // On error everything already created is removed again.
 func NewLocal(cfg Config) (l *Local, err error) {
-	if !ValidID(cfg.ID) {
+	if !testbed.ValidID(cfg.ID) {
 		return nil, fmt.Errorf("testbed: invalid run id %q", cfg.ID)
 	}
 	if cfg.Root == "" {
-		cfg.Root = DefaultRoot
+		cfg.Root = testbed.DefaultRoot
 	}
 	if cfg.MTU == 0 {
 		cfg.MTU = 1500
@@ -68,7 +70,7 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return l, fmt.Errorf("testbed: create run directory: %w", err)
 	}
-	lock, err := createLock(cfg.ID)
+	lock, err := testbed.CreateLock(cfg.ID)
 	if err != nil {
 		return l, err
 	}
@@ -77,13 +79,13 @@ func NewLocal(cfg Config) (l *Local, err error) {
 		return l, fmt.Errorf("testbed: lock run %s: %w", cfg.ID, err)
 	}
 
-	dev := DevicePrefix(cfg.ID)
-	l.A = &Endpoint{Side: "a", Namespace: NamespaceName(cfg.ID, "a"), Dev: dev + "-a", Addr4: UnderlayA4, Addr6: UnderlayA6, Dir: l.Dir, NS: -1}
-	l.B = &Endpoint{Side: "b", Namespace: NamespaceName(cfg.ID, "b"), Dev: dev + "-b", Addr4: UnderlayB4, Addr6: UnderlayB6, Dir: l.Dir, NS: -1}
+	dev := testbed.DevicePrefix(cfg.ID)
+	l.A = &testbed.Endpoint{Side: "a", Namespace: testbed.NamespaceName(cfg.ID, "a"), Dev: dev + "-a", Addr4: UnderlayA4, Addr6: UnderlayA6, Dir: l.Dir, NS: -1}
+	l.B = &testbed.Endpoint{Side: "b", Namespace: testbed.NamespaceName(cfg.ID, "b"), Dev: dev + "-b", Addr4: UnderlayB4, Addr6: UnderlayB6, Dir: l.Dir, NS: -1}
 	if cfg.Pin {
-		l.A.CPUs, l.B.CPUs = SplitCPUs(runtime.NumCPU())
+		l.A.CPUs, l.B.CPUs = splitCPUs(runtime.NumCPU())
 	}
-	for _, e := range []*Endpoint{l.A, l.B} {
+	for _, e := range []*testbed.Endpoint{l.A, l.B} {
 		ns, err := newNamed(e.Namespace)
 		if err != nil {
 			return l, fmt.Errorf("testbed: create namespace %s: %w", e.Namespace, err)
@@ -105,13 +107,13 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	if err := netlink.LinkAdd(veth); err != nil {
 		return l, fmt.Errorf("testbed: create veth pair %s/%s (mtu %d): %w", l.A.Dev, l.B.Dev, cfg.MTU, err)
 	}
-	for _, e := range []*Endpoint{l.A, l.B} {
-		if err := e.configure(); err != nil {
+	for _, e := range []*testbed.Endpoint{l.A, l.B} {
+		if err := configure(e); err != nil {
 			return l, err
 		}
 	}
-	for _, e := range []*Endpoint{l.A, l.B} {
-		if err := WaitOperUp(e.NL, e.Dev, operUpTimeout); err != nil {
+	for _, e := range []*testbed.Endpoint{l.A, l.B} {
+		if err := waitOperUp(e.NL, e.Dev, operUpTimeout); err != nil {
 			return l, fmt.Errorf("testbed: %s: %w", e.Side, err)
 		}
 	}
@@ -122,7 +124,7 @@ func NewLocal(cfg Config) (l *Local, err error) {
 // up: the kernel's link watch defers a carrier change by up to a second.
 const operUpTimeout = 5 * time.Second
 
-// WaitOperUp waits until dev is operationally up (IFF_RUNNING, operstate
+// waitOperUp waits until dev is operationally up (IFF_RUNNING, operstate
 // up), polling every 10 ms for at most timeout.
 //
 // Setting a device up is not enough before measuring over it: the kernel
@@ -132,7 +134,7 @@ const operUpTimeout = 5 * time.Second
 // already passes packets (IFF_LOWER_UP is set) but reads as down. In the
 // kernel lab's emulated guest a cell often began within that second, and
 // its fault watch took the pending state for a link that went down.
-func WaitOperUp(nl Netlink, dev string, timeout time.Duration) error {
+func waitOperUp(nl testbed.Netlink, dev string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		l, err := nl.LinkByName(dev)
@@ -150,25 +152,9 @@ func WaitOperUp(nl Netlink, dev string, timeout time.Duration) error {
 	}
 }
 
-// createLock creates the run's lock file. Another run's Close may remove
-// the empty lock directory between MkdirAll and OpenFile, so it retries.
-func createLock(id string) (*os.File, error) {
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = os.MkdirAll(LockDir, 0o700); err != nil {
-			return nil, fmt.Errorf("testbed: create %s: %w", LockDir, err)
-		}
-		var f *os.File
-		if f, err = os.OpenFile(lockPath(id), os.O_CREATE|os.O_RDWR, 0o600); err == nil {
-			return f, nil
-		}
-	}
-	return nil, fmt.Errorf("testbed: create lock: %w", err)
-}
-
-// SplitCPUs divides n CPUs between the two sides: a gets the first half,
+// splitCPUs divides n CPUs between the two sides: a gets the first half,
 // b the rest. With one CPU both share it.
-func SplitCPUs(n int) (a, b []int) {
+func splitCPUs(n int) (a, b []int) {
 	if n < 2 {
 		return []int{0}, []int{0}
 	}
@@ -182,7 +168,7 @@ func SplitCPUs(n int) (a, b []int) {
 	return a, b
 }
 
-func (e *Endpoint) configure() error {
+func configure(e *testbed.Endpoint) error {
 	lo, err := e.NL.LinkByName("lo")
 	if err != nil {
 		return fmt.Errorf("testbed: %s: find lo: %w", e.Side, err)
@@ -195,7 +181,7 @@ func (e *Endpoint) configure() error {
 		return fmt.Errorf("testbed: %s: find %s: %w", e.Side, e.Dev, err)
 	}
 	for _, p := range []netip.Prefix{e.Addr4, e.Addr6} {
-		addr := &netlink.Addr{IPNet: PrefixNet(p)}
+		addr := &netlink.Addr{IPNet: testbed.PrefixNet(p)}
 		if p.Addr().Is6() {
 			// No duplicate address detection: the address is usable at once.
 			addr.Flags = unix.IFA_F_NODAD
@@ -210,25 +196,15 @@ func (e *Endpoint) configure() error {
 	return nil
 }
 
-// PrefixNet converts a prefix (address plus length) to the *net.IPNet netlink wants,
-// keeping the host bits.
-func PrefixNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if p.Addr().Is6() {
-		bits = 128
-	}
-	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
-}
-
 // Endpoints returns both endpoints, a first.
-func (l *Local) Endpoints() []*Endpoint { return []*Endpoint{l.A, l.B} }
+func (l *Local) Endpoints() []*testbed.Endpoint { return []*testbed.Endpoint{l.A, l.B} }
 
 // Close kills every process started in the testbed, deletes both
 // namespaces (and with them every device inside) and removes the run
 // directory. It is safe to call on a partly built testbed and more than once.
 func (l *Local) Close() error {
 	var errs []error
-	for _, e := range []*Endpoint{l.A, l.B} {
+	for _, e := range []*testbed.Endpoint{l.A, l.B} {
 		if e == nil {
 			continue
 		}
@@ -256,14 +232,14 @@ func (l *Local) Close() error {
 		}
 	}
 	if l.lock != nil {
-		_ = os.Remove(lockPath(l.ID))
 		l.lock.Close()
 		l.lock = nil
+		testbed.DropLock(l.ID)
 		// Leave no empty directories behind either; a directory still in
 		// use by another run is not empty and stays.
-		_ = os.Remove(LockDir)
+		_ = os.Remove(testbed.LockDir)
 		_ = os.Remove(filepath.Dir(l.Dir))
-		_ = os.Remove(filepath.Dir(LockDir))
+		_ = os.Remove(filepath.Dir(testbed.LockDir))
 	}
 	return errors.Join(errs...)
 }
@@ -283,7 +259,10 @@ func newNamed(name string) (netns.NsHandle, error) {
 	}
 	created.Add(1)
 	var h netns.NsHandle
-	err := doIn(-1, nil, func() error {
+	// An endpoint in no namespace of its own runs fn on a locked OS
+	// thread that goes back to this namespace after: the caller's stays.
+	here := &testbed.Endpoint{NS: -1}
+	err := here.Do(func() error {
 		var err error
 		h, err = netns.NewNamed(name)
 		return err
@@ -313,11 +292,40 @@ func prepareNetnsDir() error {
 	return nil
 }
 
-// ReleaseLock drops the run-directory lock, as the death of the process
+// releaseLock drops the run-directory lock, as the death of the process
 // would; tests use it to simulate a killed run.
-func (l *Local) ReleaseLock() {
+func (l *Local) releaseLock() {
 	if l.lock != nil {
 		l.lock.Close()
 		l.lock = nil
 	}
 }
+
+// LocalTestbed is the default testbed: for each cell, two fresh network
+// namespaces on this machine joined by a veth pair (NewLocal).
+type LocalTestbed struct {
+	// ID is the run identifier; Root holds its directory
+	// (testbed.DefaultRoot when empty).
+	ID, Root string
+}
+
+// Name is "local".
+func (LocalTestbed) Name() string { return "local" }
+
+// Pair builds a fresh namespace pair for one cell.
+func (t LocalTestbed) Pair(_ context.Context, spec testbed.Spec) (*testbed.Pair, error) {
+	if spec.A != "" || spec.B != "" {
+		return nil, errors.New("testbed: the local testbed has no named sites")
+	}
+	if err := testbed.CheckNetwork("local", spec); err != nil {
+		return nil, err
+	}
+	l, err := NewLocal(Config{ID: t.ID, Root: t.Root, MTU: spec.UnderlayMTU, Pin: spec.Pin})
+	if err != nil {
+		return nil, err
+	}
+	return l.Pair(), nil
+}
+
+// Pair returns the testbed as a Pair whose Close closes it.
+func (l *Local) Pair() *testbed.Pair { return testbed.NewPair(l.A, l.B, l.Dir, l.Close) }

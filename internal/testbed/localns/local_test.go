@@ -1,4 +1,4 @@
-package testbed_test
+package localns_test
 
 import (
 	"context"
@@ -11,37 +11,18 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 	"golang.org/x/sys/unix"
 )
 
-func TestNames(t *testing.T) {
-	id := testbed.NewID()
-	if !testbed.ValidID(id) {
-		t.Fatalf("NewID() = %q, not valid", id)
-	}
-	ns := testbed.NamespaceName(id, "a")
-	gotID, side, ok := testbed.ParseNamespace(ns)
-	if !ok || gotID != id || side != "a" {
-		t.Fatalf("ParseNamespace(%q) = %q, %q, %v", ns, gotID, side, ok)
-	}
-	for _, other := range []string{"tunbench", "tunbench-xyz-a", "tunbench-abcdef-c", "foo-abcdef-a", "tunbench-abcdef"} {
-		if _, _, ok := testbed.ParseNamespace(other); ok {
-			t.Errorf("ParseNamespace(%q) claimed a namespace that is not ours", other)
-		}
-	}
-	if len(testbed.DevicePrefix(id)+"-vx") > 15 {
-		t.Errorf("device names too long for IFNAMSIZ")
-	}
-}
-
 func TestSplitCPUs(t *testing.T) {
-	a, b := testbed.SplitCPUs(4)
+	a, b := localns.SplitCPUs(4)
 	if diff := cmp.Diff([][]int{{0, 1}, {2, 3}}, [][]int{a, b}); diff != "" {
 		t.Errorf("SplitCPUs(4) (-want +got):\n%s", diff)
 	}
-	a, b = testbed.SplitCPUs(1)
+	a, b = localns.SplitCPUs(1)
 	if diff := cmp.Diff([][]int{{0}, {0}}, [][]int{a, b}); diff != "" {
 		t.Errorf("SplitCPUs(1) (-want +got):\n%s", diff)
 	}
@@ -110,7 +91,7 @@ func TestLocalTestbed(t *testing.T) {
 func TestCleanAfterCrash(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	root := t.TempDir()
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: root})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: root})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +101,7 @@ func TestCleanAfterCrash(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A live run (lock held) is left alone.
-	removed, err := testbed.Clean(root)
+	removed, err := localns.Clean(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +110,7 @@ func TestCleanAfterCrash(t *testing.T) {
 	}
 	// Simulate the crash: the lock goes away with the process.
 	l.ReleaseLock()
-	removed, err = testbed.Clean(root)
+	removed, err = localns.Clean(root)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,27 +129,14 @@ func TestCleanAfterCrash(t *testing.T) {
 	}
 }
 
-func TestListeningIn(t *testing.T) {
-	data := []byte(`  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-   0: 0100A8C6:1451 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 123 1 0000000000000000 100 0 0 10 0
-   1: 0100A8C6:B2D2 0200A8C6:1452 01 00000000:00000000 00:00000000 00000000     0        0 124 1 0000000000000000 100 0 0 10 0
-`)
-	if !testbed.ListeningIn(data, 5201) {
-		t.Error("port 5201 (0x1451) in state 0A not seen as listening")
-	}
-	if testbed.ListeningIn(data, 5202) {
-		t.Error("port 5202 is only a connection's remote port, not a listener")
-	}
-}
-
 func TestPin(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: t.TempDir(), Pin: true})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: t.TempDir(), Pin: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = l.Close() })
-	a, b := testbed.SplitCPUs(runtime.NumCPU())
+	a, b := localns.SplitCPUs(runtime.NumCPU())
 	for _, c := range []struct {
 		ep   *testbed.Endpoint
 		want []int
@@ -203,7 +171,7 @@ func TestPin(t *testing.T) {
 func TestIPNetnsAddAfterRun(t *testing.T) {
 	testbedtest.RequireNetAdmin(t)
 	testenv.NeedProgram(t, "ip", "apt-get install -y --no-install-recommends iproute2")
-	l, err := testbed.NewLocal(testbed.Config{ID: testbed.NewID(), Root: t.TempDir()})
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package testbed_test
+package agent_test
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/agent"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/vishvananda/netlink"
 )
@@ -33,7 +35,7 @@ func TestAgentEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(out), testbed.UnderlayB4.String()) {
+	if !strings.Contains(string(out), localns.UnderlayB4.String()) {
 		t.Errorf("command did not run in b's namespace: %s", out)
 	}
 
@@ -140,7 +142,7 @@ func TestAgentEndpoint(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := b.Run(ctx, "true"); !errors.Is(err, testbed.ErrLost) {
+	if _, err := b.Run(ctx, "true"); !errors.Is(err, agent.ErrLost) {
 		t.Errorf("command after close: got %v, want ErrLost", err)
 	}
 }
@@ -150,7 +152,7 @@ func TestAgentEndpoint(t *testing.T) {
 func TestAgentRefusesOtherVersion(t *testing.T) {
 	l := testbedtest.New(t, 0)
 	a := testbedtest.StartAgentNoHello(t, l.B.Namespace)
-	err := a.Conn.Hello(context.Background(), testbed.Hello{Version: "other", ID: testbed.NewID(), Site: "x", Root: t.TempDir()})
+	err := a.Conn.Hello(context.Background(), agent.Hello{Version: "other", ID: testbed.NewID(), Site: "x", Root: t.TempDir()})
 	if err == nil || !strings.Contains(err.Error(), "install the same tunbench on both") {
 		t.Fatalf("got %v, want a version mismatch naming the fix", err)
 	}

@@ -1,4 +1,4 @@
-package testbed
+package agent
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"io"
 	"sync"
 	"syscall"
+
+	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // AgentConn is the controller's side of one agent: requests go out on w,
@@ -162,7 +164,7 @@ func respErr(r agentResp) error {
 	case r.Err == "":
 		return nil
 	case r.NotFound:
-		return fmt.Errorf("%s: %w", r.Err, ErrLinkNotFound)
+		return fmt.Errorf("%s: %w", r.Err, testbed.ErrLinkNotFound)
 	case r.Errno != 0:
 		return &remoteError{msg: r.Err, errno: syscall.Errno(r.Errno)}
 	}
@@ -208,19 +210,18 @@ func (c *AgentConn) Settled() []string {
 // Endpoint returns an endpoint on the agent's host: side names it in
 // this pair, dev and addresses are the host's underlay. Its processes,
 // files, ops and netlink calls all go to the agent.
-func (c *AgentConn) Endpoint(side string, h Hello) *Endpoint {
-	ep := &Endpoint{Side: side, Host: c.site, NS: -1, Dev: h.Dev, Addr4: h.Addr4, Addr6: h.Addr6,
-		Dir: SiteDir(h.Root, h.ID, h.Site), Exe: h.Exe, Network: h.Network}
-	ep.h = remoteHost{c}
-	ep.NL = remoteNetlink{ep}
+func (c *AgentConn) Endpoint(side string, h Hello) *testbed.Endpoint {
+	ep := testbed.NewEndpoint(side, c.site, h.Dev, remoteHost{c})
+	ep.Addr4, ep.Addr6 = h.Addr4, h.Addr6
+	ep.Dir, ep.Exe, ep.Network = testbed.SiteDir(h.Root, h.ID, h.Site), h.Exe, h.Network
 	return ep
 }
 
 // remoteHost is an endpoint's host reached through its agent.
 type remoteHost struct{ c *AgentConn }
 
-// lost reports why the connection to the host ended, nil while it is up.
-func (h remoteHost) lost() error {
+// Lost reports why the connection to the host ended, nil while it is up.
+func (h remoteHost) Lost() error {
 	select {
 	case <-h.c.Done():
 		return h.c.Err()
@@ -231,7 +232,7 @@ func (h remoteHost) lost() error {
 
 func (remoteHost) Local() bool { return false }
 
-func (h remoteHost) Call(ctx context.Context, _ *Endpoint, name string, args []byte) ([]byte, error) {
+func (h remoteHost) Call(ctx context.Context, _ *testbed.Endpoint, name string, args []byte) ([]byte, error) {
 	r, err := h.c.roundTrip(ctx, agentReq{Kind: "call", Op: name, Args: args}, nil)
 	if err != nil {
 		return nil, err
@@ -239,11 +240,8 @@ func (h remoteHost) Call(ctx context.Context, _ *Endpoint, name string, args []b
 	return r.Reply, nil
 }
 
-func (h remoteHost) Start(ep *Endpoint, c *Cmd) (Proc, error) {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
+func (h remoteHost) Start(ep *testbed.Endpoint, c *testbed.Cmd) (testbed.Proc, error) {
+	ctx := c.Context()
 	p := &remoteProc{c: h.c, stdout: c.Stdout, stderr: c.Stderr, exit: make(chan struct{})}
 	spec := &startSpec{Args: c.Args, Env: c.Env, OutputFile: c.OutputFile, Stdin: c.Stdin != nil,
 		Stdout: c.Stdout != nil, Stderr: c.Stderr != nil, WaitDelay: c.WaitDelay}
@@ -302,9 +300,9 @@ func (p *remoteProc) exited(x *exitInfo) {
 		case x.Err != "":
 			p.err = errors.New(x.Err)
 		case x.Signal != 0:
-			p.err = &ExitError{Code: -1, Signal: syscall.Signal(x.Signal)}
+			p.err = &testbed.ExitError{Code: -1, Signal: syscall.Signal(x.Signal)}
 		case x.Code != 0:
-			p.err = &ExitError{Code: x.Code}
+			p.err = &testbed.ExitError{Code: x.Code}
 		}
 		close(p.exit)
 	})
