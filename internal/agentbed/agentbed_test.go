@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -107,7 +108,7 @@ func dialer(ns map[string]string) func(string) func(context.Context, string, str
 func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func(*runner.Config)) ([]result.Cell, error) {
 	t.Helper()
 	reg := registry.Builtin()
-	if err := s.Validate(runner.Catalog(reg)); err != nil {
+	if err := s.Validate(bed.Catalog(reg)); err != nil {
 		t.Fatalf("scenario: %v", err)
 	}
 	id := testbed.NewID()
@@ -121,7 +122,7 @@ func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, Testbed: "ssh", BackgroundWindow: 100 * time.Millisecond}
+	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, BackgroundWindow: 100 * time.Millisecond}
 	if during != nil {
 		during(&cfg)
 	}

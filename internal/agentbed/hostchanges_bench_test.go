@@ -9,6 +9,7 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -63,7 +64,7 @@ func BenchmarkHostChanges(b *testing.B) {
 	plain := base
 	plain.Repetitions = 4
 	for _, s := range []scenario.Scenario{changes, plain} {
-		if err := s.Validate(runner.Catalog(reg)); err != nil {
+		if err := s.Validate(bed.Catalog(reg)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -81,6 +81,9 @@ type Env struct {
 	// machines must match.
 	BuildID func() string
 	Version string
+	// LabMemoryMiB is the kernel lab's guest memory for testbed vm
+	// (--vm-memory); the lab's default when zero.
+	LabMemoryMiB int
 }
 
 // Host is the Env of this machine: its own probe and capabilities.

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	vmlab "github.com/tunbench/tunbench/internal/bed/vm"
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -37,17 +38,21 @@ var local = Entry{
 
 // vm runs the whole run in the kernel lab: a stock kernel booted under
 // qemu with this machine's root file system, running the scenario on its
-// own local testbed (docs/kernel-lab.md). The guest kernel is not this
-// one: only programs (shared through the root file system) are checked
-// here, and the guest's own run checks its kernel.
+// own local namespaces (docs/kernel-lab.md; its code is package
+// internal/bed/vm). The guest kernel is not this one: only programs
+// (shared through the root file system) are checked here, and the
+// guest's own run checks its kernel (vmlab.InGuest).
 var vm = Entry{
 	Kind:     kind.VM,
 	Scenario: scenario.VMBed,
 	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
-		return preflightHere(s, reg, env, false)
+		return preflightHere(s, reg, env, vmlab.InGuest())
 	},
 	Unavailable: func(s scenario.Scenario, reg *method.Registry, env Env) []scenario.SkippedMethod {
-		return unavailableHere(s, reg, env.Probe(), false)
+		return unavailableHere(s, reg, env.Probe(), vmlab.InGuest())
+	},
+	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, _ io.Writer) (testbed.Testbed, error) {
+		return vmlab.Open(ctx, s, reg, env.LabMemoryMiB, id)
 	},
 }
 

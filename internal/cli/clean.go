@@ -8,7 +8,6 @@ import (
 	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -82,9 +81,9 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 }
 
 // remoteScenario reads and validates the scenario in file, whose testbed
-// must be bed (a remote one: the scenario names its hosts), for the
+// must be name (a remote one: the scenario names its hosts), for the
 // commands that reach its hosts without running it (clean, ebpf stats).
-func remoteScenario(file, bed string) (scenario.Scenario, *method.Registry, error) {
+func remoteScenario(file, name string) (scenario.Scenario, *method.Registry, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return scenario.Scenario{}, nil, fmt.Errorf("read scenario: %w", err)
@@ -94,10 +93,10 @@ func remoteScenario(file, bed string) (scenario.Scenario, *method.Registry, erro
 		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: %w", file, err)
 	}
 	reg := registry.Builtin()
-	if s.Testbed != bed {
-		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not %s", file, s.Testbed, bed)
+	if s.Testbed != name {
+		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not %s", file, s.Testbed, name)
 	}
-	if err := s.Validate(runner.Catalog(reg)); err != nil {
+	if err := s.Validate(bed.Catalog(reg)); err != nil {
 		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
 	return s, reg, nil

@@ -33,8 +33,8 @@ func TestKernelLabMeshVPNs(t *testing.T) {
 }
 
 // labRunEveryRepetitionOK runs "tunbench run --testbed vm" of methods,
-// reps times each, and checks that the run is recorded as emulated and
-// that every repetition is ok with a throughput.
+// reps times each, and checks that the run is recorded on testbed vm, as
+// emulated, and that every repetition is ok with a throughput.
 func labRunEveryRepetitionOK(t *testing.T, methods []string, reps int) {
 	t.Helper()
 	if labtest.InLab() {
@@ -54,6 +54,9 @@ func labRunEveryRepetitionOK(t *testing.T, methods []string, reps int) {
 	doc := exportOf(t, export)
 	if h := doc.Run.Host; h.Class != result.ClassEmulated || !doc.Emulated {
 		t.Errorf("the lab's run: host class %q (%s), emulated %v; want emulated", h.Class, h.ClassLabel(), doc.Emulated)
+	}
+	if doc.Run.Testbed != "vm" {
+		t.Errorf("the lab's run is recorded on testbed %q, want vm", doc.Run.Testbed)
 	}
 	ok := map[string]int{}
 	for _, c := range doc.Cells {

@@ -20,7 +20,6 @@ import (
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
-	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -44,7 +43,7 @@ func TestExamplesValidate(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if err := s.Validate(runner.Catalog(registry.Builtin())); err != nil {
+		if err := s.Validate(bed.Catalog(registry.Builtin())); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		head := string(data[:min(len(data), 400)])

@@ -261,7 +261,7 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Validate(runner.Catalog(reg)); err != nil {
+	if err := s.Validate(bed.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
 	tb, err := bed.Lookup(s.Testbed)
@@ -284,17 +284,13 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if err := tb.Preflight(s, reg, f.env); err != nil {
 		return err
 	}
-	var lab *runner.LabOptions
-	if tb.Lab {
-		lab = &runner.LabOptions{MemoryMiB: f.vmMemory}
-	}
-	sess, err := openSession(cmd, f, reg, lab)
+	sess, err := openSession(cmd, f, reg)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	res, err := sess.Run(cmd.Context(), s, reg)
-	return runExit(errors.Join(err, printResult(cmd, f, sess, res)), res)
+	return finishRun(cmd, f, sess, res, err)
 }
 
 // checkHere refuses, before anything is created, a run this machine
@@ -310,18 +306,20 @@ func checkHere(s scenario.Scenario, reg *method.Registry, env bed.Env) error {
 }
 
 // openSession opens the session a run or resume measures in, with the
-// flags' database, export path and output; with lab, a new run runs in
-// the kernel lab.
-func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry, lab *runner.LabOptions) (*runner.Session, error) {
+// flags' database and output; it opens the scenario's testbed through
+// its registry entry.
+func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.Session, error) {
 	stderr := cmd.ErrOrStderr()
+	env := f.env
+	env.LabMemoryMiB = f.vmMemory
 	opt := runner.SessionOptions{
-		DB: f.db, Export: f.export, Lab: lab,
+		DB: f.db, Catalog: bed.Catalog(reg),
 		Open: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
 			tb, err := bed.Lookup(s.Testbed)
 			if err != nil {
 				return nil, err
 			}
-			return tb.Open(ctx, s, reg, f.env, id, stderr)
+			return tb.Open(ctx, s, reg, env, id, stderr)
 		},
 	}
 	if !f.quiet {
@@ -330,9 +328,22 @@ func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry, lab *runn
 	return runner.OpenSession(opt)
 }
 
+// finishRun writes the export of the run a session returned (res, with
+// the session's error err), prints it, and returns the error "tunbench
+// run" ends with (runExit).
+func finishRun(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runner.Result, err error) error {
+	if res == nil {
+		return err
+	}
+	path := exportPath(f.export, sess.DBPath, res.Run.ID)
+	err = errors.Join(err, writeExport(path, res))
+	return runExit(errors.Join(err, printResult(cmd, f, sess, res, path)), res)
+}
+
 // printResult prints a run's table (or JSON) and, unless quiet, the
-// closing line. A run that measured nothing prints nothing.
-func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runner.Result) error {
+// closing line naming its export's path. A run that measured nothing
+// prints nothing.
+func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runner.Result, exportPath string) error {
 	if res == nil {
 		return nil
 	}
@@ -350,13 +361,12 @@ func printResult(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runn
 		return nil
 	}
 	switch {
-	case res.Lab != nil:
-		fmt.Fprintf(stderr, "\nrun %s in the kernel lab (kernel %s, boot %.1f s, emulated %v); database %s; export %s\n",
-			res.Run.ID, res.Lab.Kernel, res.Lab.BootTime, res.Lab.Emulated, sess.DBPath, res.Export)
+	case res.Where != "":
+		fmt.Fprintf(stderr, "\nrun %s %s; database %s; export %s\n", res.Run.ID, res.Where, sess.DBPath, exportPath)
 	case res.Outcome != nil:
 		out := res.Outcome
 		fmt.Fprintf(stderr, "\nrun %s: %d cells in %s (harness overhead %.2fx); database %s; export %s\n",
-			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), sess.DBPath, res.Export)
+			out.Run.ID, len(out.Cells), out.Wall.Round(1e9), ratio(out), sess.DBPath, exportPath)
 	}
 	return nil
 }

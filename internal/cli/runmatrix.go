@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -18,7 +17,7 @@ import (
 // dryRun prints the expanded matrix, one line a cell, its size and the
 // estimated duration. It creates nothing.
 func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry, stored []result.Cell) error {
-	steps := plan.Build(s, runner.Catalog(reg))
+	steps := plan.Build(s, bed.Catalog(reg))
 	if stored != nil {
 		all := len(steps)
 		steps = runner.Remaining(steps, stored)
@@ -52,7 +51,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 			return fmt.Errorf("--resume continues the stored scenario of the run: drop --%s", name)
 		}
 	}
-	sess, err := openSession(cmd, f, reg, nil)
+	sess, err := openSession(cmd, f, reg)
 	if err != nil {
 		return err
 	}
@@ -73,5 +72,5 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return err
 	}
 	res, err := sess.Resume(cmd.Context(), run.ID, reg)
-	return runExit(errors.Join(err, printResult(cmd, f, sess, res)), res)
+	return finishRun(cmd, f, sess, res, err)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/kubebed"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/method/registry"
@@ -81,7 +82,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 		Nodes: []scenario.Node{{Name: cl.Nodes[0].Name}, {Name: cl.Nodes[1].Name}},
 		Pairs: [][]string{{cl.Nodes[0].Name, cl.Nodes[1].Name}}}
 	for _, s := range []scenario.Scenario{ssh, kube} {
-		if err := s.Validate(runner.Catalog(reg)); err != nil {
+		if err := s.Validate(bed.Catalog(reg)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -109,7 +110,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: id, Testbed: sc.Testbed, BackgroundWindow: 100 * time.Millisecond})
+		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: id, BackgroundWindow: 100 * time.Millisecond})
 		if err != nil || len(out.Cells) != 1 || out.Cells[0].Status != result.StatusOK {
 			b.Fatalf("%s run: %v %+v", sc.Testbed, err, out)
 		}

@@ -9,14 +9,12 @@
 package runner
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -44,9 +42,6 @@ type Config struct {
 	Progress io.Writer
 	// Live makes the progress line rewrite itself (a terminal).
 	Live bool
-	// Testbed labels the run's testbed; the scenario's when empty ("vm"
-	// when this run is the guest half of a kernel-lab run).
-	Testbed string
 	// ID is the run identifier; a fresh one when empty.
 	ID string
 	// BackgroundWindow is how long the idle machine is sampled before each
@@ -90,7 +85,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		ID:       cfg.ID,
 		Started:  start.UTC(),
 		Status:   result.RunRunning,
-		Testbed:  cmp.Or(cfg.Testbed, cfg.Scenario.Testbed),
+		Testbed:  cfg.Scenario.Testbed,
 		Scenario: cfg.Scenario.YAML(),
 		Host:     cfg.Host,
 	}
@@ -160,7 +155,3 @@ func Remaining(steps []plan.Step, stored []result.Cell) []plan.Step {
 	}
 	return out
 }
-
-// Catalog exposes the registry and the testbeds to scenario validation
-// (bed.Catalog).
-func Catalog(r *method.Registry) scenario.Catalog { return bed.Catalog(r) }

@@ -5,13 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/tunbench/tunbench/internal/hostinfo"
-	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/store"
@@ -23,9 +19,10 @@ import (
 type SessionOptions struct {
 	// DB is the results database; store.DefaultPath() when empty.
 	DB string
-	// Export is the JSON export's path; exports/<run id>.json beside the
-	// database when empty.
-	Export string
+	// Catalog is the methods and testbeds a stored scenario is validated
+	// against for a resume (the testbed registry's, internal/bed); the
+	// methods alone, checking no testbed, when nil.
+	Catalog scenario.Catalog
 	// Progress receives the progress line (nil for none); Live makes it
 	// rewrite itself.
 	Progress io.Writer
@@ -36,18 +33,54 @@ type SessionOptions struct {
 	// Open opens the scenario's testbed under run id (its entry in the
 	// testbed registry, internal/bed); nil opens the local namespaces.
 	// The testbed is closed at the end of the run when it is an
-	// io.Closer; a host left uncleaned then fails the run.
+	// io.Closer; a host left uncleaned then fails the run. A testbed
+	// that runs the whole plan elsewhere is a Delegate.
 	Open func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error)
-	// Lab, when set, makes Run run the whole scenario in the kernel lab
-	// (the vm testbed, RunVM).
-	Lab *LabOptions
+}
+
+// Delegate is a testbed that runs the whole plan elsewhere and brings
+// its records back (the vm testbed: the kernel lab's guest runs the
+// scenario there). The session hands it the scenario and its database
+// instead of running the plan here.
+type Delegate interface {
+	testbed.Testbed
+	// RunWhole runs sc where the testbed lives, imports every record it
+	// stored there into db (also when the run failed there), and says
+	// which run that was. notes receives what it does on the way (nil
+	// discards).
+	RunWhole(ctx context.Context, sc scenario.Scenario, db Importer, notes io.Writer) (Delegated, error)
+}
+
+// Importer takes in the records of a results database stored elsewhere
+// (store.Store.ImportFile).
+type Importer interface {
+	ImportFile(ctx context.Context, path string) (store.ImportStats, error)
+}
+
+// Delegated is what a Delegate's run left.
+type Delegated struct {
+	// RunID is the run imported into the session's database.
+	RunID string
+	// Export is the run's JSON export as written where it ran.
+	Export []byte
+	// Where says where and how it ran, for the closing line: "in the
+	// kernel lab (kernel 6.12.1, boot 5.2 s, emulated true)".
+	Where string
+}
+
+// Emulator is a testbed that knows whether its endpoints run under
+// software emulation whatever this machine's class says (the kernel
+// lab's guest is told by the lab); the run records Host.Emulated then.
+type Emulator interface {
+	Emulated() bool
 }
 
 // Session carries runs from the command line to the records: it opens the
 // results database (refusing a read-only one before anything is created),
-// removes what killed runs left, collects the host's metadata, opens the
-// scenario's testbed, runs or resumes the plan, and writes the export.
-// The command line only parses flags and prints what a session returns.
+// removes what killed runs left, opens the scenario's testbed, collects
+// the host's metadata, and runs or resumes the plan (or has a Delegate
+// run it). The command line only parses flags, writes the export and
+// prints what a session returns.
 type Session struct {
 	Store *store.Store
 	// DBPath is the database's path.
@@ -60,29 +93,19 @@ type Session struct {
 // ending so is no failure of the lab).
 const ExitCellsFailed = 5
 
-// Result is what a session's run produced and where its export is.
+// Result is what a session's run produced.
 type Result struct {
-	Run    result.Run
-	Cells  []result.Cell
-	Export string
-	// Outcome is the runner's (nil for a run in the kernel lab, whose
-	// timing is the guest's).
+	Run   result.Run
+	Cells []result.Cell
+	// Outcome is the runner's (nil for a run a Delegate ran elsewhere,
+	// whose timing is not this machine's).
 	Outcome *Outcome
-	// Lab describes the kernel lab's boot, for a run on testbed vm.
-	Lab *LabBoot
-}
-
-// LabOptions size the kernel lab's guest.
-type LabOptions struct {
-	// MemoryMiB is the guest's memory; the lab's default when zero.
-	MemoryMiB int
-}
-
-// LabBoot is what the kernel lab reports of the guest a run used.
-type LabBoot struct {
-	Kernel   string
-	BootTime float64 // seconds
-	Emulated bool
+	// Export is the run's JSON export as written where a Delegate ran it;
+	// nil when the caller writes it from Run and Cells.
+	Export []byte
+	// Where says where a Delegate ran the run ("in the kernel lab (...)");
+	// "" for a run measured here.
+	Where string
 }
 
 // OpenSession opens the results database for writing.
@@ -123,18 +146,18 @@ func (s *Session) Stored(ctx context.Context, id string, reg *method.Registry) (
 	if err != nil {
 		return run, nil, sc, fmt.Errorf("resume run %s: stored scenario: %w", run.ID, err)
 	}
-	if err := sc.Validate(Catalog(reg)); err != nil {
+	cat := s.opt.Catalog
+	if cat == nil {
+		cat = method.Catalog{R: reg}
+	}
+	if err := sc.Validate(cat); err != nil {
 		return run, nil, sc, fmt.Errorf("resume run %s: stored scenario is not valid for this tunbench:\n%w", run.ID, err)
 	}
 	return run, cells, sc, nil
 }
 
-// Run measures sc as a new run on the testbed Open opens, or in the
-// kernel lab with Lab (RunVM).
+// Run measures sc as a new run on the testbed Open opens.
 func (s *Session) Run(ctx context.Context, sc scenario.Scenario, reg *method.Registry) (*Result, error) {
-	if s.opt.Lab != nil {
-		return s.RunVM(ctx, sc, reg, s.opt.Lab.MemoryMiB)
-	}
 	return s.measure(ctx, Config{Scenario: sc, Methods: reg})
 }
 
@@ -152,10 +175,10 @@ func (s *Session) Resume(ctx context.Context, id string, reg *method.Registry) (
 	return s.measure(ctx, Config{Scenario: sc, Methods: reg, ID: run.ID, Resume: &run, Stored: stored})
 }
 
-// measure prepares the machine and the testbed for cfg, runs it and
-// writes the export. A run that measured something returns its Result
-// even with an error (a failure mid-run keeps every result already
-// measured).
+// measure prepares the machine and the testbed for cfg and runs it, or
+// has the testbed run it when it is a Delegate. A run that measured
+// something returns its Result even with an error (a failure mid-run
+// keeps every result already measured).
 func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err error) {
 	// Leftovers of killed runs would collide with nothing (names are per
 	// run) but must not accumulate.
@@ -165,17 +188,6 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 	}
 	if len(removed) > 0 {
 		s.notef("removed leftovers of a killed run: %v", removed)
-	}
-	host, err := hostinfo.Collect(ctx, hostinfo.ExecRunner{})
-	if err != nil {
-		return nil, fmt.Errorf("collect host metadata: %w", err)
-	}
-	cfg.Store, cfg.Host = s.Store, host
-	cfg.Progress, cfg.Live = s.opt.Progress, s.opt.Live
-	// Inside the kernel lab this run is the guest half of --testbed vm.
-	if os.Getenv(lab.EnvInLab) == "1" {
-		cfg.Testbed = "vm"
-		cfg.Host.Emulated = cfg.Host.Emulated || os.Getenv(lab.EnvEmulated) == "1"
 	}
 	if s.opt.Open != nil {
 		if cfg.ID == "" {
@@ -193,36 +205,37 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 			defer func() { err = errors.Join(err, c.Close()) }()
 		}
 	}
+	if d, ok := cfg.Bed.(Delegate); ok {
+		return s.delegate(ctx, d, cfg)
+	}
+	host, err := hostinfo.Collect(ctx, hostinfo.ExecRunner{})
+	if err != nil {
+		return nil, fmt.Errorf("collect host metadata: %w", err)
+	}
+	if e, ok := cfg.Bed.(Emulator); ok && e.Emulated() {
+		host.Emulated = true
+	}
+	cfg.Store, cfg.Host = s.Store, host
+	cfg.Progress, cfg.Live = s.opt.Progress, s.opt.Live
 	out, runErr := Run(ctx, cfg)
 	if out == nil {
 		return nil, runErr
 	}
-	res = &Result{Run: out.Run, Cells: out.Cells, Outcome: out, Export: s.exportPath(out.Run.ID)}
-	if err := writeExport(res.Export, out.Run, out.Cells); err != nil {
-		return res, errors.Join(runErr, err)
-	}
-	return res, runErr
+	return &Result{Run: out.Run, Cells: out.Cells, Outcome: out}, runErr
 }
 
-func (s *Session) exportPath(id string) string {
-	if s.opt.Export != "" {
-		return s.opt.Export
+// delegate has d run cfg's whole plan and returns the run it imported.
+func (s *Session) delegate(ctx context.Context, d Delegate, cfg Config) (*Result, error) {
+	if cfg.Resume != nil {
+		return nil, fmt.Errorf("resume run %s: the %s testbed runs the whole plan elsewhere and cannot resume one; start a new run", cfg.Resume.ID, d.Name())
 	}
-	return filepath.Join(filepath.Dir(s.DBPath), "exports", id+".json")
-}
-
-// writeExport writes a run's JSON export (docs/results.md).
-func writeExport(path string, run result.Run, cells []result.Cell) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("write export: %w", err)
-	}
-	fh, err := os.Create(path)
+	out, err := d.RunWhole(ctx, cfg.Scenario, s.Store, s.opt.Notes)
 	if err != nil {
-		return fmt.Errorf("write export: %w", err)
+		return nil, err
 	}
-	if err := export.JSON(fh, run, cells); err != nil {
-		fh.Close()
-		return fmt.Errorf("write export %s: %w", path, err)
+	run, cells, err := s.Store.Run(ctx, out.RunID)
+	if err != nil {
+		return nil, err
 	}
-	return fh.Close()
+	return &Result{Run: run, Cells: cells, Export: out.Export, Where: out.Where}, nil
 }

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
-	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
 
@@ -30,7 +30,7 @@ ssh:
 // runs (method.Confined) is accepted exactly there.
 func TestEveryMethodOnEveryTestbed(t *testing.T) {
 	reg := registry.Builtin()
-	cat := runner.Catalog(reg)
+	cat := bed.Catalog(reg)
 	for _, m := range reg.All() {
 		beds, _ := method.Testbeds(m)
 		for bed, doc := range testbedScenarios {
