@@ -26,6 +26,7 @@ import (
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
+	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
 
 // vmSlowdown is how much longer than planned a step may take in the
@@ -55,7 +56,7 @@ func Budget(sc scenario.Scenario, reg *method.Registry) (steps int, budget time.
 // Inside the guest it returns the guest's local namespaces.
 func Open(ctx context.Context, s scenario.Scenario, reg *method.Registry, memoryMiB int, id string) (testbed.Testbed, error) {
 	if InGuest() {
-		return guest{LocalTestbed: testbed.LocalTestbed{ID: id}, emulated: os.Getenv(lab.EnvEmulated) == "1"}, nil
+		return guest{LocalTestbed: localns.LocalTestbed{ID: id}, emulated: os.Getenv(lab.EnvEmulated) == "1"}, nil
 	}
 	if s.Kernel != "" && s.Modules == "" {
 		return nil, fmt.Errorf("--modules: give the modules directory of %s (its lib/modules/<version>) with --kernel", s.Kernel)
@@ -81,7 +82,7 @@ func Open(ctx context.Context, s scenario.Scenario, reg *method.Registry, memory
 // local namespaces, emulated when the lab booted it under software
 // emulation (runner.Emulator).
 type guest struct {
-	testbed.LocalTestbed
+	localns.LocalTestbed
 	emulated bool
 }
 
