@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
+
+	"github.com/tunbench/tunbench/internal/result"
 )
 
 // ImportStats says what an import copied.
@@ -44,6 +47,10 @@ func (s *Store) Import(ctx context.Context, other *Store) (ImportStats, error) {
 		if err != nil {
 			return st, fmt.Errorf("import run %s from %s: %w", id, other.path, err)
 		}
+		if n < 0 {
+			st.Skipped = append(st.Skipped, id)
+			continue
+		}
 		st.Runs++
 		st.Cells += n
 	}
@@ -70,14 +77,19 @@ func (s *Store) ImportFile(ctx context.Context, path string) (ImportStats, error
 // hasRun reports whether a run with exactly this id exists.
 func (s *Store) hasRun(ctx context.Context, id string) (bool, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM runs WHERE id = ?`), id).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up run %s: %w", id, err)
 	}
 	return n > 0, nil
 }
 
+// testHookCopiedCell, when set (by tests), is called after each cell a
+// copy has written, before the transaction commits.
+var testHookCopiedCell func(i int)
+
 // importRun copies one run and its cells from other in one transaction and
-// returns the number of cells copied.
+// returns the number of cells copied; -1 when s already had the run (a
+// copy that raced with another).
 func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, error) {
 	r, cells, err := other.Run(ctx, id)
 	if err != nil {
@@ -88,16 +100,73 @@ func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, er
 		return 0, err
 	}
 	defer tx.Rollback()
-	if err := insertRun(ctx, tx, &r); err != nil {
+	inserted, err := insertRun(ctx, s.d, tx, &r, true)
+	if err != nil {
 		return 0, err
 	}
+	if !inserted {
+		return -1, nil
+	}
 	for i := range cells {
-		if _, err := insertCell(ctx, tx, &cells[i]); err != nil {
+		if _, err := insertCell(ctx, s.d, tx, &cells[i]); err != nil {
 			return 0, fmt.Errorf("cell %d: %w", cells[i].ID, err)
+		}
+		if testHookCopiedCell != nil {
+			testHookCopiedCell(i)
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, err
 	}
 	return len(cells), nil
+}
+
+// Push copies the runs ids (full ids, unique prefixes or Latest) of s,
+// with all their cells and labels, to the store to, which may be another
+// kind (a SQLite file's runs to a team's PostgreSQL database). It is
+// idempotent by run id: a run to already has is skipped, so pushing twice
+// copies nothing the second time. Each run is copied in one transaction:
+// a push interrupted half way (killed, cancelled, the connection lost)
+// leaves every run on to whole or absent, and pushing again completes it.
+func (s *Store) Push(ctx context.Context, to *Store, ids []string) (ImportStats, error) {
+	var st ImportStats
+	if err := to.writable(); err != nil {
+		return st, err
+	}
+	var full []string
+	for _, id := range ids {
+		f, err := s.resolve(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("push: %w", err)
+		}
+		var status string
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT status FROM runs WHERE id = ?`), f).Scan(&status); err != nil {
+			return st, fmt.Errorf("push run %s: %w", f, err)
+		}
+		if status == result.RunRunning {
+			return st, fmt.Errorf("push run %s: it is still running, or was killed (tunbench run --resume %s finishes it); push it once it has ended", f, f)
+		}
+		if !slices.Contains(full, f) {
+			full = append(full, f)
+		}
+	}
+	for _, id := range full {
+		have, err := to.hasRun(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("push to %s: %w", to.path, err)
+		}
+		n := -1
+		if !have {
+			if n, err = to.importRun(ctx, s, id); err != nil {
+				return st, fmt.Errorf("push run %s to %s: %w", id, to.path, err)
+			}
+		}
+		if n < 0 {
+			st.Skipped = append(st.Skipped, id)
+			continue
+		}
+		st.Runs++
+		st.Cells += n
+	}
+	return st, nil
 }
