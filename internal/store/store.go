@@ -38,9 +38,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // registers the "sqlite" database/sql driver
+	"golang.org/x/sys/unix"
+	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
 
 // BusyTimeout is how long a write waits for another connection or process
