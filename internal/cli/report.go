@@ -79,7 +79,7 @@ the environment are highlighted. RUN is a run id, a unique prefix of one, or
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(&db, "db", "", dbHelp())
 	cmd.Flags().StringVarP(&output, "output", "o", "report.html", "HTML file to write; figures go to <name>-files/ beside it")
 	return cmd
 }
@@ -208,7 +208,7 @@ Exit status, so that a CI pipeline can gate on it:
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(&db, "db", "", dbHelp())
 	cmd.Flags().StringVar(&threshold, "threshold", "5%", "a significantly worse figure regresses when it changes by more than this")
 	cmd.Flags().Float64Var(&confidence, "confidence", compare.DefaultConfidence, "two-sided confidence level of the t-test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")

@@ -52,6 +52,9 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 			return fmt.Errorf("--resume continues the stored scenario of the run: drop --%s", name)
 		}
 	}
+	if f.changed != nil && f.changed("label") {
+		return errors.New("--resume keeps the labels the run was started with: drop --label")
+	}
 	sess, err := openSession(cmd, f, reg, nil)
 	if err != nil {
 		return err

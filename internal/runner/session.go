@@ -20,7 +20,8 @@ import (
 
 // SessionOptions say where a session keeps its records and how it talks.
 type SessionOptions struct {
-	// DB is the results database; store.DefaultPath() when empty.
+	// DB is the results database, a file or a postgres:// URL;
+	// store.DefaultDB() when empty.
 	DB string
 	// Export is the JSON export's path; exports/<run id>.json beside the
 	// database when empty.
@@ -40,6 +41,8 @@ type SessionOptions struct {
 	// Lab, when set, makes Run run the whole scenario in the kernel lab
 	// (the vm testbed, RunVM).
 	Lab *LabOptions
+	// Labels are stored with a new run (result.Run.Labels).
+	Labels map[string]string
 }
 
 // Session carries runs from the command line to the records: it opens the
@@ -88,7 +91,7 @@ type LabBoot struct {
 func OpenSession(opt SessionOptions) (*Session, error) {
 	path := opt.DB
 	if path == "" {
-		path = store.DefaultPath()
+		path = store.DefaultDB()
 	}
 	st, err := store.Open(path)
 	if err != nil {
@@ -97,6 +100,9 @@ func OpenSession(opt SessionOptions) (*Session, error) {
 	if st.ReadOnly() {
 		st.Close()
 		return nil, fmt.Errorf("results database %s: %w", path, store.ErrReadOnly)
+	}
+	if st.Postgres() {
+		path = st.Path() // the URL without its password, for messages
 	}
 	return &Session{Store: st, DBPath: path, opt: opt}, nil
 }
@@ -134,7 +140,7 @@ func (s *Session) Run(ctx context.Context, sc scenario.Scenario, reg *method.Reg
 	if s.opt.Lab != nil {
 		return s.RunVM(ctx, sc, reg, s.opt.Lab.MemoryMiB)
 	}
-	return s.measure(ctx, Config{Scenario: sc, Methods: reg})
+	return s.measure(ctx, Config{Scenario: sc, Methods: reg, Labels: s.opt.Labels})
 }
 
 // Resume continues stored run id: only the cells the database lacks are
@@ -206,6 +212,10 @@ func (s *Session) measure(ctx context.Context, cfg Config) (res *Result, err err
 func (s *Session) exportPath(id string) string {
 	if s.opt.Export != "" {
 		return s.opt.Export
+	}
+	if s.Store.Postgres() {
+		// A database on a server has no directory: beside the default file.
+		return filepath.Join(filepath.Dir(store.DefaultPath()), "exports", id+".json")
 	}
 	return filepath.Join(filepath.Dir(s.DBPath), "exports", id+".json")
 }

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,6 +90,9 @@ func (s *Session) RunVM(ctx context.Context, sc scenario.Scenario, reg *method.R
 	// after a failure, so every measured cell comes back.
 	argv := []string{"/bin/sh", "-c", `"$0" "$@"; rc=$?; cp /tmp/guest.db ` + g + `/guest.db; exit $rc`,
 		g + "/tunbench", "run", "-f", g + "/scenario.yaml", "--db", "/tmp/guest.db", "--export", g + "/guest.json", "--quiet"}
+	for _, k := range slices.Sorted(maps.Keys(s.opt.Labels)) {
+		argv = append(argv, "--label", k+"="+s.opt.Labels[k])
+	}
 	steps, budget := VMBudget(sc, reg)
 	s.notef("booting %s in the kernel lab (%d steps, up to %s)...", k.Version, steps, budget.Round(time.Minute))
 	out, err := lab.Run(ctx, lab.Config{Kernel: k, WorkDir: work, MemoryMiB: memoryMiB, Timeout: budget}, lab.Guest{Argv: argv})
