@@ -19,11 +19,15 @@ func newResultsCmd() *cobra.Command {
 	var db string
 	cmd := &cobra.Command{
 		Use:   "results",
-		Short: "List, show and export stored runs",
-		Long: `List the stored runs (newest first). "results show" prints a run's table
-and "results export" writes its records as JSON or CSV; both read only the
-database, so reports regenerate offline. RUN is a run id, a unique prefix of
-one, or "latest" (the default).`,
+		Short: "List, show, export and push stored runs",
+		Long: `List the stored runs (newest first), with their labels. "results show"
+prints a run's table and "results export" writes its records as JSON or CSV;
+both read only the database, so reports regenerate offline. "results push"
+copies runs to another database, a team's PostgreSQL. RUN is a run id, a
+unique prefix of one, or "latest" (the default).
+
+The database is --db, else $` + store.EnvDB + `, else the default file: a SQLite
+file path or a postgres:// URL (docs/results.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openStore(db)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/store/pgtest"
 )
 
 // localRuns fills a SQLite file with n finished runs of cells cells each
@@ -163,5 +164,38 @@ func TestOpenRefusesUnknownURL(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("refused locations created %v", entries)
+	}
+}
+
+// BenchmarkPush1000Runs: push 1,000 runs of 9 cells each (three methods,
+// three repetitions) from a local file to a PostgreSQL database on this
+// machine (issue 42's target: under 30 s). Each iteration pushes to a
+// fresh database.
+func BenchmarkPush1000Runs(b *testing.B) {
+	const runs, cells = 1000, 9
+	local := localRuns(b, runs, cells)
+	ctx := context.Background()
+	all, err := local.Runs(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids := make([]string, len(all))
+	for i, r := range all {
+		ids[i] = r.ID
+	}
+	for b.Loop() {
+		b.StopTimer()
+		target, err := Open(pgtest.URL(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		st, err := local.Push(ctx, target, ids)
+		if err != nil || st.Runs != runs || st.Cells != runs*cells {
+			b.Fatalf("push: %+v, %v", st, err)
+		}
+		b.StopTimer()
+		target.Close()
+		b.StartTimer()
 	}
 }
