@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/result"
 )
@@ -83,15 +85,63 @@ func (s *Store) hasRun(ctx context.Context, id string) (bool, error) {
 	return n > 0, nil
 }
 
-// testHookCopiedCell, when set (by tests), is called after each cell a
-// copy has written, before the transaction commits.
-var testHookCopiedCell func(i int)
+// testHookCopied, when set (by tests), is called after each batch of
+// cells a copy has written, with the number written so far, before the
+// transaction commits.
+var testHookCopied func(n int)
 
-// importRun copies one run and its cells from other in one transaction and
-// returns the number of cells copied; -1 when s already had the run (a
-// copy that raced with another).
+// copyBatch is how many cells one INSERT statement of a copy carries: one
+// round trip to a database server per batch rather than per cell.
+var copyBatch = 100
+
+// cellRow is a stored cell as its columns, copied without decoding its
+// record.
+type cellRow struct {
+	key, method, impl string
+	rep               int
+	status, err       string
+	started, finished sql.NullString
+	record            string
+}
+
+// cellRows loads a run's cells as stored, in insertion order.
+func (s *Store) cellRows(ctx context.Context, runID string) ([]cellRow, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`
+SELECT key, method, implementation, repetition, status, error, started, finished, record
+FROM cells WHERE run_id = ? ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []cellRow
+	for rows.Next() {
+		var c cellRow
+		if err := rows.Scan(&c.key, &c.method, &c.impl, &c.rep, &c.status, &c.err, &c.started, &c.finished, &c.record); err != nil {
+			return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// importRun copies one run, its labels and its cells from other in one
+// transaction and returns the number of cells copied; -1 when s already
+// had the run (a copy that raced with another). Cell records are copied
+// as stored, not decoded and encoded again, in batches of copyBatch.
 func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, error) {
-	r, cells, err := other.Run(ctx, id)
+	r, err := scanRun(other.db.QueryRowContext(ctx, other.q(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id))
+	if err != nil {
+		return 0, fmt.Errorf("load run %s: %w", id, err)
+	}
+	labels, err := other.labels(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	r.Labels = labels[id]
+	cells, err := other.cellRows(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -107,12 +157,23 @@ func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, er
 	if !inserted {
 		return -1, nil
 	}
-	for i := range cells {
-		if _, err := insertCell(ctx, s.d, tx, &cells[i]); err != nil {
-			return 0, fmt.Errorf("cell %d: %w", cells[i].ID, err)
+	for i := 0; i < len(cells); i += copyBatch {
+		batch := cells[i:min(i+copyBatch, len(cells))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record) VALUES `)
+		args := make([]any, 0, 10*len(batch))
+		for j, c := range batch {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, id, c.key, c.method, c.impl, c.rep, c.status, c.err, c.started, c.finished, c.record)
 		}
-		if testHookCopiedCell != nil {
-			testHookCopiedCell(i)
+		if _, err := tx.ExecContext(ctx, s.q(q.String()), args...); err != nil {
+			return 0, fmt.Errorf("cells %d to %d: %w", i+1, i+len(batch), err)
+		}
+		if testHookCopied != nil {
+			testHookCopied(i + len(batch))
 		}
 	}
 	if err := tx.Commit(); err != nil {

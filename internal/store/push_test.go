@@ -81,15 +81,16 @@ func testPush(t *testing.T, open func(*testing.T) *Store) {
 		t.Errorf("second push is not a no-op (-want +got):\n%s", diff)
 	}
 
-	// Interrupted after the second of run-c's four cells.
+	// Interrupted after the first two of run-c's four cells.
 	cctx, cancel := context.WithCancel(ctx)
-	testHookCopiedCell = func(i int) {
-		if i == 1 {
+	copyBatch = 2
+	testHookCopied = func(n int) {
+		if n == 2 {
 			cancel()
 		}
 	}
 	_, err = local.Push(cctx, target, []string{"run-c"})
-	testHookCopiedCell = nil
+	testHookCopied, copyBatch = nil, 100
 	if err == nil {
 		t.Fatal("a push cancelled half way succeeded")
 	}
