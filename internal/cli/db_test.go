@@ -1,13 +1,20 @@
 package cli
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/report/export"
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/store/pgtest"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -145,5 +152,84 @@ func TestDBFromEnv(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(data); len(entries) != 0 {
 		t.Errorf("with %s set, the default file was used: %v", store.EnvDB, entries)
+	}
+}
+
+// TestPushKilled: a push killed half way (SIGKILL, no chance to clean up)
+// leaves every run on the target whole or absent, never partial; pushing
+// again completes it. The runs are copies of the fixture's real ones.
+func TestPushKilled(t *testing.T) {
+	t.Parallel()
+	bin := tunbenchBinary(t)
+	url := pgtest.URL(t)
+	db, ids := fixtureDB(t)
+	var all []string
+	for i := range 60 {
+		for _, id := range ids {
+			all = append(all, addCopy(t, db, id, strconv.Itoa(i), func(*result.Cell) bool { return true }))
+		}
+	}
+	cmd := exec.Command(bin, append([]string{"results", "push", "--db", db, "--to", url}, all...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	target, err := store.Open(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	ctx := context.Background()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		runs, err := target.Runs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(runs) >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	src, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	check := func(when string) int {
+		t.Helper()
+		runs, err := target.Runs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range runs {
+			_, got, err := target.Run(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, want, err := src.Run(ctx, r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) {
+				t.Errorf("%s: run %s has %d of its %d cells on the target", when, r.ID, len(got), len(want))
+			}
+		}
+		return len(runs)
+	}
+	n := check("after the kill")
+	if n == len(all) {
+		t.Logf("the push finished before the kill: %s", out.String())
+	}
+	code, stdout, stderr := run(t, append([]string{"results", "push", "--db", db, "--to", url}, all...)...)
+	if code != 0 || !strings.Contains(stdout, fmt.Sprintf("pushed %d run(s)", len(all)-n)) {
+		t.Fatalf("push after the kill: exit %d\n%s%s", code, stdout, stderr)
+	}
+	if got := check("after pushing again"); got != len(all) {
+		t.Errorf("after pushing again the target has %d runs, want %d", got, len(all))
 	}
 }
