@@ -24,9 +24,13 @@ test_pkgs=(ethtool busybox-static qemu-system-x86 kmod cpio xz-utils zstd
   openvswitch-switch openvpn openssl chromium fonts-liberation clang llvm libbpf-dev linux-libc-dev
   openssh-server containerd runc etcd-server containernetworking-plugins
   openssh-client proxychains4
-  nftables)
+  nftables postgresql)
 # nftables (nft) is for the tests' foreign-state fixture: the firewall rule
 # a user's host has before tunbench arrives (internal/testbed/testbedtest).
+# postgresql is for the PostgreSQL store's tests, which initdb and start a
+# server of their own in a temporary directory on a free port, as the
+# package's postgres user (internal/store/pgtest); a system cluster the
+# package may start is left alone.
 
 # Debian's Rust toolchain, for building boringtun-cli (below) and for
 # fresh-check's question to crates.io, installed in test mode only when the

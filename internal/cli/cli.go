@@ -41,7 +41,8 @@ func newRoot(env bed.Env, stdout, stderr io.Writer) *cobra.Command {
 		Long: `tunbench sets up tunnelling and encryption methods between two endpoints,
 drives real load through them (iperf3 and a TCP request/response test),
 measures throughput, latency, retransmits and CPU cost, stores every result
-in SQLite, prints a comparison table, and tears everything down again.
+in SQLite (or a team's PostgreSQL: --db postgres://...), prints a
+comparison table, and tears everything down again.
 
 By default the endpoints are two network namespaces on this machine joined
 by a veth pair. It must run as root.`,

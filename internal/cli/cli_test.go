@@ -25,6 +25,7 @@ import (
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
+	"github.com/tunbench/tunbench/internal/store/pgtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 	}
 	flag.Parse()
 	parallelByDefault()
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server the store tests start
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -79,7 +79,7 @@ the environment are highlighted. RUN is a run id, a unique prefix of one, or
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(&db, "db", "", dbHelp())
 	cmd.Flags().StringVarP(&output, "output", "o", "report.html", "HTML file to write; figures go to <name>-files/ beside it")
 	return cmd
 }
@@ -101,6 +101,11 @@ const (
 	ExitNoCommon = 3
 	// ExitLost: a cell ok in run A is missing or failed in run B.
 	ExitLost = 4
+	// ExitInconclusive: a primary figure changed by more than the
+	// threshold but the repetitions cannot decide it; or, with --strict,
+	// a primary figure was measured on a busy background or is unstable.
+	// (5 is "tunbench run"'s: a cell failed.)
+	ExitInconclusive = 6
 )
 
 // ExitCellsFailed is the exit status of "tunbench run" when the run went
@@ -116,27 +121,43 @@ func newCompareCmd() *cobra.Command {
 		confidence    float64
 		asJSON        bool
 		allowMissing  bool
+		strict        bool
 	)
 	cmd := &cobra.Command{
 		Use:   "compare RUN_A RUN_B",
-		Short: "Compare two runs cell by cell: better, worse or no significant change",
+		Short: "Compare two runs cell by cell: better, worse, no significant change or inconclusive",
 		Long: `Compare run B with run A (for example the same scenario on two kernels):
 for every cell in both runs, each figure's means, the change in percent, and a
-verdict of better, worse or no significant change from Welch's t-test at the
-stated confidence, never from the raw means. Cells present in only one run
-are listed, and so are the cells that were ok in run A but are missing from
-run B or failed in every repetition there ("lost": a method that stopped
-working is the worst regression).
+verdict from Welch's t-test at the stated confidence, never from the raw
+means: better or worse when the test finds the change; no significant
+change when it does not and the change is within --threshold; inconclusive
+when it does not but the change is larger, with the repetitions per run it
+would take at the observed spread to decide it.
+
+Each test's primary figure decides (throughput for tcp_stream and parallel,
+the p50 RTT for tcp_rr, the times of connect and recover); secondary
+figures (p99 RTT, Gbit/s per core, requests lost, rekey outage) are shown
+but never decide, so a better p99 RTT never makes a throughput loss a pass.
+Primary figures measured on a busy background or unstable (CV above 10%)
+are said under the verdict; --strict makes them fail the gate.
+
+Cells present in only one run are listed, and so are the cells that were ok
+in run A but are missing from run B or failed in every repetition there
+("lost": a method that stopped working is the worst regression).
 
 Exit status, so that a CI pipeline can gate on it:
-  0  pass: no figure regressed and no cell was lost
+  0  pass: no primary figure regressed or is inconclusive, no cell was lost
   1  an error (bad arguments, unknown run, unreadable database)
-  2  regression: a figure is significantly worse by more than --threshold
+  2  regression: a primary figure is significantly worse by more than --threshold
   3  no common cells: the runs share no cell, nothing was compared
-  4  lost: a cell ok in run A is missing or failed in run B (outranks 2);
-     --allow-missing accepts lost cells for a matrix changed on purpose`,
+  4  lost: a cell ok in run A is missing or failed in run B (outranks 2 and 6);
+     --allow-missing accepts lost cells for a matrix changed on purpose
+  6  inconclusive: a primary figure changed by more than --threshold and the
+     repetitions cannot decide it (run more); with --strict also a primary
+     figure measured on a busy background or unstable`,
 		Example: `  tunbench compare 601ca0 7be2d1
-  tunbench compare 601ca0 latest --threshold 10% --json`,
+  tunbench compare 601ca0 latest --threshold 10% --json
+  tunbench compare 601ca0 latest --strict`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			th, err := parsePercent(threshold)
@@ -159,7 +180,7 @@ Exit status, so that a CI pipeline can gate on it:
 			if err != nil {
 				return err
 			}
-			c := compare.Compare(runA, cellsA, runB, cellsB, compare.CompareOptions{Confidence: confidence, ThresholdPercent: th, AllowMissing: allowMissing})
+			c := compare.Compare(runA, cellsA, runB, cellsB, compare.CompareOptions{Confidence: confidence, ThresholdPercent: th, AllowMissing: allowMissing, Strict: strict})
 			if asJSON {
 				err = compare.ComparisonJSON(cmd.OutOrStdout(), c)
 			} else {
@@ -177,15 +198,22 @@ Exit status, so that a CI pipeline can gate on it:
 			case compare.OutcomeRegression:
 				return &exitError{code: ExitRegression, err: fmt.Errorf("compare: %d figure(s) of run %s regress by more than %s against run %s",
 					c.Regressions, runB.ID, threshold, runA.ID)}
+			case compare.OutcomeInconclusive:
+				if c.Inconclusive > 0 {
+					return &exitError{code: ExitInconclusive, err: fmt.Errorf("compare: %d primary figure(s) of run %s changed by more than %s against run %s, which the repetitions cannot decide: run both with more --reps",
+						c.Inconclusive, runB.ID, threshold, runA.ID)}
+				}
+				return &exitError{code: ExitInconclusive, err: fmt.Errorf("compare: --strict: %s", strings.Join(c.Doubts, "; "))}
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.Flags().StringVar(&db, "db", "", dbHelp())
 	cmd.Flags().StringVar(&threshold, "threshold", "5%", "a significantly worse figure regresses when it changes by more than this")
 	cmd.Flags().Float64Var(&confidence, "confidence", compare.DefaultConfidence, "two-sided confidence level of the t-test")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the comparison as JSON")
 	cmd.Flags().BoolVar(&allowMissing, "allow-missing", false, "accept cells ok in run A that are missing or failed in run B (list them, exit 0 unless a figure regressed)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "fail the gate (exit 6) when a primary figure was measured on a busy background or is unstable in either run")
 	return cmd
 }
 

@@ -155,7 +155,7 @@ func TestCompareCommand(t *testing.T) {
 		}
 	}
 	slow := addRegressedCopy(t, db, a)
-	fast := addCopy(t, db, a, "fast", scaled(1.5))
+	fast := addCopy(t, db, a, "fast", scaled(3))
 	other := addCopy(t, db, a, "other", func(c *result.Cell) bool {
 		c.Key = "other-matrix/" + c.Key
 		return true
@@ -177,7 +177,8 @@ func TestCompareCommand(t *testing.T) {
 		stderr     string
 		noInStdout string
 	}{
-		{"no change", []string{a, a}, 0, []string{"verdict: no significant change\n"}, "", "lost"},
+		{"no change", []string{a, a}, 0, []string{"verdict: no significant change\n", "doubts, said, not failing the gate"}, "", "lost"},
+		{"no change, strict", []string{"--strict", a, a}, ExitInconclusive, []string{"unstable", "doubts, failing the gate (--strict)"}, "--strict:", ""},
 		{"better", []string{a, fast}, 0, []string{" better ", "verdict: better\n"}, "", "(regression)"},
 		{"worse within the threshold", []string{"--threshold", "50%", a, slow}, 0, []string{" worse ", "verdict: some figures worse, none by more than 50%"}, "", "(regression)"},
 		{"regression", []string{"--threshold", "5%", a, slow}, ExitRegression, []string{"worse (regression)", "verdict: regression:"}, "regress by more than 5%", ""},
@@ -240,6 +241,114 @@ func TestCompareCommand(t *testing.T) {
 		code, _, stderr := run(t, "compare", "--db", db, "--threshold", "five", a, a)
 		if code != 1 || !strings.Contains(stderr, "--threshold") {
 			t.Errorf("exit %d, stderr %q", code, stderr)
+		}
+	})
+}
+
+// TestCompareGate: the judgement a CI gate rests on, on the stored real
+// runs of the fixture (issue 42). The matrix run and the streams run
+// measured the same single-stream cells three times each: six real
+// repetitions of native and of vxlan.
+func TestCompareGate(t *testing.T) {
+	db, ids := fixtureDB(t)
+	ctx := context.Background()
+	st, err := store.Open(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matrix, matrixCells, err := st.Run(ctx, ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, streamsCells, err := st.Run(ctx, ids[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := func(c result.Cell) bool {
+		return (c.Method == "native" || c.Method == "vxlan") && c.Params.Streams == 1 &&
+			c.Params.UnderlayMTU == 1500 && c.Params.Offloads
+	}
+	// store adds run id with cells: reps picks the shared cells' first n
+	// repetitions of the matrix run, then the streams run's, renumbered.
+	store := func(id string, n int, edit func(*result.Cell)) string {
+		t.Helper()
+		r := matrix
+		r.ID, r.Started = id, matrix.Started.Add(time.Duration(len(id))*time.Minute)
+		if err := st.BeginRun(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for _, c := range append(append([]result.Cell{}, matrixCells...), streamsCells...) {
+			if !shared(c) || count[c.Key] == n {
+				continue
+			}
+			count[c.Key]++
+			c.RunID, c.Repetition = id, count[c.Key]
+			edit(&c)
+			if _, err := st.AddCell(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.FinishRun(ctx, id, result.RunDone, "", r.Started.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	same := func(*result.Cell) {}
+	halved := func(c *result.Cell) {
+		tp := *c.Throughput
+		tp.BitsPerSecond /= 2
+		c.Throughput = &tp
+	}
+	// Issue 42's run B: half the throughput, a p99 RTT that looks better,
+	// on a busy machine.
+	halvedBusy := func(c *result.Cell) {
+		halved(c)
+		l := *c.Latency
+		l.P99 *= 0.7
+		c.Latency = &l
+		c.Meta.Busy, c.Meta.BackgroundBusy = true, 55
+	}
+	a2, b2 := store("a-two", 2, same), store("b-two-halved", 2, halvedBusy)
+	a5, b5 := store("a-five", 5, same), store("b-five-halved", 5, halved)
+	st.Close()
+
+	t.Run("halved at two repetitions", func(t *testing.T) {
+		code, stdout, stderr := run(t, "compare", "--db", db, a2, b2)
+		if code == 0 || strings.Contains(stdout, "verdict: better") {
+			t.Fatalf("a halved throughput passed: exit %d\n%s", code, stdout)
+		}
+		if code != ExitInconclusive && code != ExitRegression {
+			t.Fatalf("exit %d, want %d (inconclusive) or %d (regression): %s", code, ExitInconclusive, ExitRegression, stderr)
+		}
+		if code == ExitInconclusive && (!strings.Contains(stdout, "verdict: inconclusive") || !strings.Contains(stdout, "repetitions per run")) {
+			t.Errorf("inconclusive without the repetitions that would decide it:\n%s", stdout)
+		}
+		for _, want := range []string{"busy background", "secondary"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, stdout)
+			}
+		}
+	})
+	t.Run("identical", func(t *testing.T) {
+		code, stdout, stderr := run(t, "compare", "--db", db, a5, a5)
+		if code != 0 || !strings.Contains(stdout, "verdict: no significant change\n") {
+			t.Fatalf("identical runs: exit %d, stderr %q\n%s", code, stderr, stdout)
+		}
+	})
+	t.Run("halved at five repetitions", func(t *testing.T) {
+		code, stdout, stderr := run(t, "compare", "--db", db, "--json", a5, b5)
+		if code != ExitRegression {
+			t.Fatalf("exit %d, want %d: %s\n%s", code, ExitRegression, stderr, stdout)
+		}
+		var c compare.Comparison
+		if err := json.Unmarshal([]byte(stdout), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range c.Rows {
+			if r.Metric == "throughput" && (r.Verdict != compare.VerdictWorse || !r.Regression || !r.Primary) {
+				t.Errorf("%s throughput halved at five repetitions: %s (regression %v), want worse, a regression", r.Name, r.Verdict, r.Regression)
+			}
 		}
 	})
 }

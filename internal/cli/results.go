@@ -2,7 +2,10 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -16,11 +19,15 @@ func newResultsCmd() *cobra.Command {
 	var db string
 	cmd := &cobra.Command{
 		Use:   "results",
-		Short: "List, show and export stored runs",
-		Long: `List the stored runs (newest first). "results show" prints a run's table
-and "results export" writes its records as JSON or CSV; both read only the
-database, so reports regenerate offline. RUN is a run id, a unique prefix of
-one, or "latest" (the default).`,
+		Short: "List, show, export and push stored runs",
+		Long: `List the stored runs (newest first), with their labels. "results show"
+prints a run's table and "results export" writes its records as JSON or CSV;
+both read only the database, so reports regenerate offline. "results push"
+copies runs to another database, a team's PostgreSQL. RUN is a run id, a
+unique prefix of one, or "latest" (the default).
+
+The database is --db, else $` + store.EnvDB + `, else the default file: a SQLite
+file path or a postgres:// URL (docs/results.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := openStore(db)
@@ -33,14 +40,18 @@ one, or "latest" (the default).`,
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "RUN\tSTARTED\tSTATUS\tTESTBED\tKERNEL")
+			fmt.Fprintln(tw, "RUN\tSTARTED\tSTATUS\tTESTBED\tKERNEL\tLABELS")
 			for _, r := range runs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format(time.DateTime), r.Status, r.Testbed, r.Host.Kernel)
+				var labels []string
+				for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+					labels = append(labels, k+"="+r.Labels[k])
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.Local().Format(time.DateTime), r.Status, r.Testbed, r.Host.Kernel, strings.Join(labels, ","))
 			}
 			return tw.Flush()
 		},
 	}
-	cmd.PersistentFlags().StringVar(&db, "db", "", "results database (default "+store.DefaultPath()+")")
+	cmd.PersistentFlags().StringVar(&db, "db", "", dbHelp())
 
 	show := &cobra.Command{
 		Use:   "show [RUN]",
@@ -101,7 +112,61 @@ column per figure.`,
 	}
 	export.Flags().StringVar(&format, "format", "json", "json, csv (tidy) or csv-wide")
 	export.Flags().StringVarP(&output, "output", "o", "-", "file to write, - for stdout")
-	cmd.AddCommand(show, export)
+	cmd.AddCommand(show, export, newPushCmd(&db))
+	return cmd
+}
+
+func newPushCmd(db *string) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:   "push RUN... --to postgres://...",
+		Short: "Copy runs from this results database to another (a team's PostgreSQL)",
+		Long: `Copy stored runs, with all their cells and labels, from the results
+database (--db, $` + store.EnvDB + `, or the default file) to the database --to
+names, usually a team's PostgreSQL database, so that a laptop's or a CI
+runner's results join everyone else's. RUN is a run id, a unique prefix of
+one, or "latest".
+
+Runs are matched by id: a run the target already has is left alone, so a
+push repeated copies nothing the second time. Each run is copied in one
+transaction: a push interrupted half way (killed, the connection lost)
+leaves every run on the target whole or absent, and pushing again completes
+it. A run still running (or killed without --resume) is refused.`,
+		Example: `  tunbench results push latest --to postgres://tunbench@db.example:5432/results
+  tunbench results push 601ca0 7be2d1 --db ci.db --to postgresql://ci@db.example/results?sslmode=require`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if to == "" {
+				return fmt.Errorf("--to: name the database to push to (%s)", store.AcceptedForms)
+			}
+			if _, err := store.ParseLocation(to); err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			src, err := openStore(*db)
+			if err != nil {
+				return err
+			}
+			defer src.Close()
+			dst, err := store.Open(to)
+			if err != nil {
+				return fmt.Errorf("--to: %w", err)
+			}
+			defer dst.Close()
+			if dst.Path() == src.Path() {
+				return fmt.Errorf("--to: %s is the database the runs come from", dst.Path())
+			}
+			st, err := src.Push(cmd.Context(), dst, args)
+			if st.Runs > 0 || len(st.Skipped) > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "pushed %d run(s) with %d cell(s) to %s", st.Runs, st.Cells, dst.Path())
+				if len(st.Skipped) > 0 {
+					fmt.Fprintf(cmd.OutOrStdout(), "; already there, left alone: %s", strings.Join(st.Skipped, ", "))
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
+			}
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the database to copy the runs to: a postgres:// URL or a SQLite file")
 	return cmd
 }
 
@@ -112,9 +177,43 @@ func runArg(args []string) string {
 	return args[0]
 }
 
+// dbHelp is the --db flag's help.
+func dbHelp() string {
+	return "results database: a SQLite file or a postgres:// URL (default $" + store.EnvDB + ", else " + store.DefaultPath() + ")"
+}
+
+// checkDB refuses, before anything is created, a --db value (or, without
+// one, a TUNBENCH_DB value) that is neither a file path nor a supported
+// URL, naming the forms that are accepted.
+func checkDB(flag string) error {
+	name, v := "--db", flag
+	if v == "" {
+		if v = os.Getenv(store.EnvDB); v == "" {
+			return nil
+		}
+		name = store.EnvDB
+	}
+	if _, err := store.ParseLocation(v); err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
+// openStore opens an existing results database for reading and writing
+// what the command writes.
 func openStore(path string) (*store.Store, error) {
+	if err := checkDB(path); err != nil {
+		return nil, err
+	}
 	if path == "" {
-		path = store.DefaultPath()
+		path = store.DefaultDB()
+	}
+	if loc, _ := store.ParseLocation(path); loc.Postgres {
+		st, err := store.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open results database: %w", err)
+		}
+		return st, nil
 	}
 	if _, err := os.Stat(path); err != nil {
 		return nil, fmt.Errorf("no results database at %s: run tunbench run first, or pass --db", path)

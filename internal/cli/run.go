@@ -18,7 +18,6 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -57,6 +56,7 @@ type runFlags struct {
 	fragment    bool
 	spp         int
 	skip        bool
+	labels      []string
 	// env is the machine the run starts from (tests give fakes).
 	env bed.Env
 	// changed reports whether the user set a flag, so that a zero or
@@ -102,10 +102,18 @@ that --skip-unavailable skips are not failures.`,
   tunbench run -f examples/paper-parallel.yaml --dry-run
   tunbench run -f examples/paper-singlestream.yaml --scale 0.1 --skip-unavailable
   tunbench run --resume latest
-  tunbench run -f scenario.yaml --db /tmp/results.db --json`,
+  tunbench run --label kernel_commit=3f2a9c1 --label ticket=NET-42
+  tunbench run -f scenario.yaml --db /tmp/results.db --json
+  tunbench run --db postgres://tunbench@db.example:5432/results`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.changed = cmd.Flags().Changed
+			if err := checkDB(f.db); err != nil {
+				return err
+			}
+			if _, err := parseLabels(f.labels); err != nil {
+				return err
+			}
 			return runRun(cmd, f)
 		},
 	}
@@ -128,7 +136,8 @@ that --skip-unavailable skips are not failures.`,
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
 	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
 	fl.StringArrayVar(&f.options, "option", nil, "method option METHOD.KEY=VALUE, e.g. vxlan.vni=7 (repeatable)")
-	fl.StringVar(&f.db, "db", "", "results database (default "+store.DefaultPath()+")")
+	fl.StringVar(&f.db, "db", "", dbHelp())
+	fl.StringArrayVar(&f.labels, "label", nil, "label the run KEY=VALUE (repeatable), e.g. kernel_commit=abc123: what tunbench cannot see; stored with the run")
 	fl.StringVar(&f.export, "export", "", "JSON export path (default exports/<run id>.json beside the database)")
 	fl.BoolVar(&f.json, "json", false, "print the summary as JSON instead of the table")
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line; print only the table (or JSON)")
@@ -310,10 +319,14 @@ func checkHere(s scenario.Scenario, reg *method.Registry, env bed.Env) error {
 // its registry entry.
 func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.Session, error) {
 	stderr := cmd.ErrOrStderr()
+	labels, err := parseLabels(f.labels)
+	if err != nil {
+		return nil, err
+	}
 	env := f.env
 	env.LabMemoryMiB = f.vmMemory
 	opt := runner.SessionOptions{
-		DB: f.db, Catalog: bed.Catalog(reg),
+		DB: f.db, Catalog: bed.Catalog(reg), Labels: labels,
 		Open: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
 			tb, err := bed.Lookup(s.Testbed)
 			if err != nil {
@@ -335,7 +348,7 @@ func finishRun(cmd *cobra.Command, f runFlags, sess *runner.Session, res *runner
 	if res == nil {
 		return err
 	}
-	path := exportPath(f.export, sess.DBPath, res.Run.ID)
+	path := exportPath(f.export, sess.DBPath, res.Run.ID, sess.Store.Postgres())
 	err = errors.Join(err, writeExport(path, res))
 	return runExit(errors.Join(err, printResult(cmd, f, sess, res, path)), res)
 }
@@ -422,4 +435,27 @@ func isTerminal(w any) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+// parseLabels reads --label KEY=VALUE flags, each key once, validated
+// (result.ValidateLabel names the rule and the fix).
+func parseLabels(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, l := range flags {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("--label %q: write KEY=VALUE, e.g. --label kernel_commit=abc123", l)
+		}
+		if err := result.ValidateLabel(k, v); err != nil {
+			return nil, fmt.Errorf("--label: %w", err)
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("--label %s: given twice; give each key once", k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

@@ -7,13 +7,18 @@ import (
 
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/runner"
+	"github.com/tunbench/tunbench/internal/store"
 )
 
 // exportPath is where a run's JSON export goes: the --export flag's path,
 // else exports/<run id>.json beside the database (docs/results.md).
-func exportPath(flag, dbPath, id string) string {
+func exportPath(flag, dbPath, id string, postgres bool) string {
 	if flag != "" {
 		return flag
+	}
+	if postgres {
+		// A database on a server has no directory: beside the default file.
+		return filepath.Join(filepath.Dir(store.DefaultPath()), "exports", id+".json")
 	}
 	return filepath.Join(filepath.Dir(dbPath), "exports", id+".json")
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -50,6 +51,9 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		if f.changed != nil && f.changed(name) {
 			return fmt.Errorf("--resume continues the stored scenario of the run: drop --%s", name)
 		}
+	}
+	if f.changed != nil && f.changed("label") {
+		return errors.New("--resume keeps the labels the run was started with: drop --label")
 	}
 	sess, err := openSession(cmd, f, reg)
 	if err != nil {

@@ -8,11 +8,13 @@
 // touches the operating system.
 package result
 
-import "strconv"
-
-import "strings"
-
-import "time"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
 
 // SchemaVersion is written into every exported record. Bump it when a field
 // changes meaning; adding a field does not require a bump.
@@ -46,6 +48,45 @@ type Run struct {
 	// Scenario is the validated scenario as YAML, so the run can be repeated.
 	Scenario string `json:"scenario"`
 	Host     Host   `json:"host"`
+	// Labels are what the user said about the run that tunbench cannot
+	// see (tunbench run --label key=value): a kernel commit, a CNI
+	// version, a ticket. Keys follow LabelKeyRule.
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// LabelKeyRule says what a label key may be.
+const LabelKeyRule = "a label key is 1 to 63 characters: lowercase letters, digits, '.', '_' and '-', starting with a letter or digit"
+
+// MaxLabelValue is the longest label value, in bytes.
+const MaxLabelValue = 256
+
+// ValidateLabel checks one label; the error names the rule and the fix.
+func ValidateLabel(key, value string) error {
+	ok := len(key) >= 1 && len(key) <= 63
+	for i, r := range key {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+		case (r == '.' || r == '_' || r == '-') && i > 0:
+		default:
+			ok = false
+		}
+	}
+	if !ok {
+		fix := strings.ToLower(key)
+		return fmt.Errorf("label key %q: %s (e.g. kernel_commit=abc123, cni.version=1.4)%s", key, LabelKeyRule, suggest(fix, key))
+	}
+	if len(value) > MaxLabelValue || !utf8.ValidString(value) || strings.ContainsAny(value, "\n\r\x00") {
+		return fmt.Errorf("label %s: the value must be valid UTF-8, one line, at most %d bytes", key, MaxLabelValue)
+	}
+	return nil
+}
+
+// suggest offers a lowercased key when lowercasing alone would fix it.
+func suggest(fix, key string) string {
+	if fix != key && ValidateLabel(fix, "") == nil {
+		return fmt.Sprintf("; use %q", fix)
+	}
+	return ""
 }
 
 // Host describes the machine (or guest) that ran the measurements.

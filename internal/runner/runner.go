@@ -55,6 +55,8 @@ type Config struct {
 	// and no new run is begun. ID and Scenario must be the run's.
 	Resume *result.Run
 	Stored []result.Cell
+	// Labels are stored with a new run (result.Run.Labels).
+	Labels map[string]string
 }
 
 // Outcome is what a run produced.
@@ -88,6 +90,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		Testbed:  cfg.Scenario.Testbed,
 		Scenario: cfg.Scenario.YAML(),
 		Host:     cfg.Host,
+		Labels:   cfg.Labels,
 	}
 	out := &Outcome{}
 	of := len(steps)

@@ -17,7 +17,8 @@ import (
 
 // SessionOptions say where a session keeps its records and how it talks.
 type SessionOptions struct {
-	// DB is the results database; store.DefaultPath() when empty.
+	// DB is the results database, a file or a postgres:// URL;
+	// store.DefaultDB() when empty.
 	DB string
 	// Catalog is the methods and testbeds a stored scenario is validated
 	// against for a resume (the testbed registry's, internal/bed); the
@@ -36,6 +37,8 @@ type SessionOptions struct {
 	// io.Closer; a host left uncleaned then fails the run. A testbed
 	// that runs the whole plan elsewhere is a Delegate.
 	Open func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error)
+	// Labels are stored with a new run (result.Run.Labels).
+	Labels map[string]string
 }
 
 // Delegate is a testbed that runs the whole plan elsewhere and brings
@@ -44,11 +47,11 @@ type SessionOptions struct {
 // instead of running the plan here.
 type Delegate interface {
 	testbed.Testbed
-	// RunWhole runs sc where the testbed lives, imports every record it
-	// stored there into db (also when the run failed there), and says
-	// which run that was. notes receives what it does on the way (nil
-	// discards).
-	RunWhole(ctx context.Context, sc scenario.Scenario, db Importer, notes io.Writer) (Delegated, error)
+	// RunWhole runs sc where the testbed lives, its records carrying
+	// labels, imports every record it stored there into db (also when
+	// the run failed there), and says which run that was. notes receives
+	// what it does on the way (nil discards).
+	RunWhole(ctx context.Context, sc scenario.Scenario, labels map[string]string, db Importer, notes io.Writer) (Delegated, error)
 }
 
 // Importer takes in the records of a results database stored elsewhere
@@ -112,7 +115,7 @@ type Result struct {
 func OpenSession(opt SessionOptions) (*Session, error) {
 	path := opt.DB
 	if path == "" {
-		path = store.DefaultPath()
+		path = store.DefaultDB()
 	}
 	st, err := store.Open(path)
 	if err != nil {
@@ -121,6 +124,9 @@ func OpenSession(opt SessionOptions) (*Session, error) {
 	if st.ReadOnly() {
 		st.Close()
 		return nil, fmt.Errorf("results database %s: %w", path, store.ErrReadOnly)
+	}
+	if st.Postgres() {
+		path = st.Path() // the URL without its password, for messages
 	}
 	return &Session{Store: st, DBPath: path, opt: opt}, nil
 }
@@ -158,7 +164,7 @@ func (s *Session) Stored(ctx context.Context, id string, reg *method.Registry) (
 
 // Run measures sc as a new run on the testbed Open opens.
 func (s *Session) Run(ctx context.Context, sc scenario.Scenario, reg *method.Registry) (*Result, error) {
-	return s.measure(ctx, Config{Scenario: sc, Methods: reg})
+	return s.measure(ctx, Config{Scenario: sc, Methods: reg, Labels: s.opt.Labels})
 }
 
 // Resume continues stored run id: only the cells the database lacks are
@@ -229,7 +235,7 @@ func (s *Session) delegate(ctx context.Context, d Delegate, cfg Config) (*Result
 	if cfg.Resume != nil {
 		return nil, fmt.Errorf("resume run %s: the %s testbed runs the whole plan elsewhere and cannot resume one; start a new run", cfg.Resume.ID, d.Name())
 	}
-	out, err := d.RunWhole(ctx, cfg.Scenario, s.Store, s.opt.Notes)
+	out, err := d.RunWhole(ctx, cfg.Scenario, cfg.Labels, s.Store, s.opt.Notes)
 	if err != nil {
 		return nil, err
 	}

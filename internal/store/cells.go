@@ -18,7 +18,7 @@ func (s *Store) AddCell(ctx context.Context, c *result.Cell) (int64, error) {
 	if c.Schema == "" {
 		c.Schema = result.SchemaVersion
 	}
-	id, err := insertCell(ctx, s.db, c)
+	id, err := insertCell(ctx, s.d, s.db, c)
 	if err != nil {
 		return 0, fmt.Errorf("add cell %s rep %d to run %s: %w", c.Key, c.Repetition, c.RunID, err)
 	}
@@ -27,28 +27,26 @@ func (s *Store) AddCell(ctx context.Context, c *result.Cell) (int64, error) {
 }
 
 // insertCell writes c, ignoring c.ID: the database assigns it.
-func insertCell(ctx context.Context, db execer, c *result.Cell) (int64, error) {
+func insertCell(ctx context.Context, d *dialect, db execer, c *result.Cell) (int64, error) {
 	rec := *c
 	rec.ID = 0 // the column is authoritative
 	b, err := json.Marshal(&rec)
 	if err != nil {
 		return 0, fmt.Errorf("encode record: %w", err)
 	}
-	res, err := db.ExecContext(ctx, `
+	var id int64
+	err = db.QueryRowContext(ctx, d.rebind(`
 INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
 		c.RunID, c.Key, c.Method, c.Implementation, c.Repetition, c.Status, c.Error,
-		formatTime(c.Started), formatTime(c.Finished), string(b))
-	if err != nil {
-		return 0, err
-	}
-	return res.LastInsertId()
+		formatTime(c.Started), formatTime(c.Finished), string(b)).Scan(&id)
+	return id, err
 }
 
 // cells loads the cells of one run in insertion order.
 func (s *Store) cells(ctx context.Context, runID string) ([]result.Cell, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, record FROM cells WHERE run_id = ? ORDER BY id`, runID)
+		s.q(`SELECT id, record FROM cells WHERE run_id = ? ORDER BY id`), runID)
 	if err != nil {
 		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
 	}

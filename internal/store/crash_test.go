@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/store/pgtest"
 )
 
 // crashEnv makes the test binary act as a benchmark that dies mid-run.
@@ -20,7 +21,7 @@ func TestMain(m *testing.M) {
 	if path := os.Getenv(crashEnv); path != "" {
 		crashingWriter(path)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // crashingWriter begins a run, adds three cells and exits without

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/store/pgtest"
 )
 
 var t0 = time.Date(2025, 3, 14, 9, 26, 53, 589793238, time.UTC)
@@ -19,6 +21,7 @@ func newRun(id string, started time.Time) result.Run {
 		Started:  started,
 		Status:   result.RunRunning,
 		Testbed:  "local",
+		Labels:   map[string]string{"kernel_commit": "abc123", "ticket": "NET-42"},
 		Scenario: "methods: [native, vxlan]\nrepetitions: 3\n",
 		Host: result.Host{
 			Hostname: "bench1", Kernel: "6.8.0-45-generic", Arch: "amd64",
@@ -165,6 +168,51 @@ func fullCellRecords(runID string, rep int) result.Cell {
 			Extra: map[string]string{"vni": "42"},
 		},
 	}
+}
+
+// eachLocation runs f against each kind of store: a SQLite file and a
+// PostgreSQL database on a real server of the test's own (pgtest). loc
+// is a new, empty database's --db value.
+func eachLocation(t *testing.T, f func(t *testing.T, loc string)) {
+	t.Helper()
+	t.Run("sqlite", func(t *testing.T) { f(t, filepath.Join(t.TempDir(), "results.db")) })
+	t.Run("postgres", func(t *testing.T) { f(t, pgtest.URL(t)) })
+}
+
+// eachBackend runs f against each kind of store; open makes a new, empty
+// store of that kind, closed when the test ends.
+func eachBackend(t *testing.T, f func(t *testing.T, open func(*testing.T) *Store)) {
+	t.Helper()
+	eachLocation(t, func(t *testing.T, loc string) {
+		first := true
+		f(t, func(t *testing.T) *Store {
+			t.Helper()
+			at := loc
+			if !first {
+				at = freshLike(t, loc)
+			}
+			first = false
+			return openAt(t, at)
+		})
+	})
+}
+
+// freshLike is a new, empty database of loc's kind.
+func freshLike(t *testing.T, loc string) string {
+	if strings.HasPrefix(loc, "postgres://") {
+		return pgtest.URL(t)
+	}
+	return filepath.Join(t.TempDir(), "results.db")
+}
+
+func openAt(t *testing.T, loc string) *Store {
+	t.Helper()
+	s, err := Open(loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func openTemp(t *testing.T) *Store {

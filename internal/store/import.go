@@ -2,8 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
+
+	"github.com/tunbench/tunbench/internal/result"
 )
 
 // ImportStats says what an import copied.
@@ -44,6 +49,10 @@ func (s *Store) Import(ctx context.Context, other *Store) (ImportStats, error) {
 		if err != nil {
 			return st, fmt.Errorf("import run %s from %s: %w", id, other.path, err)
 		}
+		if n < 0 {
+			st.Skipped = append(st.Skipped, id)
+			continue
+		}
 		st.Runs++
 		st.Cells += n
 	}
@@ -70,16 +79,69 @@ func (s *Store) ImportFile(ctx context.Context, path string) (ImportStats, error
 // hasRun reports whether a run with exactly this id exists.
 func (s *Store) hasRun(ctx context.Context, id string) (bool, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE id = ?`, id).Scan(&n); err != nil {
+	if err := s.db.QueryRowContext(ctx, s.q(`SELECT count(*) FROM runs WHERE id = ?`), id).Scan(&n); err != nil {
 		return false, fmt.Errorf("look up run %s: %w", id, err)
 	}
 	return n > 0, nil
 }
 
-// importRun copies one run and its cells from other in one transaction and
-// returns the number of cells copied.
+// testHookCopied, when set (by tests), is called after each batch of
+// cells a copy has written, with the number written so far, before the
+// transaction commits.
+var testHookCopied func(n int)
+
+// copyBatch is how many cells one INSERT statement of a copy carries: one
+// round trip to a database server per batch rather than per cell.
+var copyBatch = 100
+
+// cellRow is a stored cell as its columns, copied without decoding its
+// record.
+type cellRow struct {
+	key, method, impl string
+	rep               int
+	status, err       string
+	started, finished sql.NullString
+	record            string
+}
+
+// cellRows loads a run's cells as stored, in insertion order.
+func (s *Store) cellRows(ctx context.Context, runID string) ([]cellRow, error) {
+	rows, err := s.db.QueryContext(ctx, s.q(`
+SELECT key, method, implementation, repetition, status, error, started, finished, record
+FROM cells WHERE run_id = ? ORDER BY id`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+	}
+	defer rows.Close()
+	var out []cellRow
+	for rows.Next() {
+		var c cellRow
+		if err := rows.Scan(&c.key, &c.method, &c.impl, &c.rep, &c.status, &c.err, &c.started, &c.finished, &c.record); err != nil {
+			return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+		}
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// importRun copies one run, its labels and its cells from other in one
+// transaction and returns the number of cells copied; -1 when s already
+// had the run (a copy that raced with another). Cell records are copied
+// as stored, not decoded and encoded again, in batches of copyBatch.
 func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, error) {
-	r, cells, err := other.Run(ctx, id)
+	r, err := scanRun(other.db.QueryRowContext(ctx, other.q(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id))
+	if err != nil {
+		return 0, fmt.Errorf("load run %s: %w", id, err)
+	}
+	labels, err := other.labels(ctx, id)
+	if err != nil {
+		return 0, err
+	}
+	r.Labels = labels[id]
+	cells, err := other.cellRows(ctx, id)
 	if err != nil {
 		return 0, err
 	}
@@ -88,16 +150,84 @@ func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, er
 		return 0, err
 	}
 	defer tx.Rollback()
-	if err := insertRun(ctx, tx, &r); err != nil {
+	inserted, err := insertRun(ctx, s.d, tx, &r, true)
+	if err != nil {
 		return 0, err
 	}
-	for i := range cells {
-		if _, err := insertCell(ctx, tx, &cells[i]); err != nil {
-			return 0, fmt.Errorf("cell %d: %w", cells[i].ID, err)
+	if !inserted {
+		return -1, nil
+	}
+	for i := 0; i < len(cells); i += copyBatch {
+		batch := cells[i:min(i+copyBatch, len(cells))]
+		var q strings.Builder
+		q.WriteString(`INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record) VALUES `)
+		args := make([]any, 0, 10*len(batch))
+		for j, c := range batch {
+			if j > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, id, c.key, c.method, c.impl, c.rep, c.status, c.err, c.started, c.finished, c.record)
+		}
+		if _, err := tx.ExecContext(ctx, s.q(q.String()), args...); err != nil {
+			return 0, fmt.Errorf("cells %d to %d: %w", i+1, i+len(batch), err)
+		}
+		if testHookCopied != nil {
+			testHookCopied(i + len(batch))
 		}
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, err
 	}
 	return len(cells), nil
+}
+
+// Push copies the runs ids (full ids, unique prefixes or Latest) of s,
+// with all their cells and labels, to the store to, which may be another
+// kind (a SQLite file's runs to a team's PostgreSQL database). It is
+// idempotent by run id: a run to already has is skipped, so pushing twice
+// copies nothing the second time. Each run is copied in one transaction:
+// a push interrupted half way (killed, cancelled, the connection lost)
+// leaves every run on to whole or absent, and pushing again completes it.
+func (s *Store) Push(ctx context.Context, to *Store, ids []string) (ImportStats, error) {
+	var st ImportStats
+	if err := to.writable(); err != nil {
+		return st, err
+	}
+	var full []string
+	for _, id := range ids {
+		f, err := s.resolve(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("push: %w", err)
+		}
+		var status string
+		if err := s.db.QueryRowContext(ctx, s.q(`SELECT status FROM runs WHERE id = ?`), f).Scan(&status); err != nil {
+			return st, fmt.Errorf("push run %s: %w", f, err)
+		}
+		if status == result.RunRunning {
+			return st, fmt.Errorf("push run %s: it is still running, or was killed (tunbench run --resume %s finishes it); push it once it has ended", f, f)
+		}
+		if !slices.Contains(full, f) {
+			full = append(full, f)
+		}
+	}
+	for _, id := range full {
+		have, err := to.hasRun(ctx, id)
+		if err != nil {
+			return st, fmt.Errorf("push to %s: %w", to.path, err)
+		}
+		n := -1
+		if !have {
+			if n, err = to.importRun(ctx, s, id); err != nil {
+				return st, fmt.Errorf("push run %s to %s: %w", id, to.path, err)
+			}
+		}
+		if n < 0 {
+			st.Skipped = append(st.Skipped, id)
+			continue
+		}
+		st.Runs++
+		st.Cells += n
+	}
+	return st, nil
 }

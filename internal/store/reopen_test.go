@@ -9,9 +9,11 @@ import (
 )
 
 // An interrupted run reopens as running, with its cells, and finishes done.
-func TestReopenRun(t *testing.T) {
+func TestReopenRun(t *testing.T) { eachBackend(t, testReopenRun) }
+
+func testReopenRun(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	r := newRun("run-killed", t0)
 	if err := s.BeginRun(ctx, &r); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -29,7 +31,20 @@ func (s *Store) BeginRun(ctx context.Context, r *result.Run) error {
 	if r.Status == "" {
 		r.Status = result.RunRunning
 	}
-	if err := insertRun(ctx, s.db, r); err != nil {
+	for k, v := range r.Labels {
+		if err := result.ValidateLabel(k, v); err != nil {
+			return fmt.Errorf("begin run %s: %w", r.ID, err)
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin run %s: %w", r.ID, err)
+	}
+	defer tx.Rollback()
+	if _, err := insertRun(ctx, s.d, tx, r, false); err != nil {
+		return fmt.Errorf("begin run %s: %w", r.ID, err)
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("begin run %s: %w", r.ID, err)
 	}
 	return nil
@@ -38,19 +53,39 @@ func (s *Store) BeginRun(ctx context.Context, r *result.Run) error {
 // execer is what *sql.DB and *sql.Tx have in common for writing.
 type execer interface {
 	ExecContext(context.Context, string, ...any) (sql.Result, error)
+	QueryRowContext(context.Context, string, ...any) *sql.Row
 }
 
-func insertRun(ctx context.Context, db execer, r *result.Run) error {
+// insertRun writes a run and its labels; call it in a transaction. With
+// skipExisting a run whose id is taken is left alone and inserted is
+// false; without, that is an error.
+func insertRun(ctx context.Context, d *dialect, db execer, r *result.Run, skipExisting bool) (inserted bool, err error) {
 	host, err := json.Marshal(r.Host)
 	if err != nil {
-		return fmt.Errorf("encode host: %w", err)
+		return false, fmt.Errorf("encode host: %w", err)
 	}
-	_, err = db.ExecContext(ctx, `
+	q := `
 INSERT INTO runs (id, schema, started, finished, status, error, testbed, scenario, host)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	if skipExisting {
+		q += ` ON CONFLICT (id) DO NOTHING`
+	}
+	res, err := db.ExecContext(ctx, d.rebind(q),
 		r.ID, r.Schema, r.Started.UTC().Format(timeFormat), formatTime(r.Finished),
 		r.Status, r.Error, r.Testbed, r.Scenario, string(host))
-	return err
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
+		if _, err := db.ExecContext(ctx, d.rebind(`INSERT INTO run_labels (run_id, key, value) VALUES (?, ?, ?)`),
+			r.ID, k, r.Labels[k]); err != nil {
+			return false, fmt.Errorf("label %s: %w", k, err)
+		}
+	}
+	return true, nil
 }
 
 // FinishRun records how a run ended: status is one of result.RunDone,
@@ -60,7 +95,7 @@ func (s *Store) FinishRun(ctx context.Context, id, status, errMsg string, finish
 		return err
 	}
 	res, err := s.db.ExecContext(ctx,
-		`UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ?`,
+		s.q(`UPDATE runs SET status = ?, error = ?, finished = ? WHERE id = ?`),
 		status, errMsg, formatTime(finished), id)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -96,7 +131,43 @@ func (s *Store) Runs(ctx context.Context) ([]result.Run, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
+	labels, err := s.labels(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	for i := range runs {
+		runs[i].Labels = labels[runs[i].ID]
+	}
 	return runs, nil
+}
+
+// labels loads the labels of one run, or of every run when id is empty,
+// by run id.
+func (s *Store) labels(ctx context.Context, id string) (map[string]map[string]string, error) {
+	query, args := `SELECT run_id, key, value FROM run_labels`, []any{}
+	if id != "" {
+		query, args = query+` WHERE run_id = ?`, append(args, id)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return nil, fmt.Errorf("load labels: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]map[string]string{}
+	for rows.Next() {
+		var run, k, v string
+		if err := rows.Scan(&run, &k, &v); err != nil {
+			return nil, fmt.Errorf("load labels: %w", err)
+		}
+		if out[run] == nil {
+			out[run] = map[string]string{}
+		}
+		out[run][k] = v
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load labels: %w", err)
+	}
+	return out, nil
 }
 
 // Run returns one run and its cells in the order they were added. id may be
@@ -108,10 +179,15 @@ func (s *Store) Run(ctx context.Context, id string) (result.Run, []result.Cell, 
 	if err != nil {
 		return result.Run{}, nil, err
 	}
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runColumns+` FROM runs WHERE id = ?`, full))
+	r, err := scanRun(s.db.QueryRowContext(ctx, s.q(`SELECT `+runColumns+` FROM runs WHERE id = ?`), full))
 	if err != nil {
 		return result.Run{}, nil, fmt.Errorf("load run %s: %w", full, err)
 	}
+	labels, err := s.labels(ctx, full)
+	if err != nil {
+		return result.Run{}, nil, fmt.Errorf("load run %s: %w", full, err)
+	}
+	r.Labels = labels[full]
 	cells, err := s.cells(ctx, full)
 	if err != nil {
 		return result.Run{}, nil, err
@@ -137,7 +213,7 @@ func (s *Store) resolve(ctx context.Context, id string) (string, error) {
 		return full, nil
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 11`, utf8.RuneCountInString(id), id)
+		s.q(`SELECT id FROM runs WHERE substr(id, 1, ?) = ? ORDER BY id LIMIT 11`), utf8.RuneCountInString(id), id)
 	if err != nil {
 		return "", fmt.Errorf("find run %s: %w", id, err)
 	}
@@ -205,7 +281,7 @@ func (s *Store) ReopenRun(ctx context.Context, id string) (result.Run, []result.
 		return result.Run{}, nil, err
 	}
 	if _, err := s.db.ExecContext(ctx,
-		`UPDATE runs SET status = ?, error = '', finished = NULL WHERE id = ?`, result.RunRunning, r.ID); err != nil {
+		s.q(`UPDATE runs SET status = ?, error = '', finished = NULL WHERE id = ?`), result.RunRunning, r.ID); err != nil {
 		return result.Run{}, nil, fmt.Errorf("reopen run %s: %w", r.ID, err)
 	}
 	r.Status, r.Error, r.Finished = result.RunRunning, "", time.Time{}

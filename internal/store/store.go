@@ -1,10 +1,17 @@
 // Package store keeps result records (result.Run and result.Cell) in a
-// SQLite database, using the pure-Go modernc.org/sqlite driver (no cgo).
+// SQLite database, using the pure-Go modernc.org/sqlite driver (no cgo),
+// or in a PostgreSQL database, using pgx's database/sql driver: one code
+// path over database/sql, with a small dialect (placeholders, column
+// types, migration locking) between them, and the same schema and
+// migrations on both.
 //
 // Contract:
-//   - Open creates the file and its parent directories if needed, turns on
-//     WAL journaling, foreign keys and a busy timeout, and applies schema
-//     migrations. A database written by a newer tunbench is refused.
+//   - Open takes a file path or a postgres:// URL (ParseLocation); any
+//     other URL is refused before anything is created. For a file it
+//     creates the file and its parent directories if needed, turns on
+//     WAL journaling, foreign keys and a busy timeout; on both it applies
+//     schema migrations. A database written by a newer tunbench is
+//     refused.
 //   - Every write (BeginRun, FinishRun, AddCell) is its own committed
 //     transaction. A crash or kill loses at most the write in progress;
 //     every cell added before it survives, and its run keeps status
@@ -17,6 +24,8 @@
 //
 // A *Store is safe for concurrent use by multiple goroutines. Several
 // processes may open the same file; writers wait up to the busy timeout.
+// Many processes, on many machines, may write to one PostgreSQL database
+// at once: each cell is its own row, written in its own transaction.
 package store
 
 import (
@@ -29,6 +38,7 @@ import (
 	"path/filepath"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // registers the "sqlite" database/sql driver
 )
@@ -56,6 +66,7 @@ type Store struct {
 	db       *sql.DB
 	path     string
 	readOnly bool
+	d        *dialect
 }
 
 // DefaultPath returns where results are kept unless told otherwise:
@@ -73,11 +84,18 @@ func DefaultPath() string {
 	return filepath.Join(home, ".local", "share", "tunbench", "results.db")
 }
 
-// Open opens (creating if needed) the database at path and brings its
-// schema up to date.
+// Open opens the database at path, a SQLite file (created if needed) or a
+// PostgreSQL URL (ParseLocation), and brings its schema up to date.
 func Open(path string) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("open store: empty path")
+	}
+	loc, err := ParseLocation(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if loc.Postgres {
+		return openPostgres(context.Background(), loc.Value)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -96,7 +114,7 @@ func Open(path string) (*Store, error) {
 	// One connection: writes are serialised inside the process, and the
 	// busy timeout handles other processes.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: abs}
+	s := &Store{db: db, path: abs, d: sqliteDialect}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", path, err)
@@ -118,7 +136,7 @@ func openReadOnly(path, abs string) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, path: abs, readOnly: true}
+	s := &Store{db: db, path: abs, readOnly: true, d: sqliteDialect}
 	v, err := schemaVersion(context.Background(), db)
 	if err == nil && v != len(migrations) {
 		err = fmt.Errorf("schema version %d needs migrating to %d, which a read-only file system does not allow", v, len(migrations))
@@ -152,7 +170,8 @@ func dsn(abs string) string {
 	return "file:" + (&url.URL{Path: abs}).EscapedPath() + "?" + q.Encode()
 }
 
-// Path returns the absolute path of the database file.
+// Path returns the absolute path of the database file, or the URL of a
+// PostgreSQL database with its password redacted.
 func (s *Store) Path() string { return s.path }
 
 // Close closes the database. Records already added are on disk whether or

@@ -3,9 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +16,11 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 )
 
-func TestCellRoundTrip(t *testing.T) {
+func TestCellRoundTrip(t *testing.T) { eachBackend(t, testCellRoundTrip) }
+
+func testCellRoundTrip(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	run := newRun("20250314T092653-a1b2", t0)
 	if err := s.BeginRun(ctx, &run); err != nil {
 		t.Fatal(err)
@@ -56,9 +60,11 @@ func TestCellRoundTrip(t *testing.T) {
 	}
 }
 
-func TestFinishRunAndList(t *testing.T) {
+func TestFinishRunAndList(t *testing.T) { eachBackend(t, testFinishRunAndList) }
+
+func testFinishRunAndList(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	older := newRun("run-old", t0)
 	newer := newRun("run-new", t0.Add(time.Hour))
 	for _, r := range []*result.Run{&newer, &older} { // insertion order must not matter
@@ -95,9 +101,11 @@ func TestFinishRunAndList(t *testing.T) {
 	}
 }
 
-func TestBeginRunRejects(t *testing.T) {
+func TestBeginRunRejects(t *testing.T) { eachBackend(t, testBeginRunRejects) }
+
+func testBeginRunRejects(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	if err := s.BeginRun(ctx, &result.Run{}); err == nil {
 		t.Error("BeginRun with an empty id succeeded")
 	}
@@ -114,9 +122,11 @@ func TestBeginRunRejects(t *testing.T) {
 	}
 }
 
-func TestRunLookup(t *testing.T) {
+func TestRunLookup(t *testing.T) { eachBackend(t, testRunLookup) }
+
+func testRunLookup(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
-	s := openTemp(t)
+	s := open(t)
 	for i, id := range []string{"20250314-aaaa", "20250314-aabb", "20250315-cccc", "2025"} {
 		r := newRun(id, t0.Add(time.Duration(i)*time.Hour))
 		if err := s.BeginRun(ctx, &r); err != nil {
@@ -152,13 +162,15 @@ func TestRunLookup(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "20250314-aaaa") || !strings.Contains(err.Error(), "20250314-aabb") {
 		t.Errorf("ambiguity error %q should list both candidates", err)
 	}
-	empty := openTemp(t)
+	empty := open(t)
 	if _, _, err := empty.Run(ctx, Latest); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Run(latest) on an empty store: err = %v, want ErrNotFound", err)
 	}
 }
 
-func TestImport(t *testing.T) {
+func TestImport(t *testing.T) { eachBackend(t, testImport) }
+
+func testImport(t *testing.T, open func(*testing.T) *Store) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	guestPath := filepath.Join(dir, "guest", "results.db")
@@ -166,7 +178,7 @@ func TestImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host := openTemp(t)
+	host := open(t)
 
 	shared := newRun("shared", t0)
 	for _, st := range []*Store{guest, host} {
@@ -248,8 +260,8 @@ func TestOpenFreshFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.Version(ctx)
-	if err != nil || v != 1 || SchemaVersion != 1 || len(migrations) != SchemaVersion {
-		t.Errorf("schema version of a fresh file = %d, %v; want 1 = SchemaVersion (%d) = number of migrations (%d)",
+	if err != nil || v != 2 || SchemaVersion != 2 || len(migrations) != SchemaVersion {
+		t.Errorf("schema version of a fresh file = %d, %v; want 2 = SchemaVersion (%d) = number of migrations (%d)",
 			v, err, SchemaVersion, len(migrations))
 	}
 	var mode string
@@ -340,49 +352,80 @@ func BenchmarkAddCell(b *testing.B) {
 	}
 }
 
-// TestConcurrentWriters opens the same file twice, as a report process and
-// a run process would, and writes from both at once: the busy timeout must
-// serialise them without losing a cell.
+// TestConcurrentWriters: four writers at once, as four machines running
+// tunbench into one PostgreSQL database (or four processes into one file)
+// would, each with a store of its own, writing its own run and a share of
+// a common one: nothing is lost, and no cell lands in another's run.
 func TestConcurrentWriters(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	var stores []*Store
-	for range 2 {
-		s, err := Open(path)
-		if err != nil {
+	eachLocation(t, func(t *testing.T, loc string) {
+		ctx := context.Background()
+		const writers, perWriter = 4, 20
+		var stores []*Store
+		for range writers {
+			s, err := Open(loc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			stores = append(stores, s)
+		}
+		shared := newRun("shared", t0)
+		if err := stores[0].BeginRun(ctx, &shared); err != nil {
 			t.Fatal(err)
 		}
-		defer s.Close()
-		stores = append(stores, s)
-	}
-	r := newRun("shared", t0)
-	if err := stores[0].BeginRun(ctx, &r); err != nil {
-		t.Fatal(err)
-	}
-	const perWriter = 25
-	errs := make(chan error, len(stores))
-	for w, s := range stores {
-		go func() {
-			for i := range perWriter {
-				c := fullCell(r.ID, w*perWriter+i+1)
-				if _, err := s.AddCell(ctx, &c); err != nil {
+		errs := make(chan error, writers)
+		for w, s := range stores {
+			go func() {
+				own := newRun(fmt.Sprintf("machine-%d", w), t0.Add(time.Duration(w+1)*time.Minute))
+				own.Labels = map[string]string{"machine": strconv.Itoa(w)}
+				if err := s.BeginRun(ctx, &own); err != nil {
 					errs <- err
 					return
 				}
+				for i := range perWriter {
+					for _, id := range []string{own.ID, shared.ID} {
+						c := fullCell(id, w*perWriter+i+1)
+						if _, err := s.AddCell(ctx, &c); err != nil {
+							errs <- err
+							return
+						}
+					}
+				}
+				errs <- s.FinishRun(ctx, own.ID, result.RunDone, "", t0.Add(time.Hour))
+			}()
+		}
+		for range stores {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
 			}
-			errs <- nil
-		}()
-	}
-	for range stores {
-		if err := <-errs; err != nil {
+		}
+		_, cells, err := stores[1].Run(ctx, shared.ID)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	_, cells, err := stores[1].Run(ctx, r.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cells) != 2*perWriter {
-		t.Errorf("got %d cells, want %d", len(cells), 2*perWriter)
-	}
+		reps := map[int]bool{}
+		for _, c := range cells {
+			if c.RunID != shared.ID || reps[c.Repetition] {
+				t.Errorf("shared run: cell %d of run %s, repetition %d (seen before: %v)", c.ID, c.RunID, c.Repetition, reps[c.Repetition])
+			}
+			reps[c.Repetition] = true
+		}
+		if len(cells) != writers*perWriter {
+			t.Errorf("shared run: %d cells, want %d", len(cells), writers*perWriter)
+		}
+		for w := range writers {
+			r, cells, err := stores[(w+1)%writers].Run(ctx, fmt.Sprintf("machine-%d", w))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != result.RunDone || r.Labels["machine"] != strconv.Itoa(w) || len(cells) != perWriter {
+				t.Errorf("run %s: status %s, labels %v, %d cells; want done, machine=%d, %d", r.ID, r.Status, r.Labels, len(cells), w, perWriter)
+			}
+			for i, c := range cells {
+				if c.RunID != r.ID || c.Repetition != w*perWriter+i+1 {
+					t.Errorf("run %s: cell %d is run %s repetition %d, want repetition %d", r.ID, i, c.RunID, c.Repetition, w*perWriter+i+1)
+				}
+			}
+		}
+	})
 }

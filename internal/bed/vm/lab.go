@@ -14,8 +14,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,7 +116,7 @@ func (*Lab) Pair(context.Context, testbed.Spec) (*testbed.Pair, error) {
 // the results share and is imported into db, so that every cell measured
 // comes back even when the guest fails, and its JSON export comes back
 // as written there.
-func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, db runner.Importer, notes io.Writer) (runner.Delegated, error) {
+func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[string]string, db runner.Importer, notes io.Writer) (runner.Delegated, error) {
 	var none runner.Delegated
 	work, err := os.MkdirTemp("", "tunbench-vm-")
 	if err != nil {
@@ -147,6 +149,9 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, db runner.Impo
 	// after a failure, so every measured cell comes back.
 	argv := []string{"/bin/sh", "-c", `"$0" "$@"; rc=$?; cp /tmp/guest.db ` + dir + `/guest.db; exit $rc`,
 		dir + "/tunbench", "run", "-f", dir + "/scenario.yaml", "--db", "/tmp/guest.db", "--export", dir + "/guest.json", "--quiet"}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		argv = append(argv, "--label", k+"="+labels[k])
+	}
 	steps, budget := Budget(sc, l.reg)
 	if notes != nil {
 		fmt.Fprintf(notes, "booting %s in the kernel lab (%d steps, up to %s)...\n", l.kernel.Version, steps, budget.Round(time.Minute))

@@ -145,3 +145,88 @@ func TestCompareOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestRepetitionsNeeded against the sample sizes of the two-sample t-test
+// at two-sided alpha 0.05 and power 0.8 (Cohen's tables, G*Power): 17 per
+// group for an effect of one standard deviation, 64 for half of one.
+func TestRepetitionsNeeded(t *testing.T) {
+	for _, tt := range []struct {
+		delta, sd float64
+		want      int
+	}{
+		{1, 1, 17},
+		{0.5, 1, 64},
+		{2, 1, 6},
+	} {
+		got := RepetitionsNeeded(tt.delta, tt.sd, tt.sd, 0.95, 0.8)
+		if got < tt.want-1 || got > tt.want+1 {
+			t.Errorf("RepetitionsNeeded(Δ %g, sd %g) = %d, want %d ± 1", tt.delta, tt.sd, got, tt.want)
+		}
+	}
+	if got := RepetitionsNeeded(0.001, 1, 1, 0.95, 0.8); got != -1 {
+		t.Errorf("a change of 0.001 sd needs %d repetitions, want -1 (more than %d)", got, MaxRepetitions)
+	}
+}
+
+// TestCompareInconclusive: the case of issue 42. Throughput halved at two
+// repetitions, with the p99 RTT better and run B on a busy background,
+// is never "better" and never a pass: a change the repetitions cannot
+// decide is inconclusive with the repetitions that would decide it, and
+// the busy background is said.
+func TestCompareInconclusive(t *testing.T) {
+	rr := fixture.DB(t)[0]
+	var a, b []result.Cell
+	for _, c := range rr.Cells {
+		if c.Method != "native" || c.Params.UnderlayMTU != 1500 || !c.Params.Offloads || c.Repetition > 2 {
+			continue
+		}
+		a = append(a, c)
+		// Run B: throughput halved, except that one repetition kept
+		// its speed, so that the two disagree; the p99 RTT 30% lower,
+		// and the machine busy.
+		if c.Repetition == 1 {
+			c = fixture.ScaleThroughput([]result.Cell{c}, "native", 0.3)[0]
+		} else {
+			c = fixture.ScaleThroughput([]result.Cell{c}, "native", 0.8)[0]
+		}
+		l := *c.Latency
+		l.P99 *= 0.7
+		c.Latency = &l
+		c.Meta.Busy, c.Meta.BackgroundBusy = true, 60
+		b = append(b, c)
+	}
+	c := Compare(rr.Run, a, rr.Run, b, CompareOptions{})
+	if c.Outcome != OutcomeInconclusive || !strings.HasPrefix(c.Verdict, "inconclusive:") {
+		t.Fatalf("outcome %q, verdict %q; want inconclusive", c.Outcome, c.Verdict)
+	}
+	var tp *CompareRow
+	for i, r := range c.Rows {
+		if r.Metric == "throughput" {
+			tp = &c.Rows[i]
+		}
+	}
+	if tp == nil || tp.Verdict != VerdictInconclusive || !tp.Primary || tp.RepetitionsNeeded == 0 || !tp.Busy {
+		t.Fatalf("throughput row %+v: want primary, inconclusive, busy, with the repetitions needed", tp)
+	}
+	if !strings.Contains(c.Verdict, "repetitions per run") {
+		t.Errorf("verdict %q does not say how many repetitions would decide it", c.Verdict)
+	}
+	if len(c.Doubts) == 0 || !strings.Contains(strings.Join(c.Doubts, " "), "busy background") {
+		t.Errorf("doubts %q do not say run B was busy", c.Doubts)
+	}
+	// The same figures measured on a busy machine: said, and a failed
+	// gate only under --strict.
+	busy := make([]result.Cell, len(a))
+	for i, c := range a {
+		c.Meta.Busy, c.Meta.BackgroundBusy = true, 60
+		busy[i] = c
+	}
+	lax := Compare(rr.Run, a, rr.Run, busy, CompareOptions{})
+	if lax.Outcome != OutcomePass || lax.Verdict != VerdictNoChange || len(lax.Doubts) == 0 {
+		t.Errorf("same figures, run B busy: outcome %q, verdict %q, doubts %q; want pass, no change, the busy background said", lax.Outcome, lax.Verdict, lax.Doubts)
+	}
+	strict := Compare(rr.Run, a, rr.Run, busy, CompareOptions{Strict: true})
+	if strict.Outcome != OutcomeInconclusive {
+		t.Errorf("same figures, run B busy, --strict: outcome %q, want inconclusive (doubts %q)", strict.Outcome, strict.Doubts)
+	}
+}

@@ -284,12 +284,15 @@ func TestEnvironmentDifferences(t *testing.T) {
 	b, _ := fixture.MatrixRun()
 	b.Host.Kernel = "6.12.48+deb13-amd64"
 	b.Host.Tools = map[string]string{"iperf3": "3.18"}
+	a.Labels = map[string]string{"ticket": "NET-42", "cni": "1.4"}
+	b.Labels = map[string]string{"ticket": "NET-42", "cni": "1.5"}
 	e := environment([]result.Run{a, b})
 	got := map[string]bool{}
 	for _, r := range e.Rows {
 		got[r.Name] = r.Differs
 	}
-	for name, want := range map[string]bool{"kernel": true, "tool iperf3": true, "tool sockperf": true, "started": false, "CPU": false} {
+	for name, want := range map[string]bool{"kernel": true, "tool iperf3": true, "tool sockperf": true, "started": false, "CPU": false,
+		"label cni": true, "label ticket": false} {
 		if got[name] != want {
 			t.Errorf("%s differs = %t, want %t", name, got[name], want)
 		}

@@ -222,6 +222,15 @@ func environment(runs []result.Run) Environment {
 	add("memory (MiB)", func(r result.Run) string { return strconv.Itoa(r.Host.MemoryMiB) })
 	add("tunbench", func(r result.Run) string { return r.Host.Tunbench })
 	add("Go", func(r result.Run) string { return r.Host.GoVersion })
+	labels := map[string]bool{}
+	for _, r := range runs {
+		for k := range r.Labels {
+			labels[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		add("label "+k, func(r result.Run) string { return r.Labels[k] })
+	}
 	tools, sysctls := map[string]bool{}, map[string]bool{}
 	for _, r := range runs {
 		for k := range r.Host.Tools {
