@@ -48,9 +48,9 @@ func TestLanePackagesScript(t *testing.T) {
 	}
 	for i, name := range names {
 		p := readPackageRun(results, name)
-		want := fmt.Sprintf("%s in %s with -test.run ^TestLab it's\noops\n", name, dirs[i])
-		if p.output != want {
-			t.Errorf("%s: output %q, want %q", name, p.output, want)
+		want := fmt.Sprintf("%s in %s with -test.run ^TestLab it's\n", name, dirs[i])
+		if p.output != want || p.stderr != "oops\n" {
+			t.Errorf("%s: output %q and %q, want %q and \"oops\\n\"", name, p.output, p.stderr, want)
 		}
 		wantStatus := "0"
 		if name == "fails" {
@@ -72,7 +72,7 @@ func TestLanePackagesScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, name := range names {
-		for _, ext := range []string{".claim", ".out", ".rc", ".ms"} {
+		for _, ext := range []string{".claim", ".out", ".err", ".rc", ".ms"} {
 			os.RemoveAll(filepath.Join(results, name+ext))
 		}
 	}
@@ -80,7 +80,7 @@ func TestLanePackagesScript(t *testing.T) {
 	if out, err := exec.Command("sh", "-c", lanePackagesScript(results, names, dirs, nil, 1)).CombinedOutput(); err == nil {
 		t.Errorf("script passed with a missing binary:\n%s", out)
 	}
-	if p := readPackageRun(results, "quick"); p.status == "0" || !strings.Contains(p.output, "quick.test") {
-		t.Errorf("missing binary: status %q, output %q", p.status, p.output)
+	if p := readPackageRun(results, "quick"); p.status == "0" || !strings.Contains(p.stderr, "quick.test") {
+		t.Errorf("missing binary: status %q, stderr %q", p.status, p.stderr)
 	}
 }

@@ -192,6 +192,9 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 		for _, name := range names {
 			p := readPackageRun(results, name)
 			fmt.Fprintf(&all, "\n%s%s (exit status %s, %.1fs)\n%s", pkgMarker, name, p.status, p.seconds, p.output)
+			if p.stderr != "" {
+				fmt.Fprintf(&all, "\n--- stderr of %s ---\n%s", name, p.stderr)
+			}
 			if p.seconds >= 0 {
 				packages = append(packages, partTime{name, p.seconds})
 			}
@@ -233,7 +236,7 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 // shells at once, each taking the next package no lane has claimed
 // (mkdir is the atomic claim), in the order given, and running its test
 // binary (<name>.test in results) in the package's source directory, its
-// output into <name>.out, its exit status into <name>.rc and its
+// output into <name>.out and <name>.err, its exit status into <name>.rc and its
 // milliseconds into <name>.ms, in results, and the
 // lanes' milliseconds in all into allTimeFile. The script's status is 1
 // when a binary failed or did not run.
@@ -245,7 +248,7 @@ func lanePackagesScript(results string, names, dirs, flags []string, lanes int) 
 		q := shellQuote(name)
 		fmt.Fprintf(&b, "\tif mkdir %s/%s.claim 2>/dev/null; then\n", r, q)
 		fmt.Fprintf(&b, "\t\ts=$(date +%%s%%N)\n")
-		fmt.Fprintf(&b, "\t\t(cd %s && exec %s/%s.test %s) >%s/%s.out 2>&1\n", shellQuote(dirs[i]), r, q, shellJoin(flags), r, q)
+		fmt.Fprintf(&b, "\t\t(cd %s && exec %s/%s.test %s) >%s/%s.out 2>%s/%s.err\n", shellQuote(dirs[i]), r, q, shellJoin(flags), r, q, r, q)
 		fmt.Fprintf(&b, "\t\techo $? >%s/%s.rc\n", r, q)
 		fmt.Fprintf(&b, "\t\techo $(( ($(date +%%s%%N) - s) / 1000000 )) >%s/%s.ms\n", r, q)
 		b.WriteString("\tfi\n")
@@ -270,7 +273,8 @@ const allTimeFile = "all.ms"
 
 // packageRun is what one package's test binary left in the results share.
 type packageRun struct {
-	output  string
+	output  string  // its standard output, where go test -v writes
+	stderr  string  // its standard error
 	status  string  // its exit status, or "none" when it did not run
 	seconds float64 // its wall time, or -1 when unknown
 }
@@ -281,6 +285,9 @@ func readPackageRun(results, name string) packageRun {
 	p := packageRun{status: "none", seconds: -1}
 	if b, err := os.ReadFile(filepath.Join(results, name+".out")); err == nil {
 		p.output = string(b)
+	}
+	if b, err := os.ReadFile(filepath.Join(results, name+".err")); err == nil {
+		p.stderr = string(b)
 	}
 	if b, err := os.ReadFile(filepath.Join(results, name+".rc")); err == nil {
 		p.status = strings.TrimSpace(string(b))
