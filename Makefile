@@ -31,36 +31,12 @@ lint:
 # lists every skipped test at the end and fails on one that
 # no expected-skips file names: scripts/expected-skips.txt, and each
 # method family's own expected-skips.txt in its folder (docs/development.md).
-# Four test packages run at once (-p 4): most wait on load tools, daemons
-# and the kernel lab rather than on the CPU. go test starts packages in
-# the order they are named, so the two longest (internal/method/registry
-# with TestKernelLab, internal/cli) are named first: last in ./...'s
-# order, the kernel lab booted minutes after the tests started and was
-# the last to end. Beside the tests, niced so
-# that the tests keep the CPU they ask for, run the fresh-machine guard
-# (scripts/fresh-check.sh: what the repository pins can be fetched) and
-# every fuzz target (30 s each, scripts/fuzz.sh); their reports follow
-# the tests', and make test fails when any of the three fails, saying
-# which.
-TEST_PKGS := ./internal/method/registry ./internal/cli ./...
-
+# scripts/test.sh runs the install step, then the tests, and beside them
+# lint, the Kubernetes binaries' build, the fresh-machine guard and every
+# fuzz target (30 s each), prints their reports and each phase's time, and
+# fails, saying which, when any of them fails.
 test:
-	./scripts/install.sh test
-	./scripts/k8s-binaries.sh >/dev/null
-	$(MAKE) lint
-	@freshlog=$$(mktemp); fuzzlog=$$(mktemp); \
-	echo "nice -n 10 ./scripts/fresh-check.sh (beside the tests; its report follows theirs)"; \
-	nice -n 10 ./scripts/fresh-check.sh >"$$freshlog" 2>&1 & freshpid=$$!; \
-	echo "FUZZTIME=30s nice -n 10 ./scripts/fuzz.sh (beside the tests; its report follows theirs)"; \
-	FUZZTIME=30s nice -n 10 ./scripts/fuzz.sh >"$$fuzzlog" 2>&1 & fuzzpid=$$!; \
-	echo "bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -p 4 -timeout 60m $(TEST_PKGS) 2>&1 | $(GO) run ./scripts/skips'"; \
-	bash -o pipefail -c 'TUNBENCH_STRICT=1 $(GO) test -json -count=1 -p 4 -timeout 60m $(TEST_PKGS) 2>&1 | $(GO) run ./scripts/skips'; tests=$$?; \
-	wait $$freshpid; fresh=$$?; cat "$$freshlog"; rm -f "$$freshlog"; \
-	wait $$fuzzpid; fuzz=$$?; cat "$$fuzzlog"; rm -f "$$fuzzlog"; \
-	if [ $$tests -ne 0 ]; then echo "make test: the tests failed (exit status $$tests)"; fi; \
-	if [ $$fresh -ne 0 ]; then echo "make test: the fresh-machine guard failed (exit status $$fresh)"; fi; \
-	if [ $$fuzz -ne 0 ]; then echo "make test: fuzzing failed (exit status $$fuzz)"; fi; \
-	[ $$tests -eq 0 ] && [ $$fresh -eq 0 ] && [ $$fuzz -eq 0 ]
+	GO=$(GO) ./scripts/test.sh
 
 # The chaos suites in full (make test runs 10 of each): 100 SIGKILLs of
 # local runs at random moments, each followed by clean, checks and

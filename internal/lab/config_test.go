@@ -154,9 +154,56 @@ func TestTailLines(t *testing.T) {
 }
 
 func TestChooseAccelTCG(t *testing.T) {
-	got, err := chooseAccel(context.Background(), AccelTCG, qemuSpec{})
+	got, err := chooseAccel(context.Background(), AccelTCG, qemuSpec{}, "")
 	if err != nil || got != AccelTCG {
 		t.Errorf("chooseAccel(tcg) = %q, %v", got, err)
+	}
+}
+
+// TestKVMProbeKept: kvmBoots's answer, kept in the cache directory, is
+// found again for the same boot, qemu and kernel, and not for another
+// kernel, so a second process skips the probe (up to probeTimeout of a
+// spinning qemu where KVM fails) only when nothing it depends on changed.
+func TestKVMProbeKept(t *testing.T) {
+	dir := t.TempDir()
+	qemu, kernel := filepath.Join(dir, "qemu"), filepath.Join(dir, "vmlinux")
+	for _, p := range []string{qemu, kernel} {
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spec := qemuSpec{Binary: qemu, Kernel: kernel}
+	key, err := kvmProbeKey(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "cache", kvmProbeFile)
+	if _, found := readKVMProbe(file, key); found {
+		t.Fatal("an answer found before any was written")
+	}
+	for _, want := range []bool{false, true} {
+		if err := writeKVMProbe(file, key, want); err != nil {
+			t.Fatal(err)
+		}
+		if ok, found := readKVMProbe(file, key); !found || ok != want {
+			t.Errorf("after writing %v: read %v, found %v", want, ok, found)
+		}
+	}
+	if err := os.WriteFile(kernel, []byte("another kernel"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other, err := kvmProbeKey(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, found := readKVMProbe(file, other); found {
+		t.Errorf("the answer for one kernel was found for another:\n%s\n%s", key, other)
+	}
+	if _, err := kvmProbeKey(qemuSpec{Binary: filepath.Join(dir, "missing"), Kernel: kernel}); err == nil {
+		t.Error("a key for a missing qemu binary")
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(file)); len(entries) != 1 {
+		t.Errorf("cache directory holds %d entries, want the answer's file only", len(entries))
 	}
 }
 

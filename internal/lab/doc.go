@@ -32,7 +32,10 @@
 // the initramfs, because on nested hosts /dev/kvm opens and runs the hlt
 // guest but qemu dies (here: "failed to set MSR 0x10a"). Otherwise it uses
 // software emulation, -accel tcg,thread=multi -cpu max. The answer is kept
-// per process.
+// per process and, in the cache directory (file kvm-probe), for the rest
+// of the host's boot, for this qemu and kernel: where KVM fails the boot
+// probe can spin a core until its 30 s timeout, and every guest-booting
+// process would pay that again.
 //
 // Boot speed: qemu boots the kernel's uncompressed vmlinux through its PVH
 // entry point when it can be extracted (see pvh.go), which halves the boot

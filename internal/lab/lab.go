@@ -217,7 +217,7 @@ func Run(ctx context.Context, cfg Config, g Guest) (out *Outcome, err error) {
 	}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	accel, err := chooseAccel(runCtx, cfg.Accel, spec)
+	accel, err := chooseAccel(runCtx, cfg.Accel, spec, cfg.CacheDir)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"strconv"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // QemuBinary is the emulator the lab runs, from Debian's qemu-system-x86.
@@ -79,8 +82,9 @@ func findQemu() (string, error) {
 
 // chooseAccel resolves Config.Accel to AccelKVM or AccelTCG. Auto takes KVM
 // only when it proves to run guests: first the ioctl probe (kvmUsable), then
-// a boot of the real kernel under KVM (kvmBoots, given spec).
-func chooseAccel(ctx context.Context, accel string, spec qemuSpec) (string, error) {
+// a boot of the real kernel under KVM (kvmBoots, given spec; its answer is
+// kept in cacheDir when that is not empty).
+func chooseAccel(ctx context.Context, accel string, spec qemuSpec, cacheDir string) (string, error) {
 	switch accel {
 	case AccelTCG:
 		return AccelTCG, nil
@@ -93,7 +97,7 @@ func chooseAccel(ctx context.Context, accel string, spec qemuSpec) (string, erro
 	if kvmUsable() != nil {
 		return AccelTCG, nil
 	}
-	ok, err := kvmBoots(ctx, spec)
+	ok, err := kvmBoots(ctx, spec, cacheDir)
 	if err != nil {
 		return "", err
 	}
@@ -120,14 +124,31 @@ var (
 // kvmBoots reports whether the kernel and initramfs of spec boot under KVM
 // to the point of running a program. Where /dev/kvm works for the ioctl
 // probe but not for real guests (qemu dies with "KVM internal error" or
-// cannot set MSRs under some nested hypervisors), this costs one failed
-// qemu start; where KVM works, one boot of a second or two. The answer is
-// kept for the life of the process; it is safe for concurrent use.
-func kvmBoots(ctx context.Context, spec qemuSpec) (bool, error) {
+// cannot set MSRs under some nested hypervisors, or spins until
+// probeTimeout), this costs one failed qemu start of up to probeTimeout
+// with a core busy; where KVM works, one boot of a second or two. The
+// answer is kept for the life of the process and, when cacheDir is not
+// empty, in its kvmProbeFile for the rest of the host's boot, keyed by
+// the boot, qemu and the kernel (kvmProbeKey): every "tunbench run
+// --testbed vm" and every test process that boots a guest would pay the
+// failed probe again. It is safe for concurrent use.
+func kvmBoots(ctx context.Context, spec qemuSpec, cacheDir string) (bool, error) {
 	kvmBootMu.Lock()
 	defer kvmBootMu.Unlock()
 	if kvmBootKnown {
 		return kvmBootOK, nil
+	}
+	key, keyErr := kvmProbeKey(spec)
+	file := filepath.Join(cacheDir, kvmProbeFile)
+	if cacheDir != "" && keyErr == nil {
+		// One process probes at a time, so the others find its answer.
+		if unlock, err := lockFile(file + ".lock"); err == nil {
+			defer unlock()
+		}
+		if ok, found := readKVMProbe(file, key); found {
+			kvmBootKnown, kvmBootOK = true, ok
+			return ok, nil
+		}
 	}
 	spec.Accel = AccelKVM
 	ok, err := probeBoot(ctx, spec)
@@ -135,7 +156,106 @@ func kvmBoots(ctx context.Context, spec qemuSpec) (bool, error) {
 		return false, fmt.Errorf("lab: kvm probe: %w", err)
 	}
 	kvmBootKnown, kvmBootOK = true, ok
+	if cacheDir != "" && keyErr == nil {
+		// The file only saves the next process a probe: when it cannot
+		// be written, that process probes again, which is correct.
+		_ = writeKVMProbe(file, key, ok)
+	}
 	return ok, nil
+}
+
+// kvmProbeFile is the file in the cache directory that keeps kvmBoots's
+// answer.
+const kvmProbeFile = "kvm-probe"
+
+// kvmProbeKey identifies what kvmBoots's answer depends on: the host's
+// boot (/proc/sys/kernel/random/boot_id: a reboot, perhaps onto another
+// hypervisor, probes again), the qemu binary and the kernel it booted
+// (each by path, size and modification time).
+func kvmProbeKey(spec qemuSpec) (string, error) {
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return "", err
+	}
+	key := "boot " + strings.TrimSpace(string(boot))
+	for _, p := range []string{spec.Binary, spec.Kernel} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return "", err
+		}
+		key += fmt.Sprintf("\nfile %s %d %d", p, fi.Size(), fi.ModTime().UnixNano())
+	}
+	return key, nil
+}
+
+// readKVMProbe returns the answer file keeps for key; found is false when
+// the file is missing, unreadable or written for another key.
+func readKVMProbe(file, key string) (ok, found bool) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return false, false
+	}
+	k, answer, cut := strings.Cut(strings.TrimSuffix(string(b), "\n"), "\nkvm boots: ")
+	if !cut || k != key {
+		return false, false
+	}
+	switch answer {
+	case "yes":
+		return true, true
+	case "no":
+		return false, true
+	}
+	return false, false
+}
+
+// lockFile takes an exclusive lock on path (created if missing), waiting
+// while another process holds it; unlock releases it.
+func lockFile(path string) (unlock func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil // closing releases the lock
+}
+
+// writeKVMProbe keeps answer ok for key in file, atomically (processes
+// probing at once each write a whole file).
+func writeKVMProbe(file, key string, ok bool) error {
+	answer := "no"
+	if ok {
+		answer = "yes"
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(file), kvmProbeFile+".*")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(tmp, "%s\nkvm boots: %s\n", key, answer)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), file)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // probeBoot boots spec's kernel into the initramfs's probe program and

@@ -1,8 +1,10 @@
 // Command skips reads the output of "go test -json" on stdin, prints it the
 // way a plain "go test" would (build errors, the output of failed tests,
 // and an "ok", "FAIL" or "?" line per package), and at the end lists every
-// skipped test with its reason, then the slowest top-level tests (where
-// the suite's time goes: "make test" has a budget). It fails (exit 1) when a test or package
+// skipped test with its reason, then the slowest packages and top-level
+// tests (where the suite's time goes: "make test" has a budget), each
+// test with the parts it timed itself (log lines "time: PART 12.3s", as
+// the kernel lab's test logs its guest's packages and tests). It fails (exit 1) when a test or package
 // failed, when the stream ends before every package finished, or when a
 // test skipped that the expected-skips file does not name: a suite cannot
 // skip its way to green. "make test" pipes its go test run through it:
@@ -38,6 +40,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -179,14 +182,32 @@ type skip struct {
 	expected          *expectation
 }
 
-// timing is how long one top-level test took.
+// timing is how long one top-level test (or, with test empty, one
+// package) took, and the parts it timed itself.
 type timing struct {
 	pkg, test string
 	seconds   float64
+	parts     []part
 }
 
-// slowest is how many of the slowest top-level tests the summary lists.
-const slowest = 10
+// part is one "time: NAME 12.3s" log line of a test: a stretch of its
+// wall time it measured and named itself.
+type part struct {
+	name    string
+	seconds float64
+}
+
+// partLine matches a test's "time: NAME 12.3s" log line.
+var partLine = regexp.MustCompile(`^\s+[\w.-]+\.go:\d+: time: (\S+) ([0-9]+(?:\.[0-9]+)?)s\s*$`)
+
+// slowest is how many of the slowest top-level tests the summary lists,
+// slowestPkgs how many packages, and slowestParts how many of each
+// test's parts.
+const (
+	slowest      = 10
+	slowestPkgs  = 5
+	slowestParts = 12
+)
 
 // counts of the run.
 type counts struct {
@@ -201,7 +222,8 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 	pkgs := map[string]*pkgState{}
 	var order []string // packages in the order they started
 	var skips []skip
-	var times []timing
+	var times, pkgTimes []timing
+	parts := map[[2]string][]part{} // package, top-level test -> its parts
 	var c counts
 	started := 0
 	rd := bufio.NewReaderSize(r, 1<<20)
@@ -230,8 +252,18 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 						pkgs[e.Package] = p
 						order = append(order, e.Package)
 					}
-					if e.Test != "" && !strings.Contains(e.Test, "/") && (e.Action == "pass" || e.Action == "fail") {
-						times = append(times, timing{e.Package, e.Test, e.Elapsed})
+					top, _, _ := strings.Cut(e.Test, "/")
+					if m := partLine.FindStringSubmatch(e.Output); e.Action == "output" && e.Test != "" && m != nil {
+						secs, _ := strconv.ParseFloat(m[2], 64)
+						k := [2]string{e.Package, top}
+						parts[k] = append(parts[k], part{m[1], secs})
+					}
+					switch {
+					case e.Action != "pass" && e.Action != "fail":
+					case e.Test == "":
+						pkgTimes = append(pkgTimes, timing{pkg: e.Package, seconds: e.Elapsed})
+					case e.Test == top:
+						times = append(times, timing{e.Package, e.Test, e.Elapsed, parts[[2]string{e.Package, top}]})
 					}
 					if s, ok := handle(w, p, e, verbose, &c); ok {
 						s.expected = match(exp, s.pkg, s.test)
@@ -283,6 +315,7 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 		pass = false
 		fmt.Fprintf(w, "FAIL: %d unexpected skips: fix what they need, or, when the skip is right on every machine make test runs on, add a line with the reason to the expected-skips file\n", unexpected)
 	}
+	printSlowestPackages(w, pkgTimes)
 	printSlowest(w, times)
 	fmt.Fprintf(w, "packages: %d ok, %d failed (%d did not build), %d without tests; tests: %d passed, %d failed, %d skipped\n",
 		c.pkgOK, c.pkgFailed, c.buildFailed, c.pkgNoTests, c.passed, c.failed, len(skips))
@@ -294,9 +327,25 @@ func run(r io.Reader, w io.Writer, exp []expectation, verbose bool) (bool, error
 	return pass, nil
 }
 
-// printSlowest lists the slowest top-level tests, slowest first. Tests
-// of a package run in parallel and packages run side by side, so the
-// figures overlap: they say where the time goes, not what adds up to it.
+// printSlowestPackages lists the slowest packages, slowest first: each
+// one's wall time from its test binary's start to its end (go test runs
+// several side by side, so they overlap; the longest bounds the test
+// step).
+func printSlowestPackages(w io.Writer, times []timing) {
+	if len(times) == 0 {
+		return
+	}
+	slices.SortStableFunc(times, func(a, b timing) int { return cmp.Compare(b.seconds, a.seconds) })
+	fmt.Fprintf(w, "slowest packages (wall time each; packages run side by side):\n")
+	for _, t := range times[:min(slowestPkgs, len(times))] {
+		fmt.Fprintf(w, "  %7.1fs  %s\n", t.seconds, relPkg(t.pkg))
+	}
+}
+
+// printSlowest lists the slowest top-level tests, slowest first, each
+// with its slowest parts. Tests of a package run in parallel and packages
+// run side by side, so the figures overlap: they say where the time goes,
+// not what adds up to it.
 func printSlowest(w io.Writer, times []timing) {
 	if len(times) == 0 {
 		return
@@ -305,6 +354,15 @@ func printSlowest(w io.Writer, times []timing) {
 	fmt.Fprintf(w, "slowest tests (wall time each; parallel tests overlap):\n")
 	for _, t := range times[:min(slowest, len(times))] {
 		fmt.Fprintf(w, "  %7.1fs  %s %s\n", t.seconds, relPkg(t.pkg), t.test)
+		parts := slices.Clone(t.parts)
+		slices.SortStableFunc(parts, func(a, b part) int { return cmp.Compare(b.seconds, a.seconds) })
+		if len(parts) > slowestParts {
+			fmt.Fprintf(w, "             its %d slowest parts of %d (it timed them itself):\n", slowestParts, len(parts))
+			parts = parts[:slowestParts]
+		}
+		for _, p := range parts {
+			fmt.Fprintf(w, "    %7.1fs  %s\n", p.seconds, p.name)
+		}
 	}
 }
 

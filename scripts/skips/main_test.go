@@ -359,3 +359,48 @@ func TestSlowestTests(t *testing.T) {
 		t.Errorf("slowest tests (-want +got):\n%s", diff)
 	}
 }
+
+// The summary also lists the slowest packages, and under a slow test
+// the parts it timed itself ("time: NAME 12.3s" log lines, from the test
+// or its subtests), slowest first; other log lines are not parts.
+func TestSlowestPackagesAndParts(t *testing.T) {
+	const pkgB = "github.com/tunbench/tunbench/internal/b"
+	timed := func(action, pkg, test string, s float64) event {
+		e := act(action, pkg, test)
+		e.Elapsed = s
+		return e
+	}
+	ev := []any{
+		act("start", pkgA, ""), act("start", pkgB, ""),
+		act("run", pkgA, "TestLab"),
+		out(pkgA, "TestLab", "=== RUN   TestLab"),
+		out(pkgA, "TestLab", "    lab_test.go:40: time: kernel-lab/compile 41.0s"),
+		out(pkgA, "TestLab", "    lab_test.go:40: time: kernel-lab/registry 550.5s"),
+		out(pkgA, "TestLab", "    lab_test.go:41: the time: is not a part"),
+		act("run", pkgA, "TestLab/sub"),
+		out(pkgA, "TestLab/sub", "    lab_test.go:50: time: kernel-lab/registry/TestLabX 186s"),
+		timed("pass", pkgA, "TestLab/sub", 0),
+		out(pkgA, "TestLab", "--- PASS: TestLab (700.00s)"),
+		timed("pass", pkgA, "TestLab", 700),
+		act("run", pkgB, "TestB"), timed("pass", pkgB, "TestB", 3),
+		out(pkgA, "", "ok  \t"+pkgA+"\t701.0s"), timed("pass", pkgA, "", 701),
+		out(pkgB, "", "ok  \t"+pkgB+"\t4.0s"), timed("pass", pkgB, "", 4),
+	}
+	_, got := runOn(t, stream(t, ev...), nil)
+	_, list, ok := strings.Cut(got, "slowest packages (wall time each; packages run side by side):\n")
+	if !ok {
+		t.Fatalf("no list of the slowest packages:\n%s", got)
+	}
+	list, _, _ = strings.Cut(list, "packages:")
+	want := "    701.0s  internal/a\n" +
+		"      4.0s  internal/b\n" +
+		"slowest tests (wall time each; parallel tests overlap):\n" +
+		"    700.0s  internal/a TestLab\n" +
+		"      550.5s  kernel-lab/registry\n" +
+		"      186.0s  kernel-lab/registry/TestLabX\n" +
+		"       41.0s  kernel-lab/compile\n" +
+		"      3.0s  internal/b TestB\n"
+	if diff := cmp.Diff(want, list); diff != "" {
+		t.Errorf("slowest packages and tests (-want +got):\n%s", diff)
+	}
+}

@@ -1,6 +1,7 @@
 package labtest
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -9,6 +10,8 @@ type testResult struct {
 	name   string
 	status string // "PASS", "FAIL" or "SKIP"
 	output string // its lines, from "=== RUN" to its subtests' results
+	// seconds is its duration, as its result line gives it.
+	seconds float64
 }
 
 // parseTestOutput finds the top-level tests in the output of a test binary
@@ -25,7 +28,7 @@ func parseTestOutput(out string) []testResult {
 			}
 			continue
 		}
-		status, name, ok := resultLine(line)
+		status, name, seconds, ok := resultLine(line)
 		if !ok {
 			continue
 		}
@@ -38,27 +41,32 @@ func parseTestOutput(out string) []testResult {
 			to++
 		}
 		results = append(results, testResult{
-			name:   name,
-			status: status,
-			output: strings.Join(lines[from:to], "\n"),
+			name:    name,
+			status:  status,
+			output:  strings.Join(lines[from:to], "\n"),
+			seconds: seconds,
 		})
 	}
 	return results
 }
 
-// resultLine parses an unindented "--- PASS: TestX (0.01s)" line.
-func resultLine(line string) (status, name string, ok bool) {
+// resultLine parses an unindented "--- PASS: TestX (0.01s)" line; seconds
+// is 0 when the line gives no duration.
+func resultLine(line string) (status, name string, seconds float64, ok bool) {
 	rest, ok := strings.CutPrefix(line, "--- ")
 	if !ok {
-		return "", "", false
+		return "", "", 0, false
 	}
 	status, rest, ok = strings.Cut(rest, ": ")
 	if !ok || (status != "PASS" && status != "FAIL" && status != "SKIP") {
-		return "", "", false
+		return "", "", 0, false
 	}
-	name, _, _ = strings.Cut(rest, " ")
+	name, rest, _ = strings.Cut(rest, " ")
 	if name == "" {
-		return "", "", false
+		return "", "", 0, false
 	}
-	return status, name, true
+	if d, ok := strings.CutPrefix(rest, "("); ok {
+		seconds, _ = strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(d), "s)"), 64)
+	}
+	return status, name, seconds, true
 }

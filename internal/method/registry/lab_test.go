@@ -1,40 +1,69 @@
 package registry_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/tunbench/tunbench/internal/lab/labtest"
+	"github.com/tunbench/tunbench/internal/method/registry"
 )
 
 // labPackages are the packages whose TestLab* tests need a kernel this
 // host may lack: the methods' core (netem), the kernel tunnels, kernel
 // WireGuard, IPsec over xfrm, OVS's kernel datapath, the eBPF tunnels'
 // interoperation with the kernel's devices, and every method through two
-// agents (this package), and the L2TPv3 and MACsec families.
+// agents (this package), and the L2TPv3 and MACsec families. The longest
+// come first: with TUNBENCH_LAB_LANES=2 the guest's two lanes take them
+// in this order (docs/development.md, "How long make test takes", has
+// their times).
 var labPackages = []string{
-	"github.com/tunbench/tunbench/internal/method",
-	"github.com/tunbench/tunbench/internal/method/kernel",
-	"github.com/tunbench/tunbench/internal/method/wireguard",
-	"github.com/tunbench/tunbench/internal/method/ipsec",
+	"github.com/tunbench/tunbench/internal/method/registry",
 	"github.com/tunbench/tunbench/internal/method/ovs",
 	"github.com/tunbench/tunbench/internal/method/ebpftun",
-	"github.com/tunbench/tunbench/internal/method/registry",
+	"github.com/tunbench/tunbench/internal/method/kernel",
+	"github.com/tunbench/tunbench/internal/method/ipsec",
+	"github.com/tunbench/tunbench/internal/method/wireguard",
+	"github.com/tunbench/tunbench/internal/method",
+	"github.com/tunbench/tunbench/internal/method/fou",
 	"github.com/tunbench/tunbench/internal/method/l2tp",
 	"github.com/tunbench/tunbench/internal/method/macsec",
-	"github.com/tunbench/tunbench/internal/method/fou",
+}
+
+// labFallbackModules create fallback tunnel devices in every namespace
+// when they load (ip_gre: gre0, gretap0, erspan0; ip6_gre: ip6gre0; ipip:
+// tunl0; ip6_tunnel: ip6tnl0; sit: sit0). With more than one lane the
+// guest loads them, and every method's kernel modules, before its lanes
+// start, so that a module one test loads never adds links to another
+// test's namespaces.
+var labFallbackModules = []string{"ip_gre", "ip6_gre", "ipip", "ip6_tunnel", "sit"}
+
+// labModules are labFallbackModules and the modules of every method's
+// kernel requirements.
+func labModules() []string {
+	mods := slices.Clone(labFallbackModules)
+	for _, m := range registry.Builtin().All() {
+		for _, r := range m.Requirements() {
+			if r.Module != "" && !slices.Contains(mods, r.Module) {
+				mods = append(mods, r.Module)
+			}
+		}
+	}
+	return mods
 }
 
 // TestKernelLab runs every TestLab* test of labPackages inside a stock
-// Debian kernel booted under qemu, in one boot. Each guest test is
+// Debian kernel booted under qemu, in one boot: one test binary after the
+// other, or, with TUNBENCH_LAB_LANES=N, N at once. Each guest test is
 // reported as a subtest named after its package ("kernel/TestLabGRE")
-// with its output.
+// with its output, and the host test logs where the guest's time went
+// ("time: kernel-lab/..." lines, which make test's summary lists).
 //
 // It runs in parallel with TestMethodsThroughAgents, the package's other
-// long test: the guest is emulated (about one core) and the agents wait
-// on iperf3's seconds, so side by side the package takes the longer of
-// the two rather than their sum (it is make test's longest package).
+// long test: the guest is emulated and the agents wait on iperf3's
+// seconds, so side by side the package takes the longer of the two
+// rather than their sum (it is make test's longest package).
 func TestKernelLab(t *testing.T) {
 	t.Parallel()
-	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 25 * time.Minute})
+	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 25 * time.Minute, Modules: labModules()})
 }
