@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/gopacket/gopacket"
 	"github.com/gopacket/gopacket/layers"
+	"github.com/tunbench/tunbench/internal/method/podnet"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/wire"
 	"github.com/vishvananda/netns"
@@ -120,6 +123,27 @@ func TestClusterFlannel(t *testing.T) {
 		}
 	}
 
+	// What pod-network reads on a Flannel node names the backend, the
+	// device, the MTU and the encryption. TUNBENCH_FLANNEL_SAVE=DIR saves
+	// the script's output (podnet's testdata comes from here).
+	out, err := c.OnNode(ctx, "node1", "sh", "-c", podnet.FlannelScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("TUNBENCH_FLANNEL_SAVE"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "flannel-vxlan.txt"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fl, ok, err := podnet.ParseFlannel(string(out))
+	if err != nil || !ok {
+		t.Fatalf("podnet.ParseFlannel: ok %v, %v:\n%s", ok, err, out)
+	}
+	if fl.Label() != "flannel vxlan" || fl.Device != "flannel.1" || fl.MTU != 1450 || fl.Encryption != "none" || fl.Port != flannelVXLANPort {
+		t.Errorf("pod-network reads %s on node1, want flannel vxlan, device flannel.1 port %d, MTU 1450, no encryption", fl, flannelVXLANPort)
+	}
+	t.Logf("pod-network reads on node1: %s", fl)
+
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -147,13 +171,13 @@ func TestClusterFlannel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err := execIn(ctx, c.RestConfig(), cs, "default", "bb-node1", "ping", "-c", "3", "-W", "2", dst)
+	pout, stderr, err := execIn(ctx, c.RestConfig(), cs, "default", "bb-node1", "ping", "-c", "3", "-W", "2", dst)
 	pkts, cerr := capture.Stop()
 	if err != nil {
-		t.Fatalf("ping %s from node1's pod: %v: %s%s", dst, err, out, stderr)
+		t.Fatalf("ping %s from node1's pod: %v: %s%s", dst, err, pout, stderr)
 	}
-	if !strings.Contains(out, "3 packets received") {
-		t.Errorf("ping %s from node1's pod:\n%s", dst, out)
+	if !strings.Contains(pout, "3 packets received") {
+		t.Errorf("ping %s from node1's pod:\n%s", dst, pout)
 	}
 	if cerr != nil {
 		t.Fatal(cerr)
