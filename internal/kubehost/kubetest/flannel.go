@@ -148,6 +148,22 @@ func (c *Cluster) startFlannel(ctx context.Context) error {
 			return err
 		}
 	}
+	// The kernel gives Flannel's device its IPv6 link-local address (and
+	// that address its local route) once duplicate address detection is
+	// done, a second or two later: a node's state is settled only then.
+	for _, n := range c.nodes {
+		for {
+			out, err := exec.CommandContext(ctx, "ip", "-n", n.Netns, "-6", "addr", "show", "tentative").Output()
+			if err == nil && len(bytes.TrimSpace(out)) == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%s: addresses still tentative: %s", n.Name, out)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 	return nil
 }
 

@@ -42,7 +42,7 @@ func (PodNetwork) Name() string           { return Name }
 func (PodNetwork) Implementation() string { return "the cluster's pod network (its CNI)" }
 
 // Overhead is 0: whatever the CNI adds is already inside the pods' MTU,
-// which the runner reads as the underlay's.
+// which Setup records as the cell's overlay MTU.
 func (PodNetwork) Overhead(string) int { return 0 }
 func (PodNetwork) Families() []string  { return []string{method.IPv4, method.IPv6} }
 
@@ -86,6 +86,14 @@ func (PodNetwork) Setup(ctx context.Context, env *method.Env) (*method.Path, err
 		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
 		Variant: "pod network",
 	}
+	// The pods' MTU is the CNI's (an overlay's is below the nodes'
+	// underlay MTU, which the cell's mtu names): the cell records it as
+	// its overlay MTU.
+	link, err := env.A.NL.LinkByName(env.A.Dev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the pod's device %s on side a: %w", Name, env.A.Dev, err)
+	}
+	path.OverlayMTU = link.Attrs().MTU
 	// The CNI and its backend name the cell (the label's data path):
 	// Flannel's, read on side a's node.
 	f, ok, err := flannelOn(ctx, env.A)
