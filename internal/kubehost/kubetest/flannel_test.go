@@ -280,3 +280,45 @@ func runPods(ctx context.Context, t *testing.T, c *Cluster, pods []*corev1.Pod) 
 	}
 	return running
 }
+
+// TestClusterFlannelHostGW: with Flannel's host-gw backend each node
+// routes the other's pod CIDR to it over the underlay (no overlay
+// device), pods on the two nodes reach each other, and pod-network reads
+// "flannel host-gw" with no device and no encryption.
+func TestClusterFlannelHostGW(t *testing.T) {
+	c := Start(t, WithCNI(CNIFlannel, "host-gw"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for i, n := range c.Nodes {
+		other := c.Nodes[1-i]
+		out, err := c.OnNode(ctx, n.Name, "ip", "route", "show", other.PodCIDR.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := other.PodCIDR.String() + " via " + other.IP.Addr().String() + " dev " + n.Dev; !strings.Contains(string(out), want) {
+			t.Errorf("%s: route to %s is %q, want %q", n.Name, other.PodCIDR, strings.TrimSpace(string(out)), want)
+		}
+		if links := flannelLinks(t, n.Netns); slices.Contains(links, "flannel.1") {
+			t.Errorf("%s has flannel.1 with backend host-gw: %v", n.Name, links)
+		}
+	}
+	out, err := c.OnNode(ctx, "node1", "sh", "-c", podnet.FlannelScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dir := os.Getenv("TUNBENCH_FLANNEL_SAVE"); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "flannel-host-gw.txt"), out, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fl, ok, err := podnet.ParseFlannel(string(out))
+	if err != nil || !ok || fl.Label() != "flannel host-gw" || fl.Device != "" || fl.Encryption != "none" || fl.MTU != 1500 {
+		t.Errorf("pod-network reads %s (ok %v, %v) on node1, want flannel host-gw, no device, pod MTU 1500, no encryption", fl, ok, err)
+	}
+	running := runPods(ctx, t, c, []*corev1.Pod{busyboxPod(c, "bb-node1", "node1"), busyboxPod(c, "bb-node2", "node2")})
+	dst := running["bb-node2"].Status.PodIP
+	pout, stderr, err := execIn(ctx, c.RestConfig(), c.Client(), "default", "bb-node1", "ping", "-c", "3", "-W", "2", dst)
+	if err != nil || !strings.Contains(pout, "3 packets received") {
+		t.Fatalf("ping %s from node1's pod: %v: %s%s", dst, err, pout, stderr)
+	}
+}

@@ -108,3 +108,19 @@ func TestParseFlannel(t *testing.T) {
 		t.Errorf("vxlan without flannel.1: %v", err)
 	}
 }
+
+// TestParseFlannelHostGW: host-gw has no overlay device (captured like
+// flannel-vxlan.txt, with the host-gw backend).
+func TestParseFlannelHostGW(t *testing.T) {
+	data, err := os.ReadFile("testdata/flannel-host-gw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := podnet.ParseFlannel(string(data))
+	if err != nil || !ok {
+		t.Fatalf("ParseFlannel: ok %v, %v", ok, err)
+	}
+	if s := f.String(); !strings.HasPrefix(s, "flannel host-gw (no overlay device, pod MTU 1500, encryption none, subnet ") {
+		t.Errorf("String() = %q", s)
+	}
+}
