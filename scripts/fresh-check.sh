@@ -8,8 +8,9 @@
 #     (go tool staticcheck) build;
 #   - the wrapper module that builds the test cluster's Kubernetes
 #     binaries (tools/k8s) downloads the same way and its commands resolve
-#     offline from it, and so does the tailscale method's control server
-#     (tools/tailscale);
+#     offline from it, and so do the tailscale method's control server
+#     (tools/tailscale) and the test cluster's flanneld (tools/flannel, at
+#     the version install.sh's FLANNEL_VERSION names);
 #   - every tool pinned by install.sh is served by its registry at the
 #     version written there (wireguard-go by its Go pseudo-version,
 #     nebula and nebula-cert by their Go module version,
@@ -48,6 +49,13 @@ echo "fresh-check: the Kubernetes binaries' wrapper module (tools/k8s) downloads
 echo "fresh-check: the tailscale control server's wrapper module (tools/tailscale) downloads and resolves offline"
 (cd tools/tailscale && go mod download &&
   GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -deps . >/dev/null)
+
+echo "fresh-check: flanneld's wrapper module (tools/flannel) downloads and resolves offline, at install.sh's version"
+fl=$(sed -n 's/^ *FLANNEL_VERSION=//p' scripts/install.sh)
+grep -qx "require github.com/flannel-io/flannel $fl" tools/flannel/go.mod ||
+  { echo "fresh-check: FLANNEL_VERSION=$fl in scripts/install.sh is not what tools/flannel/go.mod requires" >&2; exit 1; }
+(cd tools/flannel && go mod download &&
+  GOPROXY=off GOFLAGS="-mod=readonly -modcacherw" go list -deps github.com/flannel-io/flannel >/dev/null)
 
 echo "fresh-check: tools pinned by scripts/install.sh are served at their versions"
 wg=$(sed -n 's/^ *WIREGUARD_GO_MODULE=//p' scripts/install.sh)

@@ -154,6 +154,19 @@ if [ "$mode" = test ]; then
   echo "install.sh: building tunbench-tscontrol (tools/tailscale)"
   (cd tools/tailscale && go build -o /usr/local/bin/tunbench-tscontrol .)
 
+  # flanneld: Flannel's daemon, for the kubernetes test cluster's CNI
+  # choice "flannel" (internal/kubehost/kubetest), pinned by the wrapper
+  # module tools/flannel (github.com/flannel-io/flannel v0.28.10; its
+  # go.mod says why one SDK module is replaced). FLANNEL_VERSION must be
+  # the version tools/flannel/go.mod requires; the version is stamped so
+  # that flanneld --version says it.
+  FLANNEL_VERSION=v0.28.10
+  if ! /usr/local/bin/flanneld --version 2>&1 | grep -qx "$FLANNEL_VERSION"; then
+    echo "install.sh: building flanneld $FLANNEL_VERSION (tools/flannel)"
+    (cd tools/flannel && GOWORK=off go build -ldflags "-X github.com/flannel-io/flannel/pkg/version.Version=$FLANNEL_VERSION" \
+      -o /usr/local/bin/flanneld github.com/flannel-io/flannel)
+  fi
+
   # boringtun: pinned, from crates.io, about two minutes, with the
   # machine's own cargo when it has one (rustup's included) and Debian's
   # cargo-web (installed above) otherwise. The method is optional for

@@ -126,6 +126,9 @@ type Cluster struct {
 	ToolsImage string
 	// Dir is the instance's private directory.
 	Dir string
+	// CNI is the cluster's pod network, CNIBridge or CNIFlannel;
+	// FlannelBackend Flannel's backend (WithCNI).
+	CNI, FlannelBackend string
 
 	t      testing.TB
 	id     string
@@ -162,6 +165,7 @@ type node struct {
 	containerd *proc
 	kubelet    *proc
 	mntns      string // the mount namespace of containerd and the kubelet, "mnt:[N]"
+	flanneld   *proc  // with CNIFlannel
 }
 
 // proc is a process the cluster started.
@@ -176,8 +180,9 @@ type proc struct {
 type Option func(*options)
 
 type options struct {
-	timeout time.Duration
-	tools   bool
+	timeout      time.Duration
+	tools        bool
+	cni, backend string
 }
 
 // WithToolsImage builds a third image, Cluster.ToolsImage, and imports it
@@ -231,6 +236,15 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if err := checkCNI(o.cni, o.backend); err != nil {
+		t.Fatal(err)
+	}
+	if o.cni == "" {
+		o.cni = CNIBridge
+	}
+	if o.cni == CNIFlannel {
+		needFlannel(t, o.backend)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	bins, err := Binaries(ctx)
@@ -240,7 +254,7 @@ func Start(t testing.TB, opts ...Option) *Cluster {
 	if err := CleanLeftovers(); err != nil {
 		t.Logf("kubetest: leftovers of earlier clusters: %v", err)
 	}
-	c := &Cluster{t: t, bins: bins, Image: BusyboxImage, PauseImage: PauseImage}
+	c := &Cluster{t: t, bins: bins, Image: BusyboxImage, PauseImage: PauseImage, CNI: o.cni, FlannelBackend: o.backend}
 	if o.tools {
 		for _, p := range ToolPrograms {
 			testenv.NeedProgram(t, p, "scripts/install.sh test installs it")
@@ -333,6 +347,11 @@ func (c *Cluster) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if c.CNI == CNIFlannel {
+		if err := c.startFlannel(ctx); err != nil {
+			return err
+		}
+	}
 	return c.waitNodes(ctx)
 }
 
@@ -368,6 +387,9 @@ func (c *Cluster) network() error {
 			{"-n", n.Netns, "route", "add", other.PodCIDR.String(), "via", other.IP.Addr().String(), "dev", n.Dev},
 			{"netns", "exec", n.Netns, "sysctl", "-qw", "net.ipv4.ip_forward=1"},
 		} {
+			if c.CNI == CNIFlannel && args[2] == "route" {
+				continue // Flannel routes the pod CIDRs
+			}
 			if err := ip(args...); err != nil {
 				return err
 			}
@@ -519,15 +541,22 @@ func (c *Cluster) startControlPlane() error {
 func (c *Cluster) startControllerManager() error {
 	pki := filepath.Join(c.Dir, "pki")
 	p := func(name string) string { return filepath.Join(pki, name) }
-	_, err := c.run("kube-controller-manager", "ip", "netns", "exec", c.Control, filepath.Join(c.bins, "kube-controller-manager"),
+	args := []string{"ip", "netns", "exec", c.Control, filepath.Join(c.bins, "kube-controller-manager"),
 		"--kubeconfig", c.Kubeconfig,
 		"--authentication-kubeconfig", c.Kubeconfig, "--authorization-kubeconfig", c.Kubeconfig,
 		"--bind-address", "127.0.0.1", "--secure-port", "10257",
 		"--cert-dir", filepath.Join(c.Dir, "kcm"),
 		"--service-account-private-key-file", p("sa.key"), "--root-ca-file", p("ca.crt"),
 		"--service-cluster-ip-range", serviceCIDR,
-		"--leader-elect=false", "--profiling=false",
-		"--controllers", "*,-csrsigning,-nodeipam", "-v", "1")
+		"--leader-elect=false", "--profiling=false"}
+	if c.CNI == CNIFlannel {
+		// The kube subnet manager reads each node's spec.podCIDR.
+		args = append(args, "--controllers", "*,-csrsigning", "--allocate-node-cidrs",
+			"--cluster-cidr", FlannelNetwork.String(), "--node-cidr-mask-size", "24")
+	} else {
+		args = append(args, "--controllers", "*,-csrsigning,-nodeipam")
+	}
+	_, err := c.run("kube-controller-manager", append(args, "-v", "1")...)
 	return err
 }
 
@@ -639,7 +668,18 @@ func (c *Cluster) startRuntime(ctx context.Context, n *node) error {
   }]
 }
 `, c.prefix+"-"+n.Name, n.PodCIDR.String(), filepath.Join(n.dir, "cni-ipam"))
-	if err := os.WriteFile(filepath.Join(n.dir, "etc/upper", CNIConfDir, "10-kubetest.conflist"), []byte(conflist), 0o644); err != nil {
+	if c.CNI == CNIFlannel {
+		// Flannel's network configuration where its DaemonSet mounts
+		// it; the CNI configuration follows flanneld's lease
+		// (startFlannel).
+		dir := filepath.Join(n.dir, "etc/upper/etc/kube-flannel")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "net-conf.json"), []byte(flannelNetConf(c.FlannelBackend)), 0o644); err != nil {
+			return err
+		}
+	} else if err := os.WriteFile(filepath.Join(n.dir, "etc/upper", CNIConfDir, "10-kubetest.conflist"), []byte(conflist), 0o644); err != nil {
 		return err
 	}
 	config := fmt.Sprintf(`version = 2

@@ -5,7 +5,9 @@
 // cell's endpoints in ordinary pods (testbed.NetworkPod) and the load runs
 // between the pods' addresses. The method reads the CNI the nodes run
 // (its configuration's network name and plugins, each plugin's version)
-// so every cell records what it measured.
+// so every cell records what it measured; on a node that runs Flannel,
+// also Flannel's backend, overlay device, MTU and encryption (Flannel),
+// and the cell's label names them: "pod-network (flannel vxlan)".
 package podnet
 
 import (
@@ -40,7 +42,7 @@ func (PodNetwork) Name() string           { return Name }
 func (PodNetwork) Implementation() string { return "the cluster's pod network (its CNI)" }
 
 // Overhead is 0: whatever the CNI adds is already inside the pods' MTU,
-// which the runner reads as the underlay's.
+// which Setup records as the cell's overlay MTU.
 func (PodNetwork) Overhead(string) int { return 0 }
 func (PodNetwork) Families() []string  { return []string{method.IPv4, method.IPv6} }
 
@@ -67,8 +69,9 @@ func (PodNetwork) Options() []method.Option {
 }
 
 // Setup checks that the testbed placed both endpoints in pods and returns
-// the pods' addresses; it creates nothing.
-func (PodNetwork) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+// the pods' addresses, named by the CNI side a's node runs when it is
+// Flannel; it creates nothing.
+func (PodNetwork) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	for _, ep := range env.Endpoints() {
 		if ep.Network != testbed.NetworkPod {
 			return nil, fmt.Errorf("%s: endpoint %s is not in a pod: pod-network runs on testbed kubernetes", Name, ep.Side)
@@ -77,12 +80,31 @@ func (PodNetwork) Setup(_ context.Context, env *method.Env) (*method.Path, error
 			return nil, fmt.Errorf("%s: the pod of side %s has no %s address: the cluster's pod network is not dual-stack; measure the other family", Name, ep.Side, env.Family)
 		}
 	}
-	return &method.Path{
+	path := &method.Path{
 		A:       env.A.Addr(env.Family),
 		B:       env.B.Addr(env.Family),
 		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
 		Variant: "pod network",
-	}, nil
+	}
+	// The pods' MTU is the CNI's (an overlay's is below the nodes'
+	// underlay MTU, which the cell's mtu names): the cell records it as
+	// its overlay MTU.
+	link, err := env.A.NL.LinkByName(env.A.Dev)
+	if err != nil {
+		return nil, fmt.Errorf("%s: the pod's device %s on side a: %w", Name, env.A.Dev, err)
+	}
+	path.OverlayMTU = link.Attrs().MTU
+	// The CNI and its backend name the cell (the label's data path):
+	// Flannel's, read on side a's node.
+	f, ok, err := flannelOn(ctx, env.A)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", Name, err)
+	}
+	if ok {
+		path.Variant = "pod network: " + f.String()
+		path.Datapath = f.Label()
+	}
+	return path, nil
 }
 
 // Teardown has nothing to remove (the testbed owns the pods).
@@ -97,6 +119,9 @@ func (p PodNetwork) ImplementationOn(ctx context.Context, ep *testbed.Endpoint) 
 		// Read where the defaults say; a scenario that names other
 		// directories gets its CNI recorded by Counters (cni.a, cni.b).
 		return p.Implementation()
+	}
+	if f, ok, err := flannelOn(ctx, ep); err == nil && ok {
+		return "pod network: " + f.String() + "; " + info.String()
 	}
 	return "pod network: " + info.String()
 }
@@ -116,6 +141,12 @@ func (p PodNetwork) Counters(ctx context.Context, env *method.Env) (map[string]s
 			continue
 		}
 		out["cni."+ep.Side] = info.String()
+		f, ok, err := flannelOn(ctx, ep)
+		if err != nil {
+			errs = append(errs, err)
+		} else if ok {
+			out["cni.flannel."+ep.Side] = f.String()
+		}
 	}
 	return out, errors.Join(errs...)
 }

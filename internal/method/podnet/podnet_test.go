@@ -74,3 +74,53 @@ func TestOptions(t *testing.T) {
 		t.Errorf("options: %v %v", v, err)
 	}
 }
+
+// TestParseFlannel reads FlannelScript's output captured on a node of the
+// test cluster running Flannel's vxlan backend (kubetest's
+// TestClusterFlannel with TUNBENCH_FLANNEL_SAVE).
+func TestParseFlannel(t *testing.T) {
+	data, err := os.ReadFile("testdata/flannel-vxlan.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := podnet.ParseFlannel(string(data))
+	if err != nil || !ok {
+		t.Fatalf("ParseFlannel: ok %v, %v", ok, err)
+	}
+	want := podnet.Flannel{Backend: "vxlan", Network: "198.19.208.0/20", Subnet: "198.19.209.1/24", MTU: 1450, IPMasq: true,
+		Device: "flannel.1", Kind: "vxlan", DeviceMTU: 1450, VNI: 1, Port: 8472, Encryption: "none"}
+	if diff := cmp.Diff(want, f); diff != "" {
+		t.Errorf("flannel (-want +got):\n%s", diff)
+	}
+	if s := f.String(); s != "flannel vxlan (device flannel.1 vxlan id 1 port 8472 mtu 1450, pod MTU 1450, encryption none, subnet 198.19.209.1/24 of 198.19.208.0/20)" {
+		t.Errorf("String() = %q", s)
+	}
+	if _, ok, err := podnet.ParseFlannel(""); ok || err != nil {
+		t.Errorf("a node without Flannel: ok %v, %v", ok, err)
+	}
+	lease, _, _ := strings.Cut(string(data), "== net-conf.json")
+	if _, ok, err := podnet.ParseFlannel(lease + "== no flanneld\n"); !ok || err == nil || !strings.Contains(err.Error(), "no flanneld process") {
+		t.Errorf("a lease without its flanneld: ok %v, %v", ok, err)
+	}
+	// The vxlan backend without its device is an error, not a guess.
+	noDev := strings.Replace(string(data), `"ifname":"flannel.1"`, `"ifname":"other.1"`, 1)
+	if _, _, err := podnet.ParseFlannel(noDev); err == nil || !strings.Contains(err.Error(), "no vxlan device flannel.1") {
+		t.Errorf("vxlan without flannel.1: %v", err)
+	}
+}
+
+// TestParseFlannelHostGW: host-gw has no overlay device (captured like
+// flannel-vxlan.txt, with the host-gw backend).
+func TestParseFlannelHostGW(t *testing.T) {
+	data, err := os.ReadFile("testdata/flannel-host-gw.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := podnet.ParseFlannel(string(data))
+	if err != nil || !ok {
+		t.Fatalf("ParseFlannel: ok %v, %v", ok, err)
+	}
+	if s := f.String(); !strings.HasPrefix(s, "flannel host-gw (no overlay device, pod MTU 1500, encryption none, subnet ") {
+		t.Errorf("String() = %q", s)
+	}
+}
