@@ -91,3 +91,24 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 	}
 	return nil
 }
+
+// RunMethods returns the methods each run measured, sorted, by run id.
+func (s *Store) RunMethods(ctx context.Context) (map[string][]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT DISTINCT run_id, method FROM cells ORDER BY run_id, method`)
+	if err != nil {
+		return nil, fmt.Errorf("list runs' methods: %w", err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var id, m string
+		if err := rows.Scan(&id, &m); err != nil {
+			return nil, fmt.Errorf("list runs' methods: %w", err)
+		}
+		out[id] = append(out[id], m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list runs' methods: %w", err)
+	}
+	return out, nil
+}
