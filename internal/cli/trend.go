@@ -24,7 +24,7 @@ func newTrendCmd() *cobra.Command {
 		labels                                     []string
 		f                                          trend.Filter
 		maxP                                       float64
-		asJSON, failOnRegression, record           bool
+		asJSON, failOnRegression, record, busy     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "trend",
@@ -39,7 +39,8 @@ run before and the first after, and what differed between them (kernel,
 tool versions, labels).
 
 Noise is handled as the report does: a run measured while the machine was
-busy, or under software emulation, is shown but left out of the detection;
+busy, or under software emulation, is shown but left out of the detection
+(--include-busy counts busy runs, noting them, on a machine never idle);
 a change is claimed only at p <= --max-p and at least --threshold; a
 change next to an unstable run (CV over 10%) says so.
 
@@ -87,7 +88,7 @@ regression not acknowledged with --ack (1 on errors).`,
 				fmt.Fprintf(cmd.OutOrStdout(), "change %s acknowledged: --fail-on-regression no longer fails on it\n", ack)
 				return nil
 			}
-			series, err := LoadTrend(ctx, st, trend.Options{Filter: f, MaxP: maxP, ThresholdPercent: th})
+			series, err := LoadTrend(ctx, st, trend.Options{Filter: f, MaxP: maxP, ThresholdPercent: th, IncludeBusy: busy})
 			if err != nil {
 				return err
 			}
@@ -121,6 +122,7 @@ regression not acknowledged with --ack (1 on errors).`,
 	fl.StringVar(&since, "since", "", "only runs started since: a date (2026-01-31), a time (RFC 3339) or an age (36h, 7d)")
 	fl.StringVar(&threshold, "threshold", strconv.Itoa(trend.DefaultThresholdPercent)+"%", "claim only changes of at least this much")
 	fl.Float64Var(&maxP, "max-p", 0.001, "claim only changes whose t-test p is at most this")
+	fl.BoolVar(&busy, "include-busy", false, "count runs measured while the machine was busy (noted), for a machine that is never idle")
 	fl.BoolVar(&asJSON, "json", false, "print the series as JSON")
 	fl.BoolVar(&failOnRegression, "fail-on-regression", false, "exit 2 when a series has an unacknowledged regression")
 	fl.BoolVar(&record, "record", false, "store the change points found in the database's change_points table (Grafana's annotations)")
@@ -171,4 +173,3 @@ func ChangePointRows(series []trend.Series) []store.ChangePoint {
 	}
 	return out
 }
-

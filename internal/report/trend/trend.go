@@ -10,11 +10,14 @@
 // started. A point is the mean over the run's ok repetitions of that cell.
 //
 // Change points come from internal/stats/changepoint (E-divisive means
-// with Student's t-test, as Hunter and Apache Otava). Noise is handled as
+// with Student's t-test, as Hunter and Apache Otava): the runs' means
+// locate a change, and the t-test compares the repetitions of the runs
+// either side, so more repetitions give more power. Noise is handled as
 // the report handles it:
 //   - a point measured while the machine was busy (Meta.Busy), or under
 //     software emulation, is shown but left out of the detection: such
-//     figures are not performance;
+//     figures are not performance (Options.IncludeBusy keeps busy ones,
+//     for a machine that is never idle, and notes them);
 //   - a change is claimed only when its t-test p is at most Options.MaxP
 //     and its size at least Options.ThresholdPercent; a change next to an
 //     unstable point (CV over 10% across its repetitions), or one resting
@@ -82,6 +85,9 @@ type Options struct {
 	ThresholdPercent float64
 	// Acked are acknowledged change ids.
 	Acked map[string]bool
+	// IncludeBusy counts points measured on a busy host, for a machine
+	// that is never idle; a change next to one says so in its notes.
+	IncludeBusy bool
 }
 
 // DefaultThresholdPercent is the smallest change claimed by default, the
@@ -113,6 +119,10 @@ type Point struct {
 	N        int     `json:"n"`
 	CV       float64 `json:"cv"`
 	Unstable bool    `json:"unstable"`
+	// Values are the repetitions' values, in the unit of the series.
+	Values []float64 `json:"values"`
+	// Busy is true when the run measured it while the machine was busy.
+	Busy bool `json:"busy"`
 	// Excluded says why the point is left out of the detection ("busy",
 	// "emulated"); "" when it counts.
 	Excluded string `json:"excluded,omitempty"`
@@ -265,6 +275,13 @@ func Build(runs []RunRecords, o Options) []Series {
 			continue
 		}
 		facts[rr.Run.ID] = Facts(rr.Run)
+		reps := map[string][]result.Cell{}
+		for _, c := range rr.Cells {
+			if c.Status == result.StatusOK {
+				k := summary.CellKey(c)
+				reps[k] = append(reps[k], c)
+			}
+		}
 		for _, row := range summary.Aggregate(rr.Run, rr.Cells) {
 			if row.OK == 0 || !o.Filter.selectKey(row.Method, row.Key) {
 				continue
@@ -284,13 +301,15 @@ func Build(runs []RunRecords, o Options) []Series {
 						Metric: m, Unit: unit, HigherIsBetter: higher}
 					byID[id] = s
 				}
-				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable()}
+				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable(),
+					Values: values(reps[row.Key], m)}
 				switch {
 				case row.Emulated:
 					p.Excluded = "emulated"
-				case row.BackgroundBusy:
+				case row.BackgroundBusy && !o.IncludeBusy:
 					p.Excluded = "busy"
 				}
+				p.Busy = row.BackgroundBusy
 				s.Points = append(s.Points, p)
 			}
 		}
@@ -330,18 +349,36 @@ func figure(row summary.Summary, m string) (stats.Summary, string, bool) {
 	return stats.Summary{}, "", false
 }
 
-// detect finds the claimed change points of s over its included points.
+// values are the repetitions' values of metric m.
+func values(reps []result.Cell, m string) []float64 {
+	var out []float64
+	for _, c := range reps {
+		switch {
+		case m == MetricThroughput && c.Throughput != nil:
+			out = append(out, c.Throughput.BitsPerSecond/1e9)
+		case m == MetricP50RTT && c.Latency != nil:
+			out = append(out, c.Latency.P50)
+		case m == MetricP99RTT && c.Latency != nil:
+			out = append(out, c.Latency.P99)
+		}
+	}
+	return out
+}
+
+// detect finds the claimed change points of s over its included points:
+// the runs' means locate a change, and its t-test compares their
+// repetitions (changepoint.DetectSamples).
 func detect(s Series, facts map[string]map[string]string, o Options) []Change {
 	var idx []int // indices into s.Points of included points
-	var xs []float64
+	var samples [][]float64
 	for i, p := range s.Points {
-		if p.Excluded == "" {
+		if p.Excluded == "" && len(p.Values) > 0 {
 			idx = append(idx, i)
-			xs = append(xs, p.Mean)
+			samples = append(samples, p.Values)
 		}
 	}
 	var out []Change
-	for _, cp := range changepoint.Detect(xs, changepoint.Options{MaxP: o.MaxP}) {
+	for _, cp := range changepoint.DetectSamples(samples, changepoint.Options{MaxP: o.MaxP}) {
 		pct := cp.Change() * 100
 		if math.Abs(pct) < o.ThresholdPercent {
 			continue
@@ -360,6 +397,9 @@ func detect(s Series, facts map[string]map[string]string, o Options) []Change {
 		for _, p := range []Point{before, after} {
 			if p.Unstable {
 				c.Notes = append(c.Notes, fmt.Sprintf("run %s is unstable here (CV %.0f%% over %d repetitions)", p.RunID, p.CV*100, p.N))
+			}
+			if p.Busy {
+				c.Notes = append(c.Notes, fmt.Sprintf("run %s was measured while the machine was busy", p.RunID))
 			}
 			if p.N < 2 {
 				c.Notes = append(c.Notes, fmt.Sprintf("run %s has one repetition: its spread is unknown", p.RunID))

@@ -25,11 +25,16 @@
 // the largest p above MaxP is dropped until none is left. A change point
 // is the index of the first value after the shift.
 //
+// DetectSamples does the same over points that are each the mean of
+// repeated measurements: the means locate a change, and its t-test
+// compares all the repetitions either side.
+//
 // Everything here is pure and deterministic; input is never modified.
 package changepoint
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/stat/distuv"
@@ -81,6 +86,36 @@ func (p Point) Change() float64 {
 
 // Detect returns the change points of xs in index order.
 func Detect(xs []float64, o Options) []Point {
+	return detect(xs, nil, o)
+}
+
+// DetectSamples is Detect over series of repeated measurements: point i
+// is the mean of samples[i], which locates the changes, and the t-test
+// of a change compares every sample of the segments either side, so
+// that more repetitions give a claim more power. A point without samples
+// is skipped.
+func DetectSamples(samples [][]float64, o Options) []Point {
+	var xs []float64
+	var kept [][]float64
+	for _, s := range samples {
+		if len(s) > 0 {
+			xs = append(xs, mean(s))
+			kept = append(kept, s)
+		}
+	}
+	return detect(xs, kept, o)
+}
+
+// segmentTest is the t-test between xs[lo:mid] and xs[mid:hi], over
+// samples when there are any.
+func segmentTest(xs []float64, samples [][]float64, lo, mid, hi int) float64 {
+	if samples == nil {
+		return TTest(xs[lo:mid], xs[mid:hi])
+	}
+	return TTest(slices.Concat(samples[lo:mid]...), slices.Concat(samples[mid:hi]...))
+}
+
+func detect(xs []float64, samples [][]float64, o Options) []Point {
 	if o.MaxP <= 0 {
 		o.MaxP = DefaultMaxP
 	}
@@ -89,14 +124,14 @@ func Detect(xs []float64, o Options) []Point {
 	}
 	var idx []int
 	if len(xs) <= Window {
-		split(xs, 0, len(xs), o, &idx)
+		split(xs, samples, 0, len(xs), o, &idx)
 	} else {
 		// Long series in overlapping windows, as Hunter does: the search
 		// stays quadratic in the window, not cubic in the series.
 		seen := map[int]bool{}
 		for lo := 0; lo < len(xs)-o.MinSize; lo += Window / 2 {
 			var w []int
-			split(xs, lo, min(lo+Window, len(xs)), o, &w)
+			split(xs, samples, lo, min(lo+Window, len(xs)), o, &w)
 			for _, i := range w {
 				if !seen[i] {
 					seen[i] = true
@@ -109,7 +144,7 @@ func Detect(xs []float64, o Options) []Point {
 	// Otava's pruning: test each candidate against its neighbours only,
 	// drop the weakest above MaxP, repeat.
 	for {
-		pts := evaluate(xs, idx)
+		pts := evaluate(xs, samples, idx)
 		worst := -1
 		for i, p := range pts {
 			if p.P > o.MaxP && (worst < 0 || p.P > pts[worst].P) {
@@ -125,7 +160,7 @@ func Detect(xs []float64, o Options) []Point {
 
 // split finds the best split of xs[lo:hi] and, when it passes the
 // t-test, records it and splits both sides.
-func split(xs []float64, lo, hi int, o Options, out *[]int) {
+func split(xs []float64, samples [][]float64, lo, hi int, o Options, out *[]int) {
 	if hi-lo < 2*o.MinSize {
 		return
 	}
@@ -133,12 +168,12 @@ func split(xs []float64, lo, hi int, o Options, out *[]int) {
 	if !ok {
 		return
 	}
-	if TTest(xs[lo:lo+tau], xs[lo+tau:hi]) > o.MaxP {
+	if segmentTest(xs, samples, lo, lo+tau, hi) > o.MaxP {
 		return
 	}
 	*out = append(*out, lo+tau)
-	split(xs, lo, lo+tau, o, out)
-	split(xs, lo+tau, hi, o, out)
+	split(xs, samples, lo, lo+tau, o, out)
+	split(xs, samples, lo+tau, hi, o, out)
 }
 
 // bestSplit returns the tau in [min, n-min] that maximises the E-divisive
@@ -178,7 +213,7 @@ func bestSplit(xs []float64, min int) (int, bool) {
 
 // evaluate computes each change point's t-test against the segments
 // bounded by its neighbours in idx (sorted).
-func evaluate(xs []float64, idx []int) []Point {
+func evaluate(xs []float64, samples [][]float64, idx []int) []Point {
 	pts := make([]Point, 0, len(idx))
 	for i, c := range idx {
 		lo, hi := 0, len(xs)
@@ -189,7 +224,7 @@ func evaluate(xs []float64, idx []int) []Point {
 			hi = idx[i+1]
 		}
 		a, b := xs[lo:c], xs[c:hi]
-		pts = append(pts, Point{Index: c, P: TTest(a, b), Before: mean(a), After: mean(b), NBefore: len(a), NAfter: len(b)})
+		pts = append(pts, Point{Index: c, P: segmentTest(xs, samples, lo, c, hi), Before: mean(a), After: mean(b), NBefore: len(a), NAfter: len(b)})
 	}
 	return pts
 }

@@ -145,3 +145,22 @@ func BenchmarkDetect10000(b *testing.B) {
 		Detect(xs, Options{})
 	}
 }
+
+// The real-run test's shape with its repetitions: three noisy runs of two
+// repetitions, then three at a quarter. Over the run means alone
+// (p = 0.0035) the change would not be claimed at p <= 0.001; over the
+// twelve repetitions it is.
+func TestSamplesGivePower(t *testing.T) {
+	samples := [][]float64{{7.4, 45.2}, {37.9, 38.0}, {34.5, 48.5}, {7.2, 7.9}, {5.7, 8.3}, {5.1, 8.4}}
+	var means []float64
+	for _, s := range samples {
+		means = append(means, (s[0]+s[1])/2)
+	}
+	if pts := Detect(means, Options{}); len(pts) != 0 {
+		t.Errorf("over the means: %+v, want none at p <= 0.001", pts)
+	}
+	pts := DetectSamples(samples, Options{})
+	if len(pts) != 1 || pts[0].Index != 3 || pts[0].P > DefaultMaxP {
+		t.Fatalf("over the repetitions: %+v, want one at 3", pts)
+	}
+}
