@@ -49,7 +49,7 @@ func Write(w io.Writer, series []Series) error {
 		}
 		fmt.Fprintf(&b, "%s: %d runs", s.Title(), len(s.Points))
 		if excluded > 0 {
-			fmt.Fprintf(&b, " (%d left out: busy or emulated)", excluded)
+			fmt.Fprintf(&b, " (%d left out: measured on a busy or emulated host)", excluded)
 		}
 		switch len(s.Changes) {
 		case 0:
@@ -84,10 +84,17 @@ func Write(w io.Writer, series []Series) error {
 		}
 	}
 	if len(series) > 0 {
-		fmt.Fprintf(&b, "%d series, %d change points, %d unacknowledged regressions\n", len(series), changes, Regressions(series))
+		fmt.Fprintf(&b, "%d series, %s, %s\n", len(series), plural(changes, "change point"), plural(Regressions(series), "unacknowledged regression"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 func orNone(s string) string {
