@@ -140,9 +140,13 @@ func LoadTrend(ctx context.Context, st *store.Store, o trend.Options) ([]trend.S
 	if err != nil {
 		return nil, err
 	}
+	methods, err := st.RunMethods(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var recs []trend.RunRecords
 	for _, r := range runs {
-		if !o.Filter.SelectRun(r) {
+		if !o.Filter.SelectRun(r) || o.Filter.Method != "" && !slices.Contains(methods[r.ID], o.Filter.Method) {
 			continue
 		}
 		run, cells, err := st.Run(ctx, r.ID)

@@ -414,9 +414,13 @@ func (s *Server) load(ctx context.Context, f trend.Filter) ([]trend.Series, erro
 	if err != nil {
 		return nil, err
 	}
+	methods, err := s.st.RunMethods(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var recs []trend.RunRecords
 	for _, r := range runs {
-		if !f.SelectRun(r) {
+		if !f.SelectRun(r) || f.Method != "" && !slices.Contains(methods[r.ID], f.Method) {
 			continue
 		}
 		run, cells, err := s.st.Run(ctx, r.ID)

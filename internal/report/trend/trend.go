@@ -276,13 +276,21 @@ func Build(runs []RunRecords, o Options) []Series {
 		}
 		facts[rr.Run.ID] = Facts(rr.Run)
 		reps := map[string][]result.Cell{}
+		var selected []result.Cell // only the cells of the series asked for are summarised
 		for _, c := range rr.Cells {
+			k := summary.CellKey(c)
+			if !o.Filter.selectKey(c.Method, k) {
+				continue
+			}
+			selected = append(selected, c)
 			if c.Status == result.StatusOK {
-				k := summary.CellKey(c)
 				reps[k] = append(reps[k], c)
 			}
 		}
-		for _, row := range summary.Aggregate(rr.Run, rr.Cells) {
+		if len(selected) == 0 {
+			continue
+		}
+		for _, row := range summary.Aggregate(rr.Run, selected) {
 			if row.OK == 0 || !o.Filter.selectKey(row.Method, row.Key) {
 				continue
 			}
