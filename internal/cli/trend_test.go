@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,5 +234,57 @@ func TestTrendBadInput(t *testing.T) {
 	}
 	if code, _, errOut := run(t, "serve", "--db", db, "--addr", "8080"); code != 1 || !strings.Contains(errOut, "--addr") {
 		t.Errorf("serve --addr 8080: exit %d, %q; want 1 naming --addr", code, errOut)
+	}
+}
+
+// TestServeCommand starts the built binary's "tunbench serve" on a free
+// loopback port over a database with one run, fetches the runs page and
+// the run's report, and stops it with SIGINT: exit 0.
+func TestServeCommand(t *testing.T) {
+	t.Parallel()
+	bin := tunbenchBinary(t)
+	db := filepath.Join(t.TempDir(), "r.db")
+	trendRun(t, bin, db, 0)
+	cmd := exec.Command(bin, "serve", "--db", db, "--addr", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatalf("serve printed no address: %v", err)
+	}
+	i := strings.Index(line, "http://127.0.0.1:")
+	if i < 0 {
+		t.Fatalf("serve said %q, want the loopback address it listens on", line)
+	}
+	base := strings.TrimSuffix(strings.Fields(line[i:])[0], "/")
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "1 of 1 runs") || !strings.Contains(string(body), "native") {
+		t.Errorf("GET /: %d\n%.500s", resp.StatusCode, body)
+	}
+	resp, err = http.Get(base + "/run/latest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "<svg") {
+		t.Errorf("GET /run/latest: %d, want the report with its figures\n%.300s", resp.StatusCode, body)
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("serve after SIGINT: %v, want exit 0", err)
 	}
 }
