@@ -51,6 +51,6 @@ by a veth pair. It must run as root.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(env), newMethodsCmd(env), newResultsCmd(), newReportCmd(), newCompareCmd(), newCleanCmd(env), newSelfbenchCmd(env), newEBPFCmd(env), newVersionCmd(), newAgentCmd())
+	root.AddCommand(newRRCmd(), newUDPGenCmd(), newLabCmd(), newRunCmd(env), newMethodsCmd(env), newResultsCmd(), newReportCmd(), newCompareCmd(), newTrendCmd(), newServeCmd(), newCleanCmd(env), newSelfbenchCmd(env), newEBPFCmd(env), newVersionCmd(), newAgentCmd())
 	return root
 }

@@ -65,6 +65,13 @@ func TestCheck(t *testing.T) {
 			t.Errorf("Check error %q does not mention %q", err, want)
 		}
 	}
+	// Several missing kernel options: one fix line for all of them.
+	err = method.Check(p, []method.Requirement{{Kernel: "CONFIG_NET_FOU", Module: "fou"}, {Program: "wg", Package: "wireguard-tools"}, {Kernel: "CONFIG_NET_IPIP", Module: "ipip"}})
+	want := "CONFIG_NET_FOU, CONFIG_NET_IPIP missing (fix: a kernel with all of them, or the kernel lab: --testbed vm); " +
+		"wg missing (fix: apt-get install -y --no-install-recommends wireguard-tools)"
+	if err == nil || !strings.HasSuffix(err.Error(), want) {
+		t.Errorf("Check = %v, want it to end %q", err, want)
+	}
 }
 
 // TestMethodsCarryTraffic sets up every host-kernel method in a real

@@ -74,9 +74,13 @@ type Probe interface {
 }
 
 // Check returns nil when every requirement holds, or an error wrapping
-// ErrNotSupported that names each missing requirement and its fix.
+// ErrNotSupported that names each missing requirement and its fix. The
+// missing kernel options share one fix ("CONFIG_A, CONFIG_B missing (fix:
+// a kernel with all of them, or the kernel lab: --testbed vm)"), given
+// where the first of them is.
 func Check(p Probe, reqs []Requirement) error {
-	var missing []string
+	var missing, kernel []string
+	kernelAt := -1
 	for _, r := range reqs {
 		ok := true
 		switch {
@@ -93,13 +97,22 @@ func Check(p Probe, reqs []Requirement) error {
 				missing = append(missing, fmt.Sprintf("needs %s: %v", r.Feature, err))
 			}
 		}
-		if !ok {
-			what := r.Kernel
-			if what == "" {
-				what = r.Program
+		if !ok && r.Kernel != "" {
+			if kernelAt < 0 {
+				kernelAt = len(missing)
+				missing = append(missing, "")
 			}
-			missing = append(missing, fmt.Sprintf("%s missing (fix: %s)", what, r.Fix()))
+			kernel = append(kernel, r.Kernel)
+		} else if !ok {
+			missing = append(missing, fmt.Sprintf("%s missing (fix: %s)", r.Program, r.Fix()))
 		}
+	}
+	if kernelAt >= 0 {
+		fix := Requirement{Kernel: kernel[0]}.Fix()
+		if len(kernel) > 1 {
+			fix = "a kernel with all of them, or the kernel lab: --testbed vm"
+		}
+		missing[kernelAt] = fmt.Sprintf("%s missing (fix: %s)", strings.Join(kernel, ", "), fix)
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("%w: %s", ErrNotSupported, strings.Join(missing, "; "))

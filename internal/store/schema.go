@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // migration is one schema step, written for each dialect. Both texts
@@ -97,11 +98,105 @@ CREATE TABLE run_labels (
 );
 CREATE INDEX run_labels_key ON run_labels (key, value);
 `},
+	// Version 3: trends (tunbench trend, serve, Grafana): the
+	// acknowledged change points, those "tunbench trend --record" found
+	// and the measured_values view.
+	{sqlite: trendMigration(sqliteJSON), postgres: trendMigration(postgresJSON)},
+}
+
+// trendMigration adds the acknowledged change points, the change points
+// "tunbench trend --record" found (the Grafana dashboard's annotations),
+// and the measured_values view: one row per measured value with a time
+// column (docs/results.md). j says how the dialect reads the JSON the
+// runs and cells keep in text columns.
+func trendMigration(j jsonSQL) string {
+	return `
+CREATE TABLE change_acks (
+	change_id TEXT PRIMARY KEY,
+	acked     TEXT NOT NULL,
+	note      TEXT NOT NULL DEFAULT ''
+);
+
+CREATE TABLE change_points (
+	change_id      TEXT PRIMARY KEY,
+	time           TEXT NOT NULL,
+	series         TEXT NOT NULL,
+	key            TEXT NOT NULL,
+	metric         TEXT NOT NULL,
+	machine        TEXT NOT NULL,
+	testbed        TEXT NOT NULL,
+	last_run       TEXT NOT NULL,
+	first_run      TEXT NOT NULL,
+	before_value   DOUBLE PRECISION NOT NULL,
+	after_value    DOUBLE PRECISION NOT NULL,
+	change_percent DOUBLE PRECISION NOT NULL,
+	p              DOUBLE PRECISION NOT NULL,
+	regression     INTEGER NOT NULL,
+	summary        TEXT NOT NULL
+);
+CREATE INDEX change_points_time ON change_points (time);
+
+CREATE VIEW measured_values AS
+` + measuredValuesSelect(j) + `;
+`
+}
+
+// jsonSQL is how a dialect reads the JSON kept in a text column: the
+// column as JSON, and the run's start as a time.
+type jsonSQL struct {
+	json func(col string) string
+	time func(col string) string
+}
+
+var (
+	// SQLite's -> and ->> take JSON text as it is; its times are text.
+	sqliteJSON = jsonSQL{
+		json: func(col string) string { return col },
+		time: func(col string) string { return col },
+	}
+	// PostgreSQL's need jsonb, and Grafana a timestamptz time column.
+	postgresJSON = jsonSQL{
+		json: func(col string) string { return "CAST(" + col + " AS jsonb)" },
+		time: func(col string) string { return "CAST(" + col + " AS timestamptz)" },
+	}
+)
+
+// measuredValuesSelect is the view's query: one SELECT per figure, joined
+// with UNION ALL. The list is part of migration 3: never change it; a new
+// figure is a new migration that replaces the view.
+func measuredValuesSelect(j jsonSQL) string {
+	figures := []struct{ metric, unit, object, field string }{
+		{"throughput", "bit/s", "throughput", "bits_per_second_bps"},
+		{"sender_throughput", "bit/s", "throughput", "sender_bits_per_second_bps"},
+		{"retransmits", "count", "throughput", "retransmits"},
+		{"min_rtt", "us", "latency", "min_rtt_us"},
+		{"mean_rtt", "us", "latency", "mean_rtt_us"},
+		{"p50_rtt", "us", "latency", "p50_rtt_us"},
+		{"p90_rtt", "us", "latency", "p90_rtt_us"},
+		{"p99_rtt", "us", "latency", "p99_rtt_us"},
+		{"max_rtt", "us", "latency", "max_rtt_us"},
+		{"sender_cpu", "cores", "cpu", "sender_cores"},
+		{"receiver_cpu", "cores", "cpu", "receiver_cores"},
+		{"busy_avg", "percent", "cpu", "busy_avg_percent"},
+	}
+	host, rec := j.json("r.host"), j.json("c.record")
+	var q []string
+	for _, f := range figures {
+		q = append(q, `SELECT `+j.time("r.started")+` AS time, r.id AS run_id, r.testbed AS testbed,
+	(`+host+` ->> 'hostname') AS machine, (`+host+` ->> 'kernel') AS kernel,
+	c.key AS key, c.method AS method, c.repetition AS repetition,
+	CAST((`+rec+` -> 'meta' ->> 'background_busy_percent') AS DOUBLE PRECISION) AS background_busy_percent,
+	'`+f.metric+`' AS metric, '`+f.unit+`' AS unit,
+	CAST((`+rec+` -> '`+f.object+`' ->> '`+f.field+`') AS DOUBLE PRECISION) AS value
+FROM cells c JOIN runs r ON r.id = c.run_id
+WHERE c.status = 'ok' AND (`+rec+` -> '`+f.object+`' ->> '`+f.field+`') IS NOT NULL`)
+	}
+	return strings.Join(q, "\nUNION ALL\n")
 }
 
 // SchemaVersion is the database schema version this package writes; it
 // equals len(migrations).
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate applies the migrations the database has not seen yet, each in its
 // own transaction together with the version bump.

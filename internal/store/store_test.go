@@ -260,8 +260,8 @@ func TestOpenFreshFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.Version(ctx)
-	if err != nil || v != 2 || SchemaVersion != 2 || len(migrations) != SchemaVersion {
-		t.Errorf("schema version of a fresh file = %d, %v; want 2 = SchemaVersion (%d) = number of migrations (%d)",
+	if err != nil || v != 3 || SchemaVersion != 3 || len(migrations) != SchemaVersion {
+		t.Errorf("schema version of a fresh file = %d, %v; want 3 = SchemaVersion (%d) = number of migrations (%d)",
 			v, err, SchemaVersion, len(migrations))
 	}
 	var mode string
@@ -272,7 +272,7 @@ func TestOpenFreshFile(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, `PRAGMA busy_timeout`).Scan(&timeout); err != nil || timeout != int(BusyTimeout.Milliseconds()) {
 		t.Errorf("busy_timeout = %d, %v; want %d", timeout, err, BusyTimeout.Milliseconds())
 	}
-	for _, table := range []string{"runs", "cells", "schema_version"} {
+	for _, table := range []string{"runs", "cells", "schema_version", "change_acks", "change_points"} {
 		var n int
 		if err := s.db.QueryRowContext(ctx,
 			`SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?`, table).Scan(&n); err != nil || n != 1 {

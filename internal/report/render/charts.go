@@ -41,10 +41,12 @@ type Chart struct {
 	// ShareY names the group of figures meant to be compared side by side
 	// (the per-method throughput-over-time figures of one condition);
 	// Charts sets YMax, the highest point of any figure of the group, and
-	// each figure's y axis reaches it, so that the group shares one y
-	// axis. Empty for a figure that stands alone.
+	// XMax, the furthest x, and each figure's axes run from 0 to them, so
+	// that the group shares its axes and their ticks. Empty for a figure
+	// that stands alone.
 	ShareY string  `json:"share_y,omitempty"`
 	YMax   float64 `json:"y_max,omitempty"`
+	XMax   float64 `json:"x_max,omitempty"`
 }
 
 // Series is one line, or one set of bars (one bar per category).
@@ -815,17 +817,24 @@ func dimensionCharts(runID string, rows []summary.Summary, d dimension) []Chart 
 }
 
 // shareYAxes sets YMax of every chart with a ShareY group to the highest
-// point of any chart of that group.
+// point of any chart of that group, and XMax to the furthest x, so that
+// the group's figures share both axes and their ticks.
 func shareYAxes(charts []Chart) {
-	tops := map[string]float64{}
+	tops, ends := map[string]float64{}, map[string]float64{}
 	for _, c := range charts {
 		if c.ShareY != "" {
 			tops[c.ShareY] = max(tops[c.ShareY], dataTop(c))
+			for _, s := range c.Series {
+				for _, x := range s.X {
+					ends[c.ShareY] = max(ends[c.ShareY], x)
+				}
+			}
 		}
 	}
 	for i := range charts {
 		if g := charts[i].ShareY; g != "" {
 			charts[i].YMax = summary.Round6(tops[g])
+			charts[i].XMax = summary.Round6(ends[g])
 		}
 	}
 }

@@ -359,6 +359,10 @@ func buildFigure(c Chart, logx bool) (*drawing, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.Kind == KindLines && c.XMax > 0 && !logx {
+		// The x axis of the figures it is compared with: the same ticks.
+		p.X.Min, p.X.Max = 0, c.XMax
+	}
 	if c.Kind == KindLines && (c.Section == SectionRTT || c.Section == SectionLatencyLoad) {
 		p.Y.Max = 1
 	} else if top := max(dataTop(c), c.YMax); top > 0 {

@@ -104,7 +104,7 @@ func buildPanels(c Chart) (*panelFigure, error) {
 	pf.legend.Padding = vg.Points(3)
 	// Every panel has the same ranges, so that they compare at a glance.
 	top := max(dataTop(c), c.YMax) // the highest point of the figures it is compared with
-	minX, maxX := 0.0, 0.0
+	minX, maxX := 0.0, c.XMax      // the furthest x of the figures it is compared with
 	for _, s := range c.Series {
 		for _, x := range s.X {
 			maxX = max(maxX, x)

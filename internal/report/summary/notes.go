@@ -125,7 +125,7 @@ func Warnings(run result.Run, rows []Summary) []string {
 		emulated = emulated || r.Emulated
 		name := RowName(r, v)
 		if r.Unstable {
-			unstable = append(unstable, name)
+			unstable = append(unstable, name+" ("+strings.Join(r.UnstableFigures(), ", ")+")")
 		}
 		if r.BackgroundBusy {
 			busy = append(busy, name)

@@ -16,6 +16,7 @@ package summary
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -275,6 +276,21 @@ func FigureOf(unit string, xs []float64) Figure {
 // flag a row unstable.
 func (s *Summary) figures() []Figure {
 	return []Figure{s.Throughput, s.P50RTT, s.P99RTT, s.SenderCPU, s.ReceiverCPU, s.GbpsPerCore}
+}
+
+// figureNames name figures() in order, as the unstable warning names them.
+var figureNames = []string{"throughput", "p50 RTT", "p99 RTT", "sender CPU", "receiver CPU", "Gbit/s per busy core"}
+
+// UnstableFigures names the row's figures whose coefficient of variation
+// is above 10%, each with its CV: "p99 RTT CV 14%".
+func (s *Summary) UnstableFigures() []string {
+	var out []string
+	for i, f := range s.figures() {
+		if f.Unstable() {
+			out = append(out, fmt.Sprintf("%s CV %.0f%%", figureNames[i], f.CV*100))
+		}
+	}
+	return out
 }
 
 // joinDistinct adds the "+"-joined names of add to those of set that it

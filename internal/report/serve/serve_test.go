@@ -1,0 +1,177 @@
+package serve
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/report/internal/fixture"
+	"github.com/tunbench/tunbench/internal/report/trend"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/store"
+)
+
+// trendKey is the series the test store's nightly runs make a trend of.
+const trendKey = "native/ipv4/mtu1500/offloads-on/p1"
+
+// testStore is a store with the fixture database's two real runs and
+// eight nightly runs made of the streams run's native cells, the last
+// four at a quarter of the throughput and on another kernel. It returns
+// the store and the id of the first run after the change.
+func testStore(t *testing.T) (*store.Store, string) {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.Open(filepath.Join(t.TempDir(), "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	recs := fixture.DB(t)
+	add := func(run result.Run, cells []result.Cell) {
+		t.Helper()
+		if err := st.BeginRun(ctx, &run); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cells {
+			c.RunID = run.ID
+			if _, err := st.AddCell(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.FinishRun(ctx, run.ID, result.RunDone, "", run.Started.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range recs {
+		add(r.Run, r.Cells)
+	}
+	streams := recs[1]
+	var native []result.Cell
+	for _, c := range streams.Cells {
+		if c.Key == trendKey {
+			native = append(native, c)
+		}
+	}
+	if len(native) == 0 {
+		t.Fatalf("the fixture's streams run has no %s cells", trendKey)
+	}
+	var firstAfter string
+	for i := range 8 {
+		run := streams.Run
+		run.ID = fmt.Sprintf("n%05d", i)
+		run.Started = streams.Run.Started.AddDate(0, 0, i+1)
+		cells := native
+		if i >= 4 {
+			run.Host.Kernel = "6.19.0-test"
+			cells = fixture.ScaleThroughput(native, "native", 0.25)
+			if firstAfter == "" {
+				firstAfter = run.ID
+			}
+		}
+		add(run, cells)
+	}
+	return st, firstAfter
+}
+
+func get(t *testing.T, base, path string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(base + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// TestPages: every page answers, bad input gets a 4xx page that says
+// what to do, never a 500.
+func TestPages(t *testing.T) {
+	st, firstAfter := testStore(t)
+	srv := httptest.NewServer(New(st))
+	defer srv.Close()
+	recs := fixture.DB(t)
+	matrix := recs[0].Run.ID
+	series := trend.SeriesID(recs[1].Run.Host.Hostname, recs[1].Run.Testbed, trendKey, trend.MetricThroughput)
+	for _, tc := range []struct {
+		path   string
+		status int
+		want   string
+	}{
+		{"/", 200, "10 of 10 runs"},
+		{"/?method=vxlan", 200, "2 of 10 runs"},
+		{"/?kernel=6.19.0-test", 200, "4 of 10 runs"},
+		{"/run/" + matrix, 200, "<svg"},
+		{"/run/" + matrix[:4], 200, "<svg"},
+		{"/compare?a=" + matrix + "&b=" + recs[1].Run.ID, 200, "<svg"},
+		{"/trend", 200, trendKey},
+		{"/trend/series?" + url.Values{"id": {series}}.Encode(), 200, `data-run="` + firstAfter + `"`},
+		{"/run/ffffff", 404, "find run ffffff: not found"},
+		{"/run/n0", 404, "ambiguous"},
+		{"/run/" + matrix + "/files/nope.svg", 404, "no figure nope.svg"},
+		{"/nope", 404, "the pages are"},
+		{"/?label=novalue", 400, "use key=value"},
+		{"/?colour=red", 400, "unknown parameter &#34;colour&#34;"},
+		{"/trend?since=yesterday", 400, "since"},
+		{"/trend?metric=bogus", 400, "metric"},
+		{"/trend/series?id=garbage", 400, "a series id is machine|testbed|key|metric"},
+		{"/trend/series?" + url.Values{"id": {"x|y|z|throughput"}}.Encode(), 404, "no series"},
+		{"/compare?a=" + matrix, 400, "compare needs two runs"},
+		{"/compare?a=" + matrix + "&b=ffffff", 404, "not found"},
+	} {
+		status, body := get(t, srv.URL, tc.path)
+		if status != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("GET %s: %d, want %d with %q\n%.600s", tc.path, status, tc.status, tc.want, body)
+		}
+	}
+	resp, err := http.Post(srv.URL+"/", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /: %d, want 405", resp.StatusCode)
+	}
+	// A figure file the report links to is served.
+	_, body := get(t, srv.URL, "/run/"+matrix)
+	i := strings.Index(body, `href="`+matrix+`/files/`)
+	if i < 0 {
+		t.Fatalf("the run page links no figure file under %s/files/", matrix)
+	}
+	link := body[i+len(`href="`):]
+	link = link[:strings.IndexByte(link, '"')]
+	resp, err = http.Get(srv.URL + "/run/" + link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/") {
+		t.Errorf("GET /run/%s: %d %s, want an image", link, resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+func TestCheckAddr(t *testing.T) {
+	for _, ok := range []string{"127.0.0.1:8080", "[::1]:0", "0.0.0.0:8080", "localhost:9000"} {
+		if err := CheckAddr(ok); err != nil {
+			t.Errorf("CheckAddr(%q): %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"8080", "", "127.0.0.1", "127.0.0.1:"} {
+		if err := CheckAddr(bad); err == nil || !strings.Contains(err.Error(), "--addr") {
+			t.Errorf("CheckAddr(%q) = %v, want an error naming --addr", bad, err)
+		}
+	}
+	if !strings.HasPrefix(DefaultAddr, "127.0.0.1:") {
+		t.Errorf("DefaultAddr %s is not the loopback address", DefaultAddr)
+	}
+}

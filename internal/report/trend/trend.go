@@ -1,0 +1,442 @@
+// Package trend turns stored runs into series over time and finds where
+// each series changed: "did vxlan with offloads off get slower at some
+// kernel, on which machine, and what changed between the last good run and
+// the first bad one".
+//
+// A series is one figure (throughput, p50 or p99 round-trip time) of one
+// cell key (method and condition: family, MTU, offloads, streams,
+// direction, MSS, congestion control, WAN, options, sites) on one machine
+// (host name) and testbed, one point per run in the order the runs
+// started. A point is the mean over the run's ok repetitions of that cell.
+//
+// Change points come from internal/stats/changepoint (E-divisive means
+// with Student's t-test, as Hunter and Apache Otava): the runs' means
+// locate a change, and the t-test compares the repetitions of the runs
+// either side, so more repetitions give more power. Noise is handled as
+// the report handles it:
+//   - a point measured while the machine was busy (Meta.Busy), or under
+//     software emulation, is shown but left out of the detection: such
+//     figures are not performance (Options.IncludeBusy keeps busy ones,
+//     for a machine that is never idle, and notes them);
+//   - a change is claimed only when its t-test p is at most Options.MaxP
+//     and its size at least Options.ThresholdPercent; a change next to an
+//     unstable point (CV over 10% across its repetitions), or one resting
+//     on single repetitions, says so in Change.Notes.
+//
+// What differed between the last run before a change and the first after
+// it is read from Facts, the one function that lists what is known of a
+// run. Everything here is pure: the store is read by the caller.
+package trend
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/report/summary"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/stats"
+	"github.com/tunbench/tunbench/internal/stats/changepoint"
+)
+
+// RunRecords is one stored run with its cells.
+type RunRecords struct {
+	Run   result.Run
+	Cells []result.Cell
+}
+
+// Metrics a series can follow.
+const (
+	MetricThroughput = "throughput"
+	MetricP50RTT     = "p50_rtt"
+	MetricP99RTT     = "p99_rtt"
+)
+
+// Metrics lists them in the order series are listed.
+var Metrics = []string{MetricThroughput, MetricP50RTT, MetricP99RTT}
+
+// Filter selects runs and series; the zero value selects all. Method,
+// Testbed and Machine are exact; Condition parts must each be a "/"-part
+// of the cell key (e.g. "offloads-off", "mtu9000", "cc-bbr"); Labels
+// must each equal the run's fact "label:KEY" (see Facts).
+type Filter struct {
+	Method    string
+	Testbed   string
+	Machine   string
+	Condition []string
+	Labels    map[string]string
+	Metric    string
+	Since     time.Time
+}
+
+// Options tune Build.
+type Options struct {
+	Filter Filter
+	// MaxP is the largest p of a claimed change; 0 means
+	// changepoint.DefaultMaxP.
+	MaxP float64
+	// ThresholdPercent is the smallest claimed change, in percent of the
+	// level before; 0 means DefaultThresholdPercent.
+	ThresholdPercent float64
+	// Acked are acknowledged change ids.
+	Acked map[string]bool
+	// IncludeBusy counts points measured on a busy host, for a machine
+	// that is never idle; a change next to one says so in its notes.
+	IncludeBusy bool
+}
+
+// DefaultThresholdPercent is the smallest change claimed by default, the
+// same as compare's default threshold.
+const DefaultThresholdPercent = 5
+
+// Series is one figure of one cell key on one machine over time.
+type Series struct {
+	// ID names the series: machine, testbed, key and metric.
+	ID      string `json:"id"`
+	Key     string `json:"key"`
+	Method  string `json:"method"`
+	Machine string `json:"machine"`
+	Testbed string `json:"testbed"`
+	Metric  string `json:"metric"`
+	Unit    string `json:"unit"`
+	// HigherIsBetter is true for throughput, false for round-trip times.
+	HigherIsBetter bool     `json:"higher_is_better"`
+	Points         []Point  `json:"points"`
+	Changes        []Change `json:"changes"`
+}
+
+// Point is one run's figure.
+type Point struct {
+	RunID   string    `json:"run_id"`
+	Started time.Time `json:"started"`
+	Mean    float64   `json:"mean"`
+	// N is the number of ok repetitions, CV their coefficient of variation.
+	N        int     `json:"n"`
+	CV       float64 `json:"cv"`
+	Unstable bool    `json:"unstable"`
+	// Values are the repetitions' values, in the unit of the series.
+	Values []float64 `json:"values"`
+	// Busy is true when the run measured it while the machine was busy.
+	Busy bool `json:"busy"`
+	// Excluded says why the point is left out of the detection ("busy",
+	// "emulated"); "" when it counts.
+	Excluded string `json:"excluded,omitempty"`
+}
+
+// Change is a change point of a series.
+type Change struct {
+	// ID is stable across invocations (series and first run after), so it
+	// can be acknowledged.
+	ID string `json:"id"`
+	// Index is the index in Series.Points of the first point after.
+	Index int `json:"index"`
+	// Before and After are the means of the segments either side.
+	Before float64 `json:"before"`
+	After  float64 `json:"after"`
+	// Percent is the change in percent of Before.
+	Percent float64 `json:"change_percent"`
+	// P is the t-test's two-sided p-value between the segments.
+	P       float64 `json:"p"`
+	NBefore int     `json:"n_before"`
+	NAfter  int     `json:"n_after"`
+	// Regression is true when the figure got worse.
+	Regression bool `json:"regression"`
+	// Acked is true when the change was acknowledged (tunbench trend --ack).
+	Acked bool `json:"acknowledged"`
+	// LastBefore and FirstAfter are the runs either side of the change.
+	LastBefore string    `json:"last_run_before"`
+	FirstAfter string    `json:"first_run_after"`
+	BeforeTime time.Time `json:"last_run_before_started"`
+	AfterTime  time.Time `json:"first_run_after_started"`
+	// Differences are the facts that differ between those two runs.
+	Differences []Difference `json:"differences"`
+	// Notes qualify the claim (unstable neighbours, single repetitions).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Difference is one fact that differs between two runs.
+type Difference struct {
+	Fact   string `json:"fact"`
+	Before string `json:"before"`
+	After  string `json:"after"`
+}
+
+// Facts lists what is known of a run that may explain a change: kernel,
+// versions of tunbench, Go and every tool, the distribution, CPU, host
+// class and sysctls. Labels join here as "label:KEY".
+func Facts(r result.Run) map[string]string {
+	h := r.Host
+	f := map[string]string{
+		"kernel":   h.Kernel,
+		"tunbench": h.Tunbench,
+		"go":       h.GoVersion,
+		"os":       h.OSRelease,
+		"cpu":      h.CPUModel,
+		"cpus":     fmt.Sprint(h.CPUCount),
+		"class":    h.ClassLabel(),
+	}
+	for k, v := range h.Tools {
+		f["tool:"+k] = v
+	}
+	for k, v := range h.Sysctls {
+		f["sysctl:"+k] = v
+	}
+	for k, v := range r.Labels {
+		f["label:"+k] = v
+	}
+	maps.DeleteFunc(f, func(_, v string) bool { return v == "" })
+	return f
+}
+
+// Differ lists the facts that differ between a and b, sorted by name.
+func Differ(a, b map[string]string) []Difference {
+	var out []Difference
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, Difference{k, v, b[k]})
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, Difference{k, "", v})
+		}
+	}
+	slices.SortFunc(out, func(x, y Difference) int { return strings.Compare(x.Fact, y.Fact) })
+	return out
+}
+
+// Machine is the machine a run measured on: its host name.
+func Machine(r result.Run) string { return r.Host.Hostname }
+
+// SelectRun reports whether run r passes f's run filters (testbed,
+// machine, labels, since).
+func (f Filter) SelectRun(r result.Run) bool {
+	if f.Testbed != "" && r.Testbed != f.Testbed {
+		return false
+	}
+	if f.Machine != "" && Machine(r) != f.Machine {
+		return false
+	}
+	if !f.Since.IsZero() && r.Started.Before(f.Since) {
+		return false
+	}
+	if len(f.Labels) > 0 {
+		facts := Facts(r)
+		for k, v := range f.Labels {
+			if facts["label:"+k] != v {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// selectKey reports whether a cell key and method pass f.
+func (f Filter) selectKey(method, key string) bool {
+	if f.Method != "" && method != f.Method {
+		return false
+	}
+	parts := strings.Split(key, "/")
+	for _, c := range f.Condition {
+		if !slices.Contains(parts, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// SeriesID names a series.
+func SeriesID(machine, testbed, key, metric string) string {
+	return machine + "|" + testbed + "|" + key + "|" + metric
+}
+
+// Build groups runs' cells into series, in time order, and finds their
+// change points. Series come sorted by key, metric, machine and testbed.
+func Build(runs []RunRecords, o Options) []Series {
+	if o.MaxP <= 0 {
+		o.MaxP = changepoint.DefaultMaxP
+	}
+	if o.ThresholdPercent <= 0 {
+		o.ThresholdPercent = DefaultThresholdPercent
+	}
+	runs = slices.Clone(runs)
+	slices.SortStableFunc(runs, func(a, b RunRecords) int {
+		if c := a.Run.Started.Compare(b.Run.Started); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Run.ID, b.Run.ID)
+	})
+	byID := map[string]*Series{}
+	facts := map[string]map[string]string{}
+	for _, rr := range runs {
+		if !o.Filter.SelectRun(rr.Run) {
+			continue
+		}
+		facts[rr.Run.ID] = Facts(rr.Run)
+		reps := map[string][]result.Cell{}
+		var selected []result.Cell // only the cells of the series asked for are summarised
+		for _, c := range rr.Cells {
+			k := summary.CellKey(c)
+			if !o.Filter.selectKey(c.Method, k) {
+				continue
+			}
+			selected = append(selected, c)
+			if c.Status == result.StatusOK {
+				reps[k] = append(reps[k], c)
+			}
+		}
+		if len(selected) == 0 {
+			continue
+		}
+		for _, row := range summary.Aggregate(rr.Run, selected) {
+			if row.OK == 0 || !o.Filter.selectKey(row.Method, row.Key) {
+				continue
+			}
+			for _, m := range Metrics {
+				if o.Filter.Metric != "" && m != o.Filter.Metric {
+					continue
+				}
+				fig, unit, higher := figure(row, m)
+				if fig.N == 0 {
+					continue
+				}
+				id := SeriesID(Machine(rr.Run), rr.Run.Testbed, row.Key, m)
+				s := byID[id]
+				if s == nil {
+					s = &Series{ID: id, Key: row.Key, Method: row.Method, Machine: Machine(rr.Run), Testbed: rr.Run.Testbed,
+						Metric: m, Unit: unit, HigherIsBetter: higher}
+					byID[id] = s
+				}
+				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable(),
+					Values: values(reps[row.Key], m)}
+				switch {
+				case row.Emulated:
+					p.Excluded = "emulated"
+				case row.BackgroundBusy && !o.IncludeBusy:
+					p.Excluded = "busy"
+				}
+				p.Busy = row.BackgroundBusy
+				s.Points = append(s.Points, p)
+			}
+		}
+	}
+	out := make([]Series, 0, len(byID))
+	for _, s := range byID {
+		s.Changes = detect(*s, facts, o)
+		out = append(out, *s)
+	}
+	slices.SortFunc(out, func(a, b Series) int {
+		return cmpStrings([]string{a.Key, metricOrder(a.Metric), a.Machine, a.Testbed}, []string{b.Key, metricOrder(b.Metric), b.Machine, b.Testbed})
+	})
+	return out
+}
+
+func metricOrder(m string) string { return fmt.Sprint(slices.Index(Metrics, m)) }
+
+func cmpStrings(a, b []string) int {
+	for i := range a {
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// figure picks a metric out of a summary row.
+func figure(row summary.Summary, m string) (stats.Summary, string, bool) {
+	switch m {
+	case MetricThroughput:
+		return row.Throughput.Summary, summary.UnitGbps, true
+	case MetricP50RTT:
+		return row.P50RTT.Summary, summary.UnitMicros, false
+	case MetricP99RTT:
+		return row.P99RTT.Summary, summary.UnitMicros, false
+	}
+	return stats.Summary{}, "", false
+}
+
+// values are the repetitions' values of metric m.
+func values(reps []result.Cell, m string) []float64 {
+	var out []float64
+	for _, c := range reps {
+		switch {
+		case m == MetricThroughput && c.Throughput != nil:
+			out = append(out, c.Throughput.BitsPerSecond/1e9)
+		case m == MetricP50RTT && c.Latency != nil:
+			out = append(out, c.Latency.P50)
+		case m == MetricP99RTT && c.Latency != nil:
+			out = append(out, c.Latency.P99)
+		}
+	}
+	return out
+}
+
+// detect finds the claimed change points of s over its included points:
+// the runs' means locate a change, and its t-test compares their
+// repetitions (changepoint.DetectSamples).
+func detect(s Series, facts map[string]map[string]string, o Options) []Change {
+	var idx []int // indices into s.Points of included points
+	var samples [][]float64
+	for i, p := range s.Points {
+		if p.Excluded == "" && len(p.Values) > 0 {
+			idx = append(idx, i)
+			samples = append(samples, p.Values)
+		}
+	}
+	var out []Change
+	for _, cp := range changepoint.DetectSamples(samples, changepoint.Options{MaxP: o.MaxP}) {
+		pct := cp.Change() * 100
+		if math.Abs(pct) < o.ThresholdPercent {
+			continue
+		}
+		before, after := s.Points[idx[cp.Index-1]], s.Points[idx[cp.Index]]
+		c := Change{
+			ID:    ChangeID(s.ID, after.RunID),
+			Index: idx[cp.Index], Before: cp.Before, After: cp.After, Percent: pct, P: cp.P,
+			NBefore: cp.NBefore, NAfter: cp.NAfter,
+			Regression: (pct < 0) == s.HigherIsBetter,
+			LastBefore: before.RunID, FirstAfter: after.RunID,
+			BeforeTime: before.Started, AfterTime: after.Started,
+			Differences: Differ(facts[before.RunID], facts[after.RunID]),
+		}
+		c.Acked = o.Acked[c.ID]
+		for _, p := range []Point{before, after} {
+			if p.Unstable {
+				c.Notes = append(c.Notes, fmt.Sprintf("run %s is unstable here (CV %.0f%% over %d repetitions)", p.RunID, p.CV*100, p.N))
+			}
+			if p.Busy {
+				c.Notes = append(c.Notes, fmt.Sprintf("run %s was measured while the machine was busy", p.RunID))
+			}
+			if p.N < 2 {
+				c.Notes = append(c.Notes, fmt.Sprintf("run %s has one repetition: its spread is unknown", p.RunID))
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// ChangeID is a change's stable id: a hash of its series and the first
+// run after it, 12 hex digits.
+func ChangeID(series, firstAfter string) string {
+	sum := sha256.Sum256([]byte(series + "@" + firstAfter))
+	return hex.EncodeToString(sum[:6])
+}
+
+// Regressions counts the unacknowledged regressions of series.
+func Regressions(series []Series) int {
+	n := 0
+	for _, s := range series {
+		for _, c := range s.Changes {
+			if c.Regression && !c.Acked {
+				n++
+			}
+		}
+	}
+	return n
+}
