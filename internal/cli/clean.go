@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
@@ -49,9 +50,9 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			tb, err := bed.Lookup(name)
+			tb, err := testbeds.Lookup(name)
 			if err != nil || tb.Clean == nil {
-				return fmt.Errorf("--testbed %q: use %s", name, bed.Choices(cleans))
+				return fmt.Errorf("--testbed %q: use %s", name, testbeds.Choices(cleans))
 			}
 			job := bed.CleanJob{Run: run, Site: site}
 			if tb.Remote {
@@ -74,7 +75,7 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&name, "testbed", "", bed.Help(cleans, false)+": clean every host (node) of the scenario given with -f")
+	fl.StringVar(&name, "testbed", "", testbeds.Help(cleans, false)+": clean every host (node) of the scenario given with -f")
 	fl.StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh or kubernetes)")
 	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts, kubernetes nodes and pods)")
 	fl.StringVar(&site, "site", "", "clean this host as this site of --run")

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -62,7 +62,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return err
 	}
 	for _, name := range []string{s.Testbed, run.Testbed} {
-		if tb, err := bed.Lookup(name); err == nil && tb.Lab {
+		if tb, err := testbeds.Lookup(name); err == nil && tb.Lab {
 			return fmt.Errorf("resume run %s: runs on the %s testbed cannot be resumed yet; start a new run", run.ID, tb.Name)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -161,5 +161,5 @@ func Remaining(steps []plan.Step, stored []result.Cell) []plan.Step {
 }
 
 // Catalog exposes the registry and the testbeds to scenario validation
-// (bed.Catalog).
-func Catalog(r *method.Registry) scenario.Catalog { return bed.Catalog(r) }
+// (registry.Catalog of internal/bed/registry).
+func Catalog(r *method.Registry) scenario.Catalog { return registry.Catalog(r) }

@@ -1,14 +1,15 @@
 package scenario
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// Bed is what validation asks of a testbed: its entry in the testbed
-// registry (internal/bed) gives it through the catalog (BedCatalog).
+// Bed is what validation asks of a testbed: its folder's entry in the
+// testbed registry (internal/bed) gives it through the catalog
+// (BedCatalog), so this package checks a scenario's testbed without
+// naming one.
 type Bed struct {
 	// Name is the testbed's name in the scenario's testbed field.
 	Name string
@@ -19,6 +20,11 @@ type Bed struct {
 	// uses what only this one uses (its section, a kernel to boot),
 	// naming the fix; nil when there is nothing such.
 	Stray func(s Scenario) error
+	// CheckRecover returns the problems of the recover test on this
+	// testbed, which takes side a's underlay device down and up (a
+	// cluster's node would be cut off its cluster; a host's device needs
+	// host changes); nil when the testbed allows it.
+	CheckRecover func(s Scenario) []error
 }
 
 // BedCatalog is implemented by catalogs that know the testbeds, in the
@@ -27,40 +33,20 @@ type BedCatalog interface {
 	Beds() []Bed
 }
 
-// SSHBed, KubernetesBed and VMBed are the checks of the scenario's
-// fields the testbeds ssh, kubernetes and vm use (their sections, the
-// kernel to boot); their registry entries give them.
-var (
-	SSHBed = Bed{
-		Name:  "ssh",
-		Check: func(s Scenario, c Catalog) []error { return s.validateSSH(c) },
-		Stray: func(s Scenario) error {
-			if s.SSH == nil {
-				return nil
-			}
-			return errors.New("ssh: hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
-		},
+// bed returns the scenario's testbed from the catalog, if it knows
+// testbeds and that one.
+func (s Scenario) bed(c Catalog) (Bed, bool) {
+	bc, ok := c.(BedCatalog)
+	if !ok {
+		return Bed{}, false
 	}
-	KubernetesBed = Bed{
-		Name:  "kubernetes",
-		Check: func(s Scenario, _ Catalog) []error { return s.validateKubernetes() },
-		Stray: func(s Scenario) error {
-			if s.Kubernetes == nil {
-				return nil
-			}
-			return errors.New("kubernetes: a cluster is only used by testbed kubernetes: set testbed: kubernetes or drop the kubernetes section")
-		},
+	beds := bc.Beds()
+	i := slices.IndexFunc(beds, func(b Bed) bool { return b.Name == s.Testbed })
+	if i < 0 {
+		return Bed{}, false
 	}
-	VMBed = Bed{
-		Name: "vm",
-		Stray: func(s Scenario) error {
-			if s.Kernel == "" {
-				return nil
-			}
-			return errors.New("kernel: a kernel is only booted by testbed vm: set testbed: vm or drop kernel")
-		},
-	}
-)
+	return beds[i], true
+}
 
 // validateBed checks the scenario against its testbed and the fields
 // only other testbeds use; a catalog that knows no testbeds checks none.
@@ -79,16 +65,16 @@ func (s Scenario) validateBed(c Catalog) []error {
 			errs = append(errs, err)
 		}
 	}
-	i := slices.IndexFunc(beds, func(b Bed) bool { return b.Name == s.Testbed })
-	if i < 0 {
+	b, ok := s.bed(c)
+	if !ok {
 		names := make([]string, len(beds))
 		for j, b := range beds {
 			names[j] = b.Name
 		}
 		return append(errs, fmt.Errorf("testbed: unknown testbed %q: use %s", s.Testbed, or(names)))
 	}
-	if beds[i].Check != nil {
-		errs = append(errs, beds[i].Check(s, c)...)
+	if b.Check != nil {
+		errs = append(errs, b.Check(s, c)...)
 	}
 	return errs
 }

@@ -1,4 +1,5 @@
-// Package kubebed is the kubernetes testbed: the nodes of a cluster,
+// Package kubernetes is the kubernetes testbed (Entry, and its scenario
+// section's checks in section.go): the nodes of a cluster,
 // reached through its API server with client-go (internal/kubehost). On
 // each node tunbench creates one privileged pod (host network and pids,
 // the node's root file system mounted, pinned with nodeName, labelled
@@ -6,7 +7,7 @@
 // subresource, on the node's own file system (chroot) or, with
 // kubernetes.tools: image, in the agent container with the image's tools,
 // with the same stdin/stdout protocol as over SSH. From there on the ssh testbed's code
-// runs unchanged (agentbed over an exec transport): host checks, the agent,
+// runs unchanged (the ssh testbed's agent code, package ssh, over an exec transport): host checks, the agent,
 // pairs, lost hosts cleaned and reconnected, the end of the run.
 //
 // The method pod-network asks for endpoints in ordinary pods
@@ -20,7 +21,7 @@
 // A pod that is deleted or evicted, or a node whose kubelet stops
 // answering, fails the cell that was using it, naming the node; the next
 // cell on that node gets a new pod, cleaned first, and the run goes on.
-package kubebed
+package kubernetes
 
 import (
 	"context"
@@ -34,7 +35,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -64,9 +65,9 @@ type Config struct {
 	// empty).
 	Binary string
 	// Tools, Methods and CongestionControls are checked on every node as
-	// on ssh hosts (agentbed.Config).
+	// on ssh hosts (ssh.Config).
 	Tools              []remotehost.Tool
-	Methods            []agentbed.MethodNeeds
+	Methods            []ssh.MethodNeeds
 	CongestionControls []string
 	// PodNetwork is set when the run measures the pod network: an
 	// ordinary pod per node is kept as well.
@@ -87,7 +88,7 @@ func PodSite(node string) string { return node + podSuffix }
 type Testbed struct {
 	cfg   Config
 	cl    *kubehost.Cluster
-	inner *agentbed.Testbed
+	inner *ssh.Testbed
 
 	mu    sync.Mutex
 	sites map[string]*site
@@ -105,7 +106,7 @@ type site struct {
 }
 
 // Open checks access and the nodes, creates the run's pods, and starts an
-// agent on every node (agentbed.Open over exec streams). Problems are
+// agent on every node (ssh.Open over exec streams). Problems are
 // reported per node, all at once; the access check and the nodes' state
 // before anything is created in the cluster.
 func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
@@ -180,7 +181,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	// The sites as the ssh testbed sees them: device and addresses
 	// found on each node (and in each ordinary pod).
-	ssh := &scenario.SSH{Dir: k.Dir, Binary: k.Binary}
+	hosts := &scenario.SSH{Dir: k.Dir, Binary: k.Binary}
 	networks := map[string]string{}
 	for _, name := range t.siteNames() {
 		st, err := t.locate(ctx, t.sites[name])
@@ -188,7 +189,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 			errs = append(errs, err)
 			continue
 		}
-		ssh.Sites = append(ssh.Sites, st)
+		hosts.Sites = append(hosts.Sites, st)
 		if t.sites[name].workload != nil {
 			networks[name] = testbed.NetworkPod
 		}
@@ -196,8 +197,8 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	inner, err := agentbed.Open(ctx, agentbed.Config{
-		SSH: ssh, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
+	inner, err := ssh.Open(ctx, ssh.Config{
+		SSH: hosts, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
 		Log: cfg.Log, Connect: t.connect, Networks: networks, Testbed: "kubernetes",
@@ -384,7 +385,7 @@ func (t *Testbed) podHost(ctx context.Context, st *site) (*remotehost.Host, erro
 // by its cgroup (cgroupfs "pod<uid>", systemd "pod<uid with _>").
 const pidScript = `u=$1; s=$(echo "$u" | tr - _); for f in /proc/[0-9]*/cgroup; do if grep -q -e "pod$u" -e "pod$s" "$f" 2>/dev/null; then p=${f#/proc/}; echo "${p%/cgroup}"; exit 0; fi; done; exit 0`
 
-// connect is agentbed's Config.Connect: a Host on the site, its pods made
+// connect is the agent testbed's Config.Connect (package ssh): a Host on the site, its pods made
 // anew when they are gone (deleted, evicted), and the site as it is now.
 func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
 	t.mu.Lock()

@@ -1,11 +1,17 @@
-package scenario_test
+package kubernetes_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed/registry"
+	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
+
+// catalog is the scenario's validation as the command line runs it:
+// every method and every testbed.
+var catalog = registry.Catalog(methods.Builtin())
 
 const kubeYAML = `
 testbed: kubernetes
@@ -23,7 +29,7 @@ func TestKubernetesScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Remote() {
@@ -74,7 +80,7 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 			}
 			s, err := scenario.Parse([]byte(doc))
 			if err == nil {
-				err = s.Validate(catalog{})
+				err = s.Validate(catalog)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v\nwant it to contain %q", err, tc.want)
@@ -97,10 +103,23 @@ func TestKubernetesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsImage {
 		t.Errorf("tools %q, want %q", got, scenario.ToolsImage)
+	}
+}
+
+// TestRecoverOnKubernetes: recover would cut a node off its cluster.
+func TestRecoverOnKubernetes(t *testing.T) {
+	s, err := scenario.Parse([]byte(kubeYAML + "tests: [recover]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(catalog)
+	want := "tests: recover takes the underlay device down, which on a cluster node cuts the node off its cluster: drop recover, or run it on testbed local, vm or ssh"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("recover on a cluster: %v, want %q", err, want)
 	}
 }

@@ -1,4 +1,4 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -44,7 +44,7 @@ func tunbench(t testing.TB) (string, string) {
 			return
 		}
 		binPath = filepath.Join(dir, "tunbench")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", binPath, "../../../cmd/tunbench").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("%v\n%s", err, out)
 			return
 		}
@@ -82,13 +82,13 @@ func sshScenario(sites *sshtest.Sites, bin string, methods ...string) scenario.S
 
 // config is the testbed configuration a run of s uses, dialing each site
 // from inside its namespace.
-func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) agentbed.Config {
+func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) ssh.Config {
 	bin, bid := tunbench(t)
 	ns := map[string]string{}
 	for _, st := range sites.Site {
 		ns[st.Config.Name] = st.Namespace
 	}
-	return agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
+	return ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
 		Tools: []remotehost.Tool{{Program: "iperf3"}},
 		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
@@ -112,7 +112,7 @@ func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func
 	}
 	id := testbed.NewID()
 	ctx := context.Background()
-	tb, err := agentbed.Open(ctx, config(t, sites, s, id))
+	tb, err := ssh.Open(ctx, config(t, sites, s, id))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -214,7 +214,7 @@ func TestSSHUnknownHostKeyRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SSH.KnownHosts = empty
-	_, err := agentbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
+	_, err := ssh.Open(context.Background(), config(t, sites, s, testbed.NewID()))
 	if !errors.Is(err, remotehost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
 	}
@@ -303,7 +303,7 @@ func TestSSHMissingToolsReportedPerHost(t *testing.T) {
 	id := testbed.NewID()
 	cfg := config(t, sites, s, id)
 	cfg.Tools = append(cfg.Tools, remotehost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
-	_, err := agentbed.Open(context.Background(), cfg)
+	_, err := ssh.Open(context.Background(), cfg)
 	for _, st := range sites.Site {
 		want := "host " + st.Config.Name + " lacks tunbench-no-such-tool: apt-get install -y --no-install-recommends no-such-package"
 		if err == nil || !strings.Contains(err.Error(), want) {

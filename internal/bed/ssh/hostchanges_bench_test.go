@@ -1,4 +1,4 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/vishvananda/netns"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -36,7 +36,7 @@ import (
 //     the medians (target at most 2 s). Each variant goes first in half
 //     the rounds.
 //
-//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/agentbed/
+//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/bed/ssh/
 func BenchmarkHostChanges(b *testing.B) {
 	sites := sshtest.New(b, 2, sshtest.Management())
 	bin, bid := tunbench(b)
@@ -56,9 +56,9 @@ func BenchmarkHostChanges(b *testing.B) {
 		ns[st.Config.Name] = st.Namespace
 	}
 	changes := base
-	ssh := *base.SSH
-	ssh.HostChanges = true
-	changes.SSH = &ssh
+	hosts := *base.SSH
+	hosts.HostChanges = true
+	changes.SSH = &hosts
 	changes.MTUs, changes.Offloads = []int{1500, 9000}, []string{"on", "off"}
 	plain := base
 	plain.Repetitions = 4
@@ -67,8 +67,8 @@ func BenchmarkHostChanges(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	open := func(s scenario.Scenario, id string) *agentbed.Testbed {
-		tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
+	open := func(s scenario.Scenario, id string) *ssh.Testbed {
+		tb, err := ssh.Open(ctx, ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
 			ID: id, BuildID: bid, Version: "devel", Binary: bin, Dial: dialer(ns)})
 		if err != nil {
 			b.Fatal(err)

@@ -1,6 +1,8 @@
-// Package agentbed is the agent testbed: real hosts, each reached over a
-// transport (SSH for the ssh testbed, by default; a pod's exec stream for
-// kubernetes, through Config.Connect). On each host tunbench runs itself
+// Package ssh is the ssh testbed (Entry): the hosts of the scenario's ssh
+// section, whose checks live here too (section.go). Its code is the agent
+// testbed, which the kubernetes testbed runs as well: real hosts, each
+// reached over a transport (SSH for the ssh testbed, by default; a pod's
+// exec stream for kubernetes, through Config.Connect). On each host tunbench runs itself
 // as an agent ("tunbench agent", this binary, copied there), so the same
 // plan, methods, load drivers and samplers run on the hosts unchanged: an
 // endpoint on a host is a testbed.Endpoint whose commands, files, netlink
@@ -16,7 +18,7 @@
 // scenario names, and never a host's default route; with ssh.host_changes
 // it sets that device's MTU and offload features per cell and puts them
 // back from a journal on the host (hostchanges.go).
-package agentbed
+package ssh
 
 import (
 	"context"
@@ -114,7 +116,7 @@ type host struct {
 // reads) before anything is created on any host.
 func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
-		return nil, errors.New("agentbed: the ssh testbed needs at least two sites")
+		return nil, errors.New("ssh testbed: the ssh testbed needs at least two sites")
 	}
 	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
 	n := len(cfg.SSH.Sites)
@@ -340,7 +342,7 @@ func (t *Testbed) Name() string { return "ssh" }
 // whose connection was lost is cleaned and reconnected first.
 func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, error) {
 	if spec.A == "" || spec.B == "" {
-		return nil, errors.New("agentbed: a cell on the ssh testbed names its two sites")
+		return nil, errors.New("ssh testbed: a cell on the ssh testbed names its two sites")
 	}
 	if err := testbed.CheckNetwork("ssh", spec); err != nil {
 		return nil, err
@@ -372,7 +374,7 @@ func (t *Testbed) site(ctx context.Context, name string) (*host, error) {
 	h := t.hosts[name]
 	t.mu.Unlock()
 	if h == nil {
-		return nil, fmt.Errorf("agentbed: unknown site %q", name)
+		return nil, fmt.Errorf("ssh testbed: unknown site %q", name)
 	}
 	select {
 	case <-h.agent.Done():
@@ -550,7 +552,7 @@ func (c Config) localBinary() (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("agentbed: find this tunbench: %w", err)
+		return "", fmt.Errorf("ssh testbed: find this tunbench: %w", err)
 	}
 	return exe, nil
 }

@@ -1,4 +1,4 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
@@ -32,7 +32,7 @@ var benchFamilies = []string{"native", "vxlan", "srv6", "wireguard-go", "ipsec",
 // most 1 s) and M-ssh/local (geometric mean of the rounds' ratios, each
 // testbed first in half the rounds; target within the run's noise of 1).
 //
-//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/agentbed/
+//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/bed/ssh/
 func BenchmarkSSHvsLocal(b *testing.B) {
 	for _, m := range benchFamilies {
 		b.Run(m, func(b *testing.B) { benchSSHvsLocal(b, m) })
@@ -62,7 +62,7 @@ func benchSSHvsLocal(b *testing.B, method string) {
 	local.Testbed, local.SSH = "local", nil
 	ctx := context.Background()
 	id := testbed.NewID()
-	tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
+	tb, err := ssh.Open(ctx, ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: dialer(ns)})
 	if err != nil {
 		b.Fatal(err)

@@ -1,11 +1,11 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -21,7 +21,7 @@ func TestOpenRefusesMTUWithoutHostChanges(t *testing.T) {
 	s := sshScenario(sites, bin, "native")
 	s.MTUs = []int{9000}
 	cfg := config(t, sites, s, testbed.NewID())
-	tb, err := agentbed.Open(context.Background(), cfg)
+	tb, err := ssh.Open(context.Background(), cfg)
 	if err == nil {
 		tb.Close()
 		t.Fatal("a host's MTU would change without host_changes, and Open went ahead")
@@ -36,7 +36,7 @@ func TestOpenRefusesMTUWithoutHostChanges(t *testing.T) {
 	s.SSH.HostChanges = true
 	cfg = config(t, sites, s, testbed.NewID())
 	cfg.MTUs = s.MTUs
-	tb, err = agentbed.Open(context.Background(), cfg)
+	tb, err = ssh.Open(context.Background(), cfg)
 	if err == nil {
 		tb.Close()
 		t.Fatal("host changes over the control connection's device were not refused")
