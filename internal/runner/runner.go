@@ -82,7 +82,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.BackgroundWindow == 0 {
 		cfg.BackgroundWindow = 500 * time.Millisecond
 	}
-	steps := plan.Build(cfg.Scenario, method.Catalog{R: cfg.Methods})
+	// The catalog with the testbeds: a testbed with sites names the
+	// pairs each cell runs between (scenario.Bed.Pairs).
+	steps := plan.Build(cfg.Scenario, Catalog(cfg.Methods))
 	start := time.Now()
 	run := result.Run{
 		Schema:   result.SchemaVersion,

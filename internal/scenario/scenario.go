@@ -20,18 +20,22 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
 )
 
 // Scenario is a benchmark matrix: every combination of methods, families,
 // MTUs, offload states and stream counts, each measured Repetitions times.
 type Scenario struct {
-	Name    string `yaml:"name" json:"name"`
-	Testbed string `yaml:"testbed" json:"testbed"` // "local", "vm", "ssh" or "kubernetes"
-	// SSH describes the hosts of testbed "ssh" (see SSH).
-	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
-	// Kubernetes describes the cluster and nodes of testbed "kubernetes"
-	// (see Kubernetes).
-	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	Name string `yaml:"name" json:"name"`
+	// Testbed names where the endpoints live: one of the testbeds of
+	// internal/bed/registry ("local", the default, "vm", "ssh",
+	// "kubernetes"), which validation asks through the catalog.
+	Testbed string `yaml:"testbed" json:"testbed"`
+	// Sections are the testbeds' own parts of the scenario, by their
+	// top-level key (the hosts of ssh:, the cluster of kubernetes:):
+	// kept as the document gave them and decoded by the testbed's
+	// folder (Section).
+	Sections map[string]*Section `yaml:"-" json:"-"`
 	// Kernel and Modules select the guest kernel for testbed "vm"; empty
 	// Kernel means the Debian stock kernel package fetched into the cache.
 	Kernel  string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
@@ -398,9 +402,20 @@ func Parse(data []byte) (s Scenario, err error) {
 			}
 		}
 	}
-	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
+	// Top-level mappings that are no field of the scenario are the
+	// testbeds' sections, decoded by their testbeds (Section).
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
 	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		return s, nil
+	}
+	sections := splitSections(f.Docs[0].Body)
+	if err := yaml.NodeToValue(f.Docs[0].Body, &s, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
+	}
+	s.Sections = sections
 	return s, nil
 }
 
@@ -410,7 +425,11 @@ func (s Scenario) YAML() string {
 	if err != nil {
 		return fmt.Sprintf("# cannot render scenario: %v\n", err)
 	}
-	return string(out)
+	sections, err := s.sectionsYAML()
+	if err != nil {
+		return fmt.Sprintf("# cannot render scenario: %v\n", err)
+	}
+	return string(out) + sections
 }
 
 // Durations are the parsed time fields.

@@ -14,12 +14,14 @@ import (
 type catalog struct{}
 
 // Beds stand in for the testbed registry's (internal/bed/registry, whose
-// folders' tests check their sections): "cluster" refuses the recover
-// test, and is stray on scenarios named uses-cluster.
+// folders' tests check their sections): "cluster" has a section of that
+// name, refuses the recover test, and is stray on scenarios named
+// uses-cluster.
 func (catalog) Beds() []scenario.Bed {
 	return []scenario.Bed{{Name: "local"}, {Name: "vm"}, {Name: "ssh"}, {Name: "kubernetes"}, {
-		Name:  "cluster",
-		Check: func(s scenario.Scenario, _ scenario.Catalog) []error { return []error{errors.New("cluster: checked")} },
+		Name:    "cluster",
+		Section: "cluster",
+		Check:   func(s scenario.Scenario, _ scenario.Catalog) []error { return []error{errors.New("cluster: checked")} },
 		Stray: func(s scenario.Scenario) error {
 			if s.Name != "uses-cluster" {
 				return nil
@@ -196,5 +198,43 @@ func TestValidateAsksTheTestbed(t *testing.T) {
 	s.Testbed = "qemu"
 	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `testbed: unknown testbed "qemu": use local, vm, ssh, kubernetes or cluster`) {
 		t.Errorf("unknown testbed: %v", err)
+	}
+}
+
+// A testbed's section is kept as the document gave it: rendered back
+// with the scenario, decoded by the testbed, and refused with its line
+// when no testbed of the catalog takes it.
+func TestSections(t *testing.T) {
+	doc := "testbed: local\nmethods: [native]\ncluster:\n  nodes: [a, b]\n  zone: eu\n"
+	s, err := scenario.Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.SectionKeys(); len(got) != 1 || got[0] != "cluster" || !s.Remote() {
+		t.Fatalf("sections %v, remote %v: want cluster, a remote scenario", got, s.Remote())
+	}
+	var c struct {
+		Nodes []string `yaml:"nodes"`
+		Zone  string   `yaml:"zone"`
+	}
+	if err := s.Section("cluster").Decode(&c); err != nil || len(c.Nodes) != 2 || c.Zone != "eu" {
+		t.Errorf("decoded %+v, %v", c, err)
+	}
+	var strict struct {
+		Nodes []string `yaml:"nodes"`
+	}
+	if err := s.Section("cluster").Decode(&strict); err == nil || !strings.Contains(err.Error(), `[5:3] unknown field "zone"`) {
+		t.Errorf("decoding into a type without zone: %v, want the field and its line", err)
+	}
+	again, err := scenario.Parse([]byte(s.YAML()))
+	if err != nil || !again.Section("cluster").Equal(s.Section("cluster")) {
+		t.Errorf("round trip of\n%s: %v", s.YAML(), err)
+	}
+	s, err = scenario.Parse([]byte("methods: [native]\nclustr:\n  nodes: [a]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `scenario: [2:1] unknown field "clustr"`) {
+		t.Errorf("a section no testbed takes: %v, want it refused with its line", err)
 	}
 }

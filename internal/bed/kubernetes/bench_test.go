@@ -67,19 +67,20 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 
 	sshs := base
 	sshs.Testbed = "ssh"
-	sshs.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	hosts := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	ns := map[string]string{}
 	for _, st := range sites.Site {
-		sshs.SSH.Sites = append(sshs.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr,
+		hosts.Sites = append(hosts.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24"})
 		ns[st.Config.Name] = st.Namespace
 	}
 	kube := base
 	kube.Testbed = "kubernetes"
-	kube.Kubernetes = &scenario.Kubernetes{Kubeconfig: cl.Kubeconfig, Image: cl.Image, Binary: bin,
-		Nodes: []scenario.Node{{Name: cl.Nodes[0].Name}, {Name: cl.Nodes[1].Name}},
+	cluster := &kubernetes.Section{Kubeconfig: cl.Kubeconfig, Image: cl.Image, Binary: bin,
+		Nodes: []kubernetes.Node{{Name: cl.Nodes[0].Name}, {Name: cl.Nodes[1].Name}},
 		Pairs: [][]string{{cl.Nodes[0].Name, cl.Nodes[1].Name}}}
+	sshs, kube = ssh.With(sshs, hosts), kubernetes.With(kube, cluster)
 	for _, s := range []scenario.Scenario{sshs, kube} {
 		if err := s.Validate(runner.Catalog(reg)); err != nil {
 			b.Fatal(err)
@@ -87,7 +88,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	}
 	ctx := context.Background()
 	sshID, kubeID := testbed.NewID(), testbed.NewID()
-	stb, err := ssh.Open(ctx, ssh.Config{SSH: sshs.SSH, Families: sshs.Families, MTUs: sshs.MTUs, ID: sshID, BuildID: bid,
+	stb, err := ssh.Open(ctx, ssh.Config{SSH: hosts, Families: sshs.Families, MTUs: sshs.MTUs, ID: sshID, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
 		}})
@@ -96,7 +97,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	}
 	defer stb.Close()
 	start := time.Now()
-	ktb, err := kubernetes.Open(ctx, kubernetes.Config{Kube: kube.Kubernetes, Families: kube.Families, MTUs: kube.MTUs,
+	ktb, err := kubernetes.Open(ctx, kubernetes.Config{Kube: cluster, Families: kube.Families, MTUs: kube.MTUs,
 		ID: kubeID, BuildID: bid, Version: "devel", Binary: bin, Dial: cl.Dial})
 	if err != nil {
 		b.Fatal(err)

@@ -23,7 +23,7 @@ var Entry = bed.Entry{
 		Description: "the nodes of its kubernetes section, -f",
 		Remote:      true,
 	},
-	Scenario:  scenario.Bed{Check: check, Stray: stray, CheckRecover: checkRecover},
+	Scenario:  scenario.Bed{Section: SectionKey, Check: check, Stray: stray, CheckRecover: checkRecover, Pairs: pairs},
 	Preflight: preflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env bed.Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := Open(ctx, ScenarioConfig(s, reg, env, id, log))
@@ -48,8 +48,9 @@ func preflight(s scenario.Scenario, reg *method.Registry, env bed.Env) error {
 // for run id.
 func ScenarioConfig(s scenario.Scenario, reg *method.Registry, env bed.Env, id string, log io.Writer) Config {
 	under, by := s.UnderlayFamilies(method.Catalog{R: reg})
+	cluster, _ := FromScenario(s) // validation has decoded it
 	return Config{
-		Kube: s.Kubernetes, Families: s.Families, Underlay: under, UnderlayBy: by, MTUs: s.MTUs,
+		Kube: cluster, Families: s.Families, Underlay: under, UnderlayBy: by, MTUs: s.MTUs,
 		ID: id, BuildID: env.BuildID(), Version: env.Version,
 		Tools:              ssh.Tools(s, reg),
 		Methods:            ssh.Needs(s, reg),

@@ -38,7 +38,6 @@ import (
 	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/remotehost"
-	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,7 +47,7 @@ import (
 type Config struct {
 	// Kube is the scenario's kubernetes section; Families and MTUs its
 	// matrix.
-	Kube     *scenario.Kubernetes
+	Kube     *Section
 	Families []string
 	MTUs     []int
 	// Underlay are the families of the addresses every node needs (the
@@ -98,7 +97,7 @@ type Testbed struct {
 // node's ordinary pod (entered from the agent pod).
 type site struct {
 	name, node string
-	want       scenario.Node
+	want       Node
 	info       kubehost.NodeInfo
 	// agent is the node's agent pod; workload the ordinary pod (pod
 	// sites only).
@@ -181,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	// The sites as the ssh testbed sees them: device and addresses
 	// found on each node (and in each ordinary pod).
-	hosts := &scenario.SSH{Dir: k.Dir, Binary: k.Binary}
+	hosts := &ssh.Section{Dir: k.Dir, Binary: k.Binary}
 	networks := map[string]string{}
 	for _, name := range t.siteNames() {
 		st, err := t.locate(ctx, t.sites[name])
@@ -265,7 +264,7 @@ var nodePrefix = []string{"chroot", kubehost.HostRoot}
 // (tools: image: the agent container itself, which still has the node's
 // network and pids).
 func (t *Testbed) prefix() []string {
-	if t.cfg.Kube.ToolsOrDefault() == scenario.ToolsImage {
+	if t.cfg.Kube.ToolsOrDefault() == ToolsImage {
 		return nil
 	}
 	return nodePrefix
@@ -277,7 +276,7 @@ func (t *Testbed) prefix() []string {
 // the node's modules and kernel config, and the image's modprobe finds
 // them; an image without mount is noted and checked by its own files.
 func (t *Testbed) prepare(ctx context.Context, agent *kubehost.Pod) {
-	if t.cfg.Kube.ToolsOrDefault() != scenario.ToolsImage {
+	if t.cfg.Kube.ToolsOrDefault() != ToolsImage {
 		return
 	}
 	h := t.cl.Host(agent, agent.Node)
@@ -299,8 +298,8 @@ func (t *Testbed) nodeHost(st *site) *remotehost.Host {
 // locate finds the site's underlay: the node's device carrying its
 // address (the scenario's, else the node's InternalIP), or the ordinary
 // pod's interface and address; prefix lengths as configured there.
-func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
-	out := scenario.Site{Name: st.name, Address: st.node, Dev: st.want.Dev}
+func (t *Testbed) locate(ctx context.Context, st *site) (ssh.Site, error) {
+	out := ssh.Site{Name: st.name, Address: st.node, Dev: st.want.Dev}
 	var h *remotehost.Host
 	want := map[string]string{"ipv4": st.want.IPv4, "ipv6": st.want.IPv6}
 	if st.workload == nil {
@@ -346,7 +345,7 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 			}
 			return out, fmt.Errorf("node %s has no %s InternalIP: give kubernetes.nodes[].%s for it, or drop %s from families", st.node, fam, fam, fam)
 		}
-		a, err := scenario.ParseAddrOrPrefix(v)
+		a, err := ParseAddrOrPrefix(v)
 		if err != nil {
 			return out, fmt.Errorf("node %s: address %q: %w", st.node, v, err)
 		}
@@ -387,7 +386,7 @@ const pidScript = `u=$1; s=$(echo "$u" | tr - _); for f in /proc/[0-9]*/cgroup; 
 
 // connect is the agent testbed's Config.Connect (package ssh): a Host on the site, its pods made
 // anew when they are gone (deleted, evicted), and the site as it is now.
-func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
+func (t *Testbed) connect(ctx context.Context, st ssh.Site) (*remotehost.Host, ssh.Site, error) {
 	t.mu.Lock()
 	s := t.sites[st.Name]
 	t.mu.Unlock()

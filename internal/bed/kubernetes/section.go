@@ -20,7 +20,7 @@ var k8sNamespace = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // stray refuses a kubernetes section on another testbed.
 func stray(s scenario.Scenario) error {
-	if s.Kubernetes == nil {
+	if s.Section(SectionKey) == nil {
 		return nil
 	}
 	return errors.New("kubernetes: a cluster is only used by testbed kubernetes: set testbed: kubernetes or drop the kubernetes section")
@@ -40,7 +40,10 @@ func check(s scenario.Scenario, _ scenario.Catalog) []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	k := s.Kubernetes
+	k, err := FromScenario(s)
+	if err != nil {
+		return []error{err}
+	}
 	if k == nil || len(k.Nodes) < 2 {
 		bad("kubernetes.nodes", "testbed kubernetes needs at least two nodes, each named as the cluster names it (kubectl get nodes; see docs/kubernetes.md)")
 		return errs
@@ -64,16 +67,16 @@ func check(s scenario.Scenario, _ scenario.Catalog) []error {
 		bad("kubernetes.image", "%q: give an image reference such as busybox:1.36", k.Image)
 	}
 	switch k.Tools {
-	case "", scenario.ToolsNode:
-	case scenario.ToolsImage:
+	case "", ToolsNode:
+	case ToolsImage:
 		if k.Image == "" {
-			bad("kubernetes.tools", "image runs every tool from kubernetes.image, and the default image (%s) has no iperf3 nor the methods' tools: name an image that holds them in kubernetes.image, or use tools: node (docs/kubernetes.md)", scenario.DefaultKubernetesImage)
+			bad("kubernetes.tools", "image runs every tool from kubernetes.image, and the default image (%s) has no iperf3 nor the methods' tools: name an image that holds them in kubernetes.image, or use tools: node (docs/kubernetes.md)", DefaultImage)
 		}
 	default:
 		bad("kubernetes.tools", "%q: give node (the nodes' own tools, through their root file system) or image (the tools of kubernetes.image)", k.Tools)
 	}
 	where := "on the nodes"
-	if k.Tools == scenario.ToolsImage {
+	if k.Tools == ToolsImage {
 		where = "in the image"
 	}
 	if k.Binary != "" && !strings.HasPrefix(k.Binary, "/") {
@@ -103,7 +106,7 @@ func check(s scenario.Scenario, _ scenario.Catalog) []error {
 			if v == "" {
 				continue
 			}
-			a, err := scenario.ParseAddrOrPrefix(v)
+			a, err := ParseAddrOrPrefix(v)
 			if err != nil || (fam == "ipv4") != a.Is4() {
 				bad(f+"."+fam, "%q: give an %s address of the node (a prefix length may follow), or leave it out for its InternalIP", v, fam)
 			}

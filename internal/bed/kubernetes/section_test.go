@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed/kubernetes"
 	"github.com/tunbench/tunbench/internal/bed/registry"
 	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -35,18 +36,20 @@ func TestKubernetesScenario(t *testing.T) {
 	if !s.Remote() {
 		t.Error("testbed kubernetes is remote: this machine only controls")
 	}
-	if got := len(s.SitePairs()); got != 6 {
+	if got := len(s.SitePairs(catalog.(scenario.BedCatalog))); got != 6 {
 		t.Errorf("every ordered pair of 3 nodes: got %d, want 6", got)
 	}
-	s.Kubernetes.Pairs = [][]string{{"worker-2", "worker-1"}}
-	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"worker-2", "worker-1"} {
+	k := clusterOf(t, s)
+	k.Pairs = [][]string{{"worker-2", "worker-1"}}
+	s = kubernetes.With(s, k)
+	if got := s.SitePairs(catalog.(scenario.BedCatalog)); len(got) != 1 || got[0] != [2]string{"worker-2", "worker-1"} {
 		t.Errorf("chosen pairs: %v", got)
 	}
 	if got := s.CongestionControls(); len(got) != 1 || got[0] != "" {
 		t.Errorf("congestion control on a cluster: %q, want each node's own default", got)
 	}
-	if s.Kubernetes.NamespaceOrDefault() != "bench" || s.Kubernetes.ImageOrDefault() != scenario.DefaultKubernetesImage {
-		t.Errorf("namespace %q, image %q", s.Kubernetes.NamespaceOrDefault(), s.Kubernetes.ImageOrDefault())
+	if k := clusterOf(t, s); k.NamespaceOrDefault() != "bench" || k.ImageOrDefault() != kubernetes.DefaultImage {
+		t.Errorf("namespace %q, image %q", k.NamespaceOrDefault(), k.ImageOrDefault())
 	}
 }
 
@@ -70,7 +73,7 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network between two nodes, on testbed kubernetes only: set testbed: kubernetes or drop it"},
 		{"unknown field", "testbed: kubernetes\nkubernetes: {nodez: []}", "nodez"},
 		{"unknown tools", "testbed: kubernetes\nkubernetes: {tools: host, " + two + "}", `kubernetes.tools: "host": give node (the nodes' own tools, through their root file system) or image`},
-		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + scenario.DefaultKubernetesImage + ") has no iperf3"},
+		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + kubernetes.DefaultImage + ") has no iperf3"},
 		{"binary relative in image", "testbed: kubernetes\nkubernetes: {tools: image, image: tools:1, binary: bin/tunbench, " + two + "}", `kubernetes.binary: "bin/tunbench": give the absolute path of tunbench in the image`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,8 +99,8 @@ func TestKubernetesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsNode {
-		t.Errorf("default tools %q, want %q", got, scenario.ToolsNode)
+	if got := clusterOf(t, s).ToolsOrDefault(); got != kubernetes.ToolsNode {
+		t.Errorf("default tools %q, want %q", got, kubernetes.ToolsNode)
 	}
 	s, err = scenario.Parse([]byte(kubeYAML + "  tools: image\n  image: registry.example/tunbench-tools:1\n  dir: /opt/tunbench\n"))
 	if err != nil {
@@ -106,8 +109,8 @@ func TestKubernetesTools(t *testing.T) {
 	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsImage {
-		t.Errorf("tools %q, want %q", got, scenario.ToolsImage)
+	if got := clusterOf(t, s).ToolsOrDefault(); got != kubernetes.ToolsImage {
+		t.Errorf("tools %q, want %q", got, kubernetes.ToolsImage)
 	}
 }
 
@@ -122,4 +125,14 @@ func TestRecoverOnKubernetes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("recover on a cluster: %v, want %q", err, want)
 	}
+}
+
+// clusterOf is the kubernetes section of s.
+func clusterOf(t *testing.T, s scenario.Scenario) *kubernetes.Section {
+	t.Helper()
+	k, err := kubernetes.FromScenario(s)
+	if err != nil || k == nil {
+		t.Fatalf("kubernetes section: %v %v", k, err)
+	}
+	return k
 }

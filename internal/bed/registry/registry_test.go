@@ -60,8 +60,11 @@ func TestCatalogValidates(t *testing.T) {
 	}
 	s = scenario.Default()
 	s.Kernel = "/boot/vmlinuz"
-	s.SSH = &scenario.SSH{}
-	err := s.Validate(c)
+	s, err := s.WithSection("ssh", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(c)
 	for _, want := range []string{"kernel: a kernel is only booted by testbed vm", "ssh: hosts are only used by testbed ssh"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("stray sections on testbed local: %v, want %q", err, want)

@@ -34,14 +34,13 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/remotehost"
-	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
 // Config is what Open needs.
 type Config struct {
 	// SSH is the scenario's ssh section; Families and MTUs its matrix.
-	SSH      *scenario.SSH
+	SSH      *Section
 	Families []string
 	MTUs     []int
 	// Offloads are the matrix's offloads ("on", "off", feature sets):
@@ -74,7 +73,7 @@ type Config struct {
 	// exec stream) and the site as it is now (a pod made anew has a new
 	// address). It is called for every connection, reconnections and
 	// cleanups included.
-	Connect func(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error)
+	Connect func(ctx context.Context, st Site) (*remotehost.Host, Site, error)
 	// Networks says, per site, where its agent serves (Hello.Network):
 	// "" the host's own network stack, testbed.NetworkPod a pod's.
 	Networks map[string]string
@@ -92,7 +91,7 @@ type Testbed struct {
 
 // host is one site: its SSH connection, agent and endpoint description.
 type host struct {
-	site  scenario.Site
+	site  Site
 	ssh   *remotehost.Host
 	sess  *remotehost.Session
 	agent *testbed.AgentConn
@@ -166,7 +165,7 @@ func (t *Testbed) logf(format string, args ...any) {
 }
 
 // sshConfig is how to log in to st.
-func (t *Testbed) sshConfig(st scenario.Site) remotehost.Config {
+func (t *Testbed) sshConfig(st Site) remotehost.Config {
 	c := remotehost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
 		IdentityFile: remotehost.ExpandHome(st.Identity), KnownHosts: remotehost.ExpandHome(t.cfg.SSH.KnownHosts)}
 	if t.cfg.Dial != nil {
@@ -177,7 +176,7 @@ func (t *Testbed) sshConfig(st scenario.Site) remotehost.Config {
 
 // connect logs in to st and starts its agent; check also verifies its
 // tools, device and addresses (the first time).
-func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+func (t *Testbed) connect(ctx context.Context, st Site, check bool) (*host, error) {
 	h, err := t.dial(ctx, st, check)
 	if err != nil {
 		return nil, err
@@ -192,7 +191,7 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 // dial logs in to st; check also checks the host for what the run needs
 // (Config.checkHost): the tools, congestion control algorithms and the
 // methods' kernel options.
-func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+func (t *Testbed) dial(ctx context.Context, st Site, check bool) (*host, error) {
 	sh, st, err := t.login(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", st.Name, err)
@@ -208,7 +207,7 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 }
 
 // login reaches st: over SSH, or through Config.Connect.
-func (t *Testbed) login(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
+func (t *Testbed) login(ctx context.Context, st Site) (*remotehost.Host, Site, error) {
 	if t.cfg.Connect != nil {
 		return t.cfg.Connect(ctx, st)
 	}
@@ -408,7 +407,7 @@ func (t *Testbed) recover(ctx context.Context, h *host) (*host, error) {
 
 // cleanSite runs "tunbench clean --run ID --site NAME" on the site over a
 // fresh connection.
-func (t *Testbed) cleanSite(ctx context.Context, st scenario.Site, exe string) error {
+func (t *Testbed) cleanSite(ctx context.Context, st Site, exe string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	sh, _, err := t.login(ctx, st)
@@ -535,7 +534,7 @@ func (c Config) install(ctx context.Context, sh *remotehost.Host) (string, error
 	}
 	dir := c.SSH.Dir
 	if dir == "" {
-		dir = scenario.DefaultSSHDir
+		dir = DefaultDir
 	}
 	local, err := c.localBinary()
 	if err != nil {

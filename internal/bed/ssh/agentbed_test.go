@@ -72,12 +72,30 @@ func sshScenario(sites *sshtest.Sites, bin string, methods ...string) scenario.S
 	s.Methods = methods
 	s.Repetitions = 1
 	s.Duration, s.Omit, s.Latency = "2s", "0s", "1s"
-	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin}
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin}
 	for _, st := range sites.Site {
-		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr, Port: st.Config.Port,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr, Port: st.Config.Port,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
 	}
-	return s
+	return ssh.With(s, x)
+}
+
+// hostsOf is the ssh section of s.
+func hostsOf(t testing.TB, s scenario.Scenario) *ssh.Section {
+	t.Helper()
+	x, err := ssh.FromScenario(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// withHosts returns s with its ssh section changed by change.
+func withHosts(t testing.TB, s scenario.Scenario, change func(*ssh.Section)) scenario.Scenario {
+	t.Helper()
+	x := hostsOf(t, s)
+	change(x)
+	return ssh.With(s, x)
 }
 
 // config is the testbed configuration a run of s uses, dialing each site
@@ -88,7 +106,7 @@ func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) 
 	for _, st := range sites.Site {
 		ns[st.Config.Name] = st.Namespace
 	}
-	return ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
+	return ssh.Config{SSH: hostsOf(t, s), Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
 		Tools: []remotehost.Tool{{Program: "iperf3"}},
 		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
@@ -213,7 +231,7 @@ func TestSSHUnknownHostKeyRefused(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.SSH.KnownHosts = empty
+	s = withHosts(t, s, func(x *ssh.Section) { x.KnownHosts = empty })
 	_, err := ssh.Open(context.Background(), config(t, sites, s, testbed.NewID()))
 	if !errors.Is(err, remotehost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
@@ -229,7 +247,7 @@ func TestSSHLostHost(t *testing.T) {
 	s := sshScenario(sites, bin, "native", "vxlan")
 	s.Tests = []string{scenario.TestTCPStream}
 	s.Duration = "4s"
-	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}} })
 	s.Repetitions = 2
 	s.Order = "grouped"
 	killed := make(chan struct{})
@@ -274,7 +292,7 @@ func TestSSHOneWayDelay(t *testing.T) {
 	s := sshScenario(sites, bin, "native")
 	s.Tests = []string{scenario.TestUDPSizes}
 	s.UDP.Sizes, s.UDP.Trial = []int{256}, "1s"
-	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}} })
 	cells, err := runSSH(t, sites, s, nil)
 	if err != nil {
 		t.Fatal(err)

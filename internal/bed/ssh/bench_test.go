@@ -50,19 +50,21 @@ func benchSSHvsLocal(b *testing.B, method string) {
 	s.Tests = []string{scenario.TestTCPStream}
 	// The same algorithm on both testbeds (ssh's default is the hosts').
 	s.CongestionControl = []string{"cubic"}
-	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	ns := map[string]string{}
 	for _, st := range sites.Site {
-		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
 		ns[st.Config.Name] = st.Namespace
 	}
+	s = ssh.With(s, x)
 	local := s
-	local.Testbed, local.SSH = "local", nil
+	local.Testbed = "local"
+	local, _ = local.WithSection(ssh.SectionKey, nil)
 	ctx := context.Background()
 	id := testbed.NewID()
-	tb, err := ssh.Open(ctx, ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
+	tb, err := ssh.Open(ctx, ssh.Config{SSH: x, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: dialer(ns)})
 	if err != nil {
 		b.Fatal(err)

@@ -22,7 +22,7 @@ var Entry = bed.Entry{
 		Description: "the hosts of the scenario's ssh section, -f",
 		Remote:      true,
 	},
-	Scenario:  scenario.Bed{Check: check, Stray: stray, CheckRecover: checkRecover},
+	Scenario:  scenario.Bed{Section: SectionKey, Check: check, Stray: stray, CheckRecover: checkRecover, Pairs: pairs},
 	Preflight: RemotePreflight,
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env bed.Env, id string, log io.Writer) (testbed.Testbed, error) {
 		tb, err := Open(ctx, ScenarioConfig(s, reg, env, id, log))
@@ -101,8 +101,9 @@ func ScenarioConfig(s scenario.Scenario, reg *method.Registry, env bed.Env, id s
 	if len(fams) == 0 {
 		fams = s.Families
 	}
+	hosts, _ := FromScenario(s) // validation has decoded it
 	return Config{
-		SSH: s.SSH, Families: fams, MTUs: s.MTUs, Offloads: s.Offloads,
+		SSH: hosts, Families: fams, MTUs: s.MTUs, Offloads: s.Offloads,
 		ID: id, BuildID: env.BuildID(), Version: env.Version,
 		Tools:              Tools(s, reg),
 		Methods:            Needs(s, reg),

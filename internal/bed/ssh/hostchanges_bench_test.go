@@ -48,17 +48,15 @@ func BenchmarkHostChanges(b *testing.B) {
 	base.Methods, base.Repetitions = []string{"native"}, 1
 	base.Duration, base.Omit, base.Latency = "1s", "0s", "0s"
 	base.Tests = []string{scenario.TestTCPStream}
-	base.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	for _, st := range sites.Site {
-		base.SSH.Sites = append(base.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Mgmt4,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Mgmt4,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24"})
 		ns[st.Config.Name] = st.Namespace
 	}
-	changes := base
-	hosts := *base.SSH
-	hosts.HostChanges = true
-	changes.SSH = &hosts
+	base = ssh.With(base, x)
+	changes := withHosts(b, base, func(x *ssh.Section) { x.HostChanges = true })
 	changes.MTUs, changes.Offloads = []int{1500, 9000}, []string{"on", "off"}
 	plain := base
 	plain.Repetitions = 4
@@ -68,7 +66,7 @@ func BenchmarkHostChanges(b *testing.B) {
 		}
 	}
 	open := func(s scenario.Scenario, id string) *ssh.Testbed {
-		tb, err := ssh.Open(ctx, ssh.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
+		tb, err := ssh.Open(ctx, ssh.Config{SSH: hostsOf(b, s), Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
 			ID: id, BuildID: bid, Version: "devel", Binary: bin, Dial: dialer(ns)})
 		if err != nil {
 			b.Fatal(err)

@@ -33,7 +33,7 @@ func TestOpenRefusesMTUWithoutHostChanges(t *testing.T) {
 	}
 	// The sites are dialed from inside their namespaces, over their
 	// underlay devices: host_changes alone is refused for that.
-	s.SSH.HostChanges = true
+	s = withHosts(t, s, func(x *ssh.Section) { x.HostChanges = true })
 	cfg = config(t, sites, s, testbed.NewID())
 	cfg.MTUs = s.MTUs
 	tb, err = ssh.Open(context.Background(), cfg)

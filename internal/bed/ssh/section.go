@@ -15,7 +15,7 @@ var siteName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,31}$`)
 
 // stray refuses an ssh section on another testbed.
 func stray(s scenario.Scenario) error {
-	if s.SSH == nil {
+	if s.Section(SectionKey) == nil {
 		return nil
 	}
 	return errors.New("ssh: hosts are only used by testbed ssh: set testbed: ssh or drop the ssh section")
@@ -25,12 +25,13 @@ func stray(s scenario.Scenario) error {
 // up, so it needs host changes there and refuses a device carrying the
 // site's SSH connection.
 func checkRecover(s scenario.Scenario) []error {
-	if s.SSH == nil {
-		return nil
+	x, err := FromScenario(s)
+	if err != nil || x == nil {
+		return nil // check refuses it
 	}
 	var errs []error
-	for i, st := range s.SSH.Sites {
-		if !s.SSH.ChangesHost(st.Name) {
+	for i, st := range x.Sites {
+		if !x.ChangesHost(st.Name) {
 			errs = append(errs, fmt.Errorf("ssh.sites[%d]: recover takes %s's underlay device %s down and up: set host_changes: true (for the site or the ssh section), or drop recover", i, st.Name, st.Dev))
 		}
 		if st.ControlOverDev {
@@ -48,7 +49,11 @@ func check(s scenario.Scenario, c scenario.Catalog) []error {
 	bad := func(field, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
 	}
-	if s.SSH == nil || len(s.SSH.Sites) < 2 {
+	x, err := FromScenario(s)
+	if err != nil {
+		return []error{err}
+	}
+	if x == nil || len(x.Sites) < 2 {
 		bad("ssh.sites", "testbed ssh needs at least two sites, each with name, address, dev and its underlay address (see docs/ssh.md)")
 		return errs
 	}
@@ -59,9 +64,9 @@ func check(s scenario.Scenario, c scenario.Catalog) []error {
 		bad("wan", "testbed ssh measures the real network between the hosts and emulates none: drop wan")
 	}
 	var fixed []string // sites in a pair whose device stays as it is
-	for _, p := range s.SitePairs() {
+	for _, p := range pairs(s) {
 		for _, n := range p {
-			if !s.SSH.ChangesHost(n) && !slices.Contains(fixed, n) {
+			if !x.ChangesHost(n) && !slices.Contains(fixed, n) {
 				fixed = append(fixed, n)
 			}
 		}
@@ -82,7 +87,7 @@ func check(s scenario.Scenario, c scenario.Catalog) []error {
 		need = s.Families
 	}
 	names := map[string]bool{}
-	for i, st := range s.SSH.Sites {
+	for i, st := range x.Sites {
 		f := fmt.Sprintf("ssh.sites[%d]", i)
 		if !siteName.MatchString(st.Name) {
 			bad(f+".name", "%q: use 1-32 lowercase letters, digits, '.', '_' or '-'", st.Name)
@@ -100,7 +105,7 @@ func check(s scenario.Scenario, c scenario.Catalog) []error {
 		if st.Dev == "" {
 			bad(f+".dev", "empty: name the underlay device to measure over (tunbench touches no other)")
 		}
-		if st.ControlOverDev && !s.SSH.ChangesHost(st.Name) {
+		if st.ControlOverDev && !x.ChangesHost(st.Name) {
 			bad(f+".control_over_dev", "set, but the site's device is not changed (host_changes is off for it): drop control_over_dev or set host_changes: true")
 		}
 		for _, fam := range need {
@@ -122,7 +127,7 @@ func check(s scenario.Scenario, c scenario.Catalog) []error {
 			}
 		}
 	}
-	for i, p := range s.SSH.Pairs {
+	for i, p := range x.Pairs {
 		if len(p) != 2 || p[0] == p[1] {
 			bad(fmt.Sprintf("ssh.pairs[%d]", i), "%v: a pair is two different sites, [sender, receiver]", p)
 			continue

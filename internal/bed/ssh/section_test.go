@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/bed/registry"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
@@ -31,11 +32,11 @@ func TestSSHScenarioPairs(t *testing.T) {
 	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(s.SitePairs()); got != 6 {
+	if got := len(s.SitePairs(catalog.(scenario.BedCatalog))); got != 6 {
 		t.Errorf("every ordered pair of 3 sites: got %d, want 6", got)
 	}
-	s.SSH.Pairs = [][]string{{"fra", "sgp"}}
-	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"fra", "sgp"} {
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{"fra", "sgp"}} })
+	if got := s.SitePairs(catalog.(scenario.BedCatalog)); len(got) != 1 || got[0] != [2]string{"fra", "sgp"} {
 		t.Errorf("chosen pairs: %v", got)
 	}
 }
@@ -97,7 +98,7 @@ func TestSSHHostChanges(t *testing.T) {
 				t.Fatalf("refused: %v", err)
 			}
 			for site, want := range tc.want {
-				if got := s.SSH.ChangesHost(site); got != want {
+				if got := hostsOf(t, s).ChangesHost(site); got != want {
 					t.Errorf("ChangesHost(%s) = %v, want %v", site, got, want)
 				}
 			}
@@ -141,7 +142,7 @@ func TestRecoverOnSSH(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("recover without host_changes: %v, want %q", err, want)
 	}
-	s.SSH.HostChanges = true
+	s = withHosts(t, s, func(x *ssh.Section) { x.HostChanges = true })
 	if err := s.Validate(catalog); err != nil && strings.Contains(err.Error(), "recover") {
 		t.Errorf("recover with host_changes refused: %v", err)
 	}

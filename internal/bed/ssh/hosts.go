@@ -1,11 +1,16 @@
-package scenario
+package ssh
 
 import (
 	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/scenario"
 )
 
-// SSH is the testbed of real hosts reached over SSH: its sites, and which
-// ordered pairs of them to measure.
+// SectionKey is the scenario's key of the ssh testbed's section.
+const SectionKey = "ssh"
+
+// Section is the scenario's ssh section: the hosts reached over SSH, its
+// sites, and which ordered pairs of them to measure.
 //
 //	testbed: ssh
 //	ssh:
@@ -21,7 +26,7 @@ import (
 //	      ...
 //	  pairs: [[fra, nyc]]                # empty: every ordered pair
 //	  host_changes: true                 # let mtus and offloads change dev
-type SSH struct {
+type Section struct {
 	// KnownHosts is the known_hosts file host keys are checked against;
 	// empty means ~/.ssh/known_hosts. There is no way to skip the check.
 	KnownHosts string `yaml:"known_hosts,omitempty" json:"known_hosts,omitempty"`
@@ -55,7 +60,7 @@ type Site struct {
 	Dev  string `yaml:"dev" json:"dev"`
 	IPv4 string `yaml:"ipv4,omitempty" json:"ipv4,omitempty"`
 	IPv6 string `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
-	// HostChanges, when set, says for this site what SSH.HostChanges
+	// HostChanges, when set, says for this site what Section.HostChanges
 	// says for all.
 	HostChanges *bool `yaml:"host_changes,omitempty" json:"host_changes,omitempty"`
 	// ControlOverDev lets host changes go ahead although the SSH
@@ -65,50 +70,48 @@ type Site struct {
 	ControlOverDev bool `yaml:"control_over_dev,omitempty" json:"control_over_dev,omitempty"`
 }
 
-// DefaultSSHDir is where tunbench is copied on the hosts.
-const DefaultSSHDir = "/var/tmp/tunbench"
+// DefaultDir is where tunbench is copied on the hosts.
+const DefaultDir = "/var/tmp/tunbench"
 
-// SitePairs returns the ordered pairs (sender, receiver) the scenario
-// measures: its pairs, or every ordered pair of sites.
-// On testbed kubernetes the sites are the nodes.
-func (s Scenario) SitePairs() [][2]string {
-	var names []string
-	var pairs [][]string
-	switch {
-	case s.Kubernetes != nil:
-		for _, n := range s.Kubernetes.Nodes {
-			names = append(names, n.Name)
-		}
-		pairs = s.Kubernetes.Pairs
-	case s.SSH != nil:
-		for _, st := range s.SSH.Sites {
-			names = append(names, st.Name)
-		}
-		pairs = s.SSH.Pairs
-	default:
+// pairs are the ordered pairs (sender, receiver) a scenario on the ssh
+// testbed measures: its pairs, or every ordered pair of sites.
+func pairs(s scenario.Scenario) [][2]string {
+	x, err := FromScenario(s)
+	if err != nil || x == nil {
 		return nil
 	}
-	var out [][2]string
-	if len(pairs) > 0 {
-		for _, p := range pairs {
-			if len(p) == 2 {
-				out = append(out, [2]string{p[0], p[1]})
-			}
-		}
-		return out
+	var names []string
+	for _, st := range x.Sites {
+		names = append(names, st.Name)
 	}
-	for _, a := range names {
-		for _, b := range names {
-			if a != b {
-				out = append(out, [2]string{a, b})
-			}
-		}
+	return scenario.OrderedPairs(names, x.Pairs)
+}
+
+// FromScenario returns the scenario's ssh section, decoded (nil when it
+// has none); validation has refused one that does not decode.
+func FromScenario(s scenario.Scenario) (*Section, error) {
+	sec := s.Section(SectionKey)
+	if sec == nil {
+		return nil, nil
+	}
+	var x Section
+	if err := sec.Decode(&x); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// With returns s with x as its ssh section (tests build scenarios so).
+func With(s scenario.Scenario, x *Section) scenario.Scenario {
+	out, err := s.WithSection(SectionKey, x)
+	if err != nil {
+		panic(err) // a Section always encodes
 	}
 	return out
 }
 
 // Site returns the site called name.
-func (s *SSH) Site(name string) (Site, bool) {
+func (s *Section) Site(name string) (Site, bool) {
 	for _, st := range s.Sites {
 		if st.Name == name {
 			return st, true
@@ -119,7 +122,7 @@ func (s *SSH) Site(name string) (Site, bool) {
 
 // ChangesHost reports whether a run may change the underlay device of
 // site name (host_changes, the site's own or the scenario's).
-func (s *SSH) ChangesHost(name string) bool {
+func (s *Section) ChangesHost(name string) bool {
 	st, ok := s.Site(name)
 	if !ok {
 		return false

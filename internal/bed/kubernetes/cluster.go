@@ -1,10 +1,53 @@
-package scenario
+package kubernetes
 
 import (
 	"net/netip"
+
+	"github.com/tunbench/tunbench/internal/scenario"
 )
 
-// Kubernetes is the testbed of a cluster's nodes: tunbench starts one
+// SectionKey is the scenario's key of the kubernetes testbed's section.
+const SectionKey = "kubernetes"
+
+// pairs are the ordered pairs (sender, receiver) of nodes a scenario on
+// the kubernetes testbed measures: its pairs, or every ordered pair.
+func pairs(s scenario.Scenario) [][2]string {
+	x, err := FromScenario(s)
+	if err != nil || x == nil {
+		return nil
+	}
+	var names []string
+	for _, n := range x.Nodes {
+		names = append(names, n.Name)
+	}
+	return scenario.OrderedPairs(names, x.Pairs)
+}
+
+// FromScenario returns the scenario's kubernetes section, decoded (nil
+// when it has none); validation has refused one that does not decode.
+func FromScenario(s scenario.Scenario) (*Section, error) {
+	sec := s.Section(SectionKey)
+	if sec == nil {
+		return nil, nil
+	}
+	var x Section
+	if err := sec.Decode(&x); err != nil {
+		return nil, err
+	}
+	return &x, nil
+}
+
+// With returns s with x as its kubernetes section (tests build scenarios
+// so).
+func With(s scenario.Scenario, x *Section) scenario.Scenario {
+	out, err := s.WithSection(SectionKey, x)
+	if err != nil {
+		panic(err) // a Section always encodes
+	}
+	return out
+}
+
+// Section is the scenario's kubernetes section, the testbed of a cluster's nodes: tunbench starts one
 // privileged pod per node (host network, pinned to the node) and runs its
 // agent there, so methods and load run between the nodes' own network
 // stacks as on ssh hosts; the method pod-network measures the cluster's
@@ -23,7 +66,7 @@ import (
 //	      ipv4: 10.0.0.11          # default: the node's InternalIP
 //	    - name: worker-2
 //	  pairs: [[worker-1, worker-2]]   # empty: every ordered pair
-type Kubernetes struct {
+type Section struct {
 	Kubeconfig string `yaml:"kubeconfig,omitempty" json:"kubeconfig,omitempty"`
 	Context    string `yaml:"context,omitempty" json:"context,omitempty"`
 	Namespace  string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
@@ -42,7 +85,7 @@ type Kubernetes struct {
 	// Dir on each node (into the agent container).
 	Binary string `yaml:"binary,omitempty" json:"binary,omitempty"`
 	// Dir is where tunbench is copied on the nodes, or in the agent
-	// container with Tools "image" (default DefaultSSHDir).
+	// container with Tools "image" (default ssh.DefaultDir).
 	Dir   string     `yaml:"dir,omitempty" json:"dir,omitempty"`
 	Nodes []Node     `yaml:"nodes" json:"nodes"`
 	Pairs [][]string `yaml:"pairs,omitempty" json:"pairs,omitempty"`
@@ -61,11 +104,11 @@ type Node struct {
 	IPv6 string `yaml:"ipv6,omitempty" json:"ipv6,omitempty"`
 }
 
-// DefaultKubernetesImage is the image of tunbench's pods unless the
+// DefaultImage is the image of tunbench's pods unless the
 // scenario names one.
-const DefaultKubernetesImage = "docker.io/library/busybox:1.36"
+const DefaultImage = "docker.io/library/busybox:1.36"
 
-// Where the kubernetes testbed's tools come from (Kubernetes.Tools).
+// Where the kubernetes testbed's tools come from (Section.Tools).
 const (
 	// ToolsNode runs the agent and every tool from the node's own file
 	// system (chroot into the node's root mounted in the agent pod).
@@ -75,7 +118,7 @@ const (
 )
 
 // ToolsOrDefault is where the tools come from: ToolsNode or ToolsImage.
-func (k *Kubernetes) ToolsOrDefault() string {
+func (k *Section) ToolsOrDefault() string {
 	if k.Tools == "" {
 		return ToolsNode
 	}
@@ -83,7 +126,7 @@ func (k *Kubernetes) ToolsOrDefault() string {
 }
 
 // Node returns the node called name.
-func (k *Kubernetes) Node(name string) (Node, bool) {
+func (k *Section) Node(name string) (Node, bool) {
 	for _, n := range k.Nodes {
 		if n.Name == name {
 			return n, true
@@ -93,7 +136,7 @@ func (k *Kubernetes) Node(name string) (Node, bool) {
 }
 
 // NamespaceOrDefault is the namespace tunbench's pods go to.
-func (k *Kubernetes) NamespaceOrDefault() string {
+func (k *Section) NamespaceOrDefault() string {
 	if k.Namespace == "" {
 		return "default"
 	}
@@ -101,18 +144,12 @@ func (k *Kubernetes) NamespaceOrDefault() string {
 }
 
 // ImageOrDefault is the image of tunbench's pods.
-func (k *Kubernetes) ImageOrDefault() string {
+func (k *Section) ImageOrDefault() string {
 	if k.Image == "" {
-		return DefaultKubernetesImage
+		return DefaultImage
 	}
 	return k.Image
 }
-
-// Remote reports whether the run's endpoints are other machines, driven
-// through tunbench agents: the scenario has a section naming them (ssh
-// hosts, kubernetes nodes; validation keeps each to its own testbed), and
-// this machine is then only the controller.
-func (s Scenario) Remote() bool { return s.SSH != nil || s.Kubernetes != nil }
 
 // ParseAddrOrPrefix reads an address given with or without its prefix
 // length: "10.0.0.1" or "10.0.0.1/24".
