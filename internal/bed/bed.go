@@ -30,16 +30,19 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
-// Entry is one testbed. A nil function is an operation the testbed does
-// not offer; the command line refuses it naming the testbeds that do.
+// Entry is one testbed: the interface every testbed's folder implements,
+// as a value (each folder's Entry) rather than a Go interface, so that an
+// operation a testbed does not offer is a nil function, which the
+// command line refuses naming the testbeds that do offer it.
 type Entry struct {
 	// Kind is what the testbed is: its name, description, default,
 	// Remote, Local, Lab and reference Class (registered in package kind,
 	// which the report reads without the testbeds' code).
 	kind.Kind
-	// Scenario is what the scenario's validation asks of the testbed:
-	// its section's checks, the fields only it uses, what a test needs
-	// of it (its Name is filled from Kind).
+	// Scenario is what the scenario's validation and plan ask of the
+	// testbed: the key of its section and its checks, the fields only it
+	// uses, what the recover test needs of it, the pairs of sites a cell
+	// runs between (its Name is filled from Kind).
 	Scenario scenario.Bed
 
 	// Preflight refuses, before anything is created, a run of s that

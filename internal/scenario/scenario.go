@@ -5,6 +5,12 @@
 //
 // Every validation error names the field and says how to fix it, so bad
 // input is refused before anything is created.
+//
+// It names no testbed: a testbed's own section of the document (ssh:,
+// kubernetes:) is kept raw (Section), and what the scenario's testbed
+// checks, decodes and allows comes from the catalog (BedCatalog), which
+// the testbed registry (internal/bed/registry) fills from each testbed's
+// folder.
 package scenario
 
 import (

@@ -8,11 +8,13 @@
 // nothing of tunbench's testbeds, so the report (which reads stored runs
 // offline) can ask it without pulling in the code that opens and cleans
 // them; a program (or test) that reads kinds links the registry, as the
-// command line does.
+// command line does, and one that forgets it panics on its first
+// question rather than getting wrong answers.
 package kind
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -48,14 +50,21 @@ var kinds []Kind
 // it is linked into the program. It panics on a name given twice: two
 // testbeds cannot share one.
 func Register(k Kind) {
-	if _, ok := Named(k.Name); ok || k.Name == "" {
+	if k.Name == "" || slices.ContainsFunc(kinds, func(o Kind) bool { return o.Name == k.Name }) {
 		panic(fmt.Sprintf("kind: testbed %q registered twice or without a name", k.Name))
 	}
 	kinds = append(kinds, k)
 }
 
-// All are the registered testbeds, the default first.
-func All() []Kind { return kinds }
+// All are the registered testbeds, the default first. It panics when
+// none is: the program (or test) asks what testbeds are without having
+// linked the registry, and every answer would be wrong.
+func All() []Kind {
+	if len(kinds) == 0 {
+		panic("kind: no testbed registered: import internal/bed/registry (for its side effect, in a test) to learn what the testbeds are")
+	}
+	return kinds
+}
 
 // Lookup returns the testbed called name ("" is the default, as in a
 // record or scenario that names none), or an error that names every
