@@ -230,6 +230,10 @@ func TestSections(t *testing.T) {
 	if err != nil || !again.Section("cluster").Equal(s.Section("cluster")) {
 		t.Errorf("round trip of\n%s: %v", s.YAML(), err)
 	}
+	s, err = scenario.Parse([]byte("cluster:\n"))
+	if err != nil || s.Section("cluster") == nil || s.Section("cluster").Decode(&c) != nil || !strings.Contains(s.YAML(), "cluster: {}") {
+		t.Errorf("an empty section: %v, rendered\n%s", err, s.YAML())
+	}
 	s, err = scenario.Parse([]byte("methods: [native]\nclustr:\n  nodes: [a]\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -24,13 +24,16 @@ type Section struct {
 
 // Decode decodes the section into v (a pointer to the testbed's type)
 // strictly: a field v lacks is an error naming it with its line, as the
-// rest of the scenario's are.
+// rest of the scenario's are. An empty section leaves v as it is.
 func (x *Section) Decode(v any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("scenario: cannot decode the %s section (the YAML decoder failed: %v): check its tags (!...) and indentation", x.key(), r)
 		}
 	}()
+	if x.entry.Value.Type() == ast.NullType {
+		return nil // "ssh:" alone: the section says nothing
+	}
 	if err := yaml.NodeToValue(x.entry.Value, v, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
 		return fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
 	}
@@ -115,8 +118,9 @@ var fieldNames = func() map[string]bool {
 	return out
 }()
 
-// splitSections takes the top-level mappings that are none of
-// Scenario's fields out of the parsed document body, as sections.
+// splitSections takes the top-level mappings (or empty values, "ssh:")
+// that are none of Scenario's fields out of the parsed document body, as
+// sections.
 func splitSections(body ast.Node) map[string]*Section {
 	m, ok := body.(*ast.MappingNode)
 	if !ok {
@@ -126,7 +130,7 @@ func splitSections(body ast.Node) map[string]*Section {
 	var keep []*ast.MappingValueNode
 	for _, mv := range m.Values {
 		k, isString := mv.Key.(*ast.StringNode)
-		if !isString || fieldNames[k.Value] || mv.Value == nil || mv.Value.Type() != ast.MappingType {
+		if !isString || fieldNames[k.Value] || mv.Value == nil || mv.Value.Type() != ast.MappingType && mv.Value.Type() != ast.NullType {
 			keep = append(keep, mv)
 			continue
 		}
@@ -149,8 +153,10 @@ func (s Scenario) sectionsYAML() (string, error) {
 	var b strings.Builder
 	for _, k := range s.SectionKeys() {
 		var v yaml.MapSlice
-		if err := yaml.NodeToValue(s.Sections[k].entry.Value, &v, yaml.UseOrderedMap()); err != nil {
-			return "", err
+		if n := s.Sections[k].entry.Value; n.Type() != ast.NullType {
+			if err := yaml.NodeToValue(n, &v, yaml.UseOrderedMap()); err != nil {
+				return "", err
+			}
 		}
 		out, err := yaml.Marshal(yaml.MapSlice{{Key: k, Value: v}})
 		if err != nil {
