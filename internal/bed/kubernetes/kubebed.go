@@ -111,7 +111,7 @@ type site struct {
 func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	k := cfg.Kube
 	if k == nil || len(k.Nodes) < 2 {
-		return nil, errors.New("kubebed: the kubernetes testbed needs at least two nodes")
+		return nil, errors.New("kubernetes testbed: the kubernetes testbed needs at least two nodes")
 	}
 	cl, err := openCluster(cfg)
 	if err != nil {
@@ -391,7 +391,7 @@ func (t *Testbed) connect(ctx context.Context, st ssh.Site) (*remotehost.Host, s
 	s := t.sites[st.Name]
 	t.mu.Unlock()
 	if s == nil {
-		return nil, st, fmt.Errorf("kubebed: unknown site %q", st.Name)
+		return nil, st, fmt.Errorf("kubernetes testbed: unknown site %q", st.Name)
 	}
 	renewed, err := t.ensurePods(ctx, s)
 	if err != nil {
@@ -486,11 +486,11 @@ func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, e
 	case "":
 	case testbed.NetworkPod:
 		if !t.cfg.PodNetwork {
-			return nil, errors.New("kubebed: this run keeps no ordinary pods (pod-network is not among its methods)")
+			return nil, errors.New("kubernetes testbed: this run keeps no ordinary pods (pod-network is not among its methods)")
 		}
 		spec.A, spec.B, spec.Network = PodSite(spec.A), PodSite(spec.B), ""
 	default:
-		return nil, fmt.Errorf("kubebed: unknown network %q", spec.Network)
+		return nil, fmt.Errorf("kubernetes testbed: unknown network %q", spec.Network)
 	}
 	pair, err := t.inner.Pair(ctx, spec)
 	if err != nil {
