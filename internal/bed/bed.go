@@ -1,11 +1,19 @@
-// Package bed is the registry of testbeds: local, vm, ssh and kubernetes,
-// each one Entry saying what it is, what this machine must provide before
-// a run on it (Preflight), how the runner opens it (Open), how "tunbench
-// clean" cleans it (Clean) and how commands reach its hosts (OnEachSite).
-// The command line looks an entry up by the name a user gave and calls
-// it; nothing else branches on a testbed's name. What each testbed is
-// (name, description, class) lives in the leaf package kind, which the
-// report reads without this package's code.
+// Package bed is what every testbed is and offers: the Entry a testbed's
+// folder declares (internal/bed/<name>: local, vm, ssh, kubernetes), the
+// Env the command line gives it, and what this machine can check
+// (HostProbe, PreflightHere). An Entry says what the testbed is (its
+// kind.Kind), its scenario section's checks (scenario.Bed: validation
+// asks the testbed, and names none), what this machine must provide
+// before a run on it (Preflight), how the runner opens it (Open), how
+// "tunbench clean" cleans it (Clean) and how commands reach its hosts
+// (OnEachSite).
+//
+// The list of testbeds is internal/bed/registry, one line per testbed;
+// it also registers each entry's Kind in the leaf package kind, which
+// the report reads without any testbed's code. So a new testbed is a new
+// folder under internal/bed and one registry line. The command line
+// looks an entry up by the name a user gave and calls it; nothing else
+// branches on a testbed's name (TestEveryTestbedIsOneFolder).
 package bed
 
 import (
@@ -22,15 +30,19 @@ import (
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
-// Entry is one testbed. A nil function is an operation the testbed does
-// not offer; the command line refuses it naming the testbeds that do.
+// Entry is one testbed: the interface every testbed's folder implements,
+// as a value (each folder's Entry) rather than a Go interface, so that an
+// operation a testbed does not offer is a nil function, which the
+// command line refuses naming the testbeds that do offer it.
 type Entry struct {
 	// Kind is what the testbed is: its name, description, default,
-	// Remote, Local, Lab and reference Class (package kind, which the
-	// report reads without this package's code).
+	// Remote, Local, Lab and reference Class (registered in package kind,
+	// which the report reads without the testbeds' code).
 	kind.Kind
-	// Scenario is what the scenario's validation asks of the testbed:
-	// its section's checks (scenario.SSHBed...).
+	// Scenario is what the scenario's validation and plan ask of the
+	// testbed: the key of its section and its checks, the fields only it
+	// uses, what the recover test needs of it, the pairs of sites a cell
+	// runs between (its Name is filled from Kind).
 	Scenario scenario.Bed
 
 	// Preflight refuses, before anything is created, a run of s that
@@ -91,96 +103,9 @@ func Host(version string, buildID func() string) Env {
 	return Env{Probe: NewHostProbe, Root: HasCaps, BuildID: buildID, Version: version}
 }
 
-// Entries are the testbeds, the default first.
-func Entries() []Entry { return []Entry{local, vm, ssh, kubernetes} }
-
-// Catalog is reg with the testbeds, as the scenario's validation and the
-// plan see them (method.Catalog and scenario.BedCatalog).
-func Catalog(reg *method.Registry) scenario.Catalog { return catalog{method.Catalog{R: reg}} }
-
-type catalog struct{ method.Catalog }
-
-// Beds are the testbeds' checks (scenario.BedCatalog).
-func (catalog) Beds() []scenario.Bed {
-	var out []scenario.Bed
-	for _, e := range Entries() {
-		b := e.Scenario
-		b.Name = e.Name
-		out = append(out, b)
-	}
-	return out
-}
-
-// Lookup returns the testbed called name ("" is the default), or an
-// error that names every testbed.
-func Lookup(name string) (Entry, error) {
-	for _, e := range Entries() {
-		if e.Name == name || name == "" && e.Default {
-			return e, nil
-		}
-	}
-	return Entry{}, fmt.Errorf("unknown testbed %q: use %s", name, Choices(nil))
-}
-
-// Named returns the testbed called name, if there is one (the default
-// only by its name).
-func Named(name string) (Entry, bool) {
-	for _, e := range Entries() {
-		if e.Name == name {
-			return e, true
-		}
-	}
-	return Entry{}, false
-}
-
-// Choices names the testbeds offering what keep says (every one when
-// keep is nil) as a user reads them: "local (the default), ssh or
-// kubernetes".
-func Choices(keep func(Entry) bool) string {
-	var names []string
-	for _, e := range Entries() {
-		if keep != nil && !keep(e) {
-			continue
-		}
-		n := e.Name
-		if e.Default {
-			n += " (the default)"
-		}
-		names = append(names, n)
-	}
-	return or(names)
-}
-
-// Help is the --testbed flag's text naming the testbeds offering what
-// keep says (every one when keep is nil), with their descriptions when
-// describe: "local (default), vm (the kernel lab) or ...".
-func Help(keep func(Entry) bool, describe bool) string {
-	var names []string
-	for _, e := range Entries() {
-		if keep != nil && !keep(e) {
-			continue
-		}
-		switch {
-		case e.Default:
-			names = append(names, e.Name+" (default)")
-		case describe:
-			names = append(names, fmt.Sprintf("%s (%s)", e.Name, e.Description))
-		default:
-			names = append(names, e.Name)
-		}
-	}
-	return or(names)
-}
-
-func or(names []string) string {
-	if len(names) < 2 {
-		return strings.Join(names, "")
-	}
-	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// indent puts each joined error on its own indented line.
-func indent(err error) error {
+// Indent puts each joined error on its own indented line, for a
+// testbed's error that heads them ("ssh testbed:\n  ...").
+func Indent(err error) error {
 	lines := strings.Split(err.Error(), "\n")
 	for i, l := range lines {
 		lines[i] = "  " + l
@@ -188,7 +113,9 @@ func indent(err error) error {
 	return errors.New(strings.Join(lines, "\n"))
 }
 
-func logf(log io.Writer, prefix string) func(format string, args ...any) {
+// Logf returns a printf writing each line to log with prefix ("ssh
+// testbed: "); nil log discards.
+func Logf(log io.Writer, prefix string) func(format string, args ...any) {
 	return func(format string, args ...any) {
 		if log != nil {
 			fmt.Fprintf(log, prefix+format+"\n", args...)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -48,9 +49,9 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			tb, err := bed.Lookup(name)
+			tb, err := testbeds.Lookup(name)
 			if err != nil || tb.Clean == nil {
-				return fmt.Errorf("--testbed %q: use %s", name, bed.Choices(cleans))
+				return fmt.Errorf("--testbed %q: use %s", name, testbeds.Choices(cleans))
 			}
 			job := bed.CleanJob{Run: run, Site: site}
 			if tb.Remote {
@@ -73,7 +74,7 @@ each node and ordinary pod through the run's pods, then deletes them.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&name, "testbed", "", bed.Help(cleans, false)+": clean every host (node) of the scenario given with -f")
+	fl.StringVar(&name, "testbed", "", testbeds.Help(cleans, false)+": clean every host (node) of the scenario given with -f")
 	fl.StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh or kubernetes)")
 	fl.StringVar(&run, "run", "", "run id whose state to remove whatever its lock says (ssh hosts, kubernetes nodes and pods)")
 	fl.StringVar(&site, "site", "", "clean this host as this site of --run")
@@ -96,7 +97,7 @@ func remoteScenario(file, name string) (scenario.Scenario, *method.Registry, err
 	if s.Testbed != name {
 		return scenario.Scenario{}, nil, fmt.Errorf("scenario %s: testbed is %q, not %s", file, s.Testbed, name)
 	}
-	if err := s.Validate(bed.Catalog(reg)); err != nil {
+	if err := s.Validate(testbeds.Catalog(reg)); err != nil {
 		return scenario.Scenario{}, nil, fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
 	return s, reg, nil

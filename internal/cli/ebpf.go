@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/ebpf"
 )
 
@@ -45,12 +46,12 @@ of a run on ssh sit on the hosts, not on this machine.`,
   tunbench ebpf stats tb1a2b3c-a --max-rules 0
   tunbench ebpf stats --testbed ssh -f two-hosts.yaml`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			tb, err := bed.Lookup(name)
+			tb, err := testbeds.Lookup(name)
 			switch {
 			case err == nil && tb.Local:
 				return ebpfStats(cmd.OutOrStdout(), root, args, max)
 			case err != nil || tb.OnEachSite == nil:
-				return fmt.Errorf("--testbed %q: use %s", name, bed.Choices(readsEBPF))
+				return fmt.Errorf("--testbed %q: use %s", name, testbeds.Choices(readsEBPF))
 			case file == "":
 				return fmt.Errorf("--testbed %s: give the scenario naming the hosts with -f", name)
 			}
@@ -71,7 +72,7 @@ of a run on ssh sit on the hosts, not on this machine.`,
 	}
 	stats.Flags().StringVar(&root, "root", ebpf.PinRoot, "directory holding the endpoints' pin directories")
 	stats.Flags().IntVar(&max, "max-rules", 20, "rules to print per endpoint (0: all)")
-	stats.Flags().StringVar(&name, "testbed", "", bed.Help(readsEBPF, false)+": read every host of the scenario given with -f")
+	stats.Flags().StringVar(&name, "testbed", "", testbeds.Help(readsEBPF, false)+": read every host of the scenario given with -f")
 	stats.Flags().StringVarP(&file, "scenario", "f", "", "scenario naming the hosts (with --testbed ssh)")
 	cmd.AddCommand(stats)
 	return cmd

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/load"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
@@ -43,7 +44,7 @@ func TestExamplesValidate(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 			continue
 		}
-		if err := s.Validate(bed.Catalog(registry.Builtin())); err != nil {
+		if err := s.Validate(testbeds.Catalog(registry.Builtin())); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 		head := string(data[:min(len(data), 400)])

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/runner"
@@ -31,7 +32,7 @@ type methodStatus struct {
 // here reports whether testbed name runs on this machine's namespaces
 // (the local testbed, whose readiness "tunbench methods" reports).
 func here(name string) bool {
-	e, ok := bed.Named(name)
+	e, ok := testbeds.Named(name)
 	return ok && e.Local
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/lab"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
@@ -131,7 +132,7 @@ that --skip-unavailable skips are not failures.`,
 	fl.IntVar(&f.reps, "reps", 0, "repetitions of each cell, 1 to 1000 (default 3)")
 	fl.StringVar(&f.order, "order", "", "interleave (default) or grouped")
 	fl.BoolVar(&f.pin, "pin", false, "pin side a to the first half of the CPUs and side b to the rest")
-	fl.StringVar(&f.testbed, "testbed", "", bed.Help(nil, true))
+	fl.StringVar(&f.testbed, "testbed", "", testbeds.Help(nil, true))
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
 	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
@@ -270,10 +271,10 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Validate(bed.Catalog(reg)); err != nil {
+	if err := s.Validate(testbeds.Catalog(reg)); err != nil {
 		return fmt.Errorf("invalid scenario:\n%w", indent(err))
 	}
-	tb, err := bed.Lookup(s.Testbed)
+	tb, err := testbeds.Lookup(s.Testbed)
 	if err != nil {
 		return err
 	}
@@ -307,7 +308,7 @@ func runRun(cmd *cobra.Command, f runFlags) error {
 // of this machine, and the hosts are checked, each by its own kernel,
 // when the testbed opens). New and resumed runs go through it alike.
 func checkHere(s scenario.Scenario, reg *method.Registry, env bed.Env) error {
-	tb, err := bed.Lookup(s.Testbed)
+	tb, err := testbeds.Lookup(s.Testbed)
 	if err != nil {
 		return err
 	}
@@ -326,9 +327,9 @@ func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.
 	env := f.env
 	env.LabMemoryMiB = f.vmMemory
 	opt := runner.SessionOptions{
-		DB: f.db, Catalog: bed.Catalog(reg), Labels: labels,
+		DB: f.db, Catalog: testbeds.Catalog(reg), Labels: labels,
 		Open: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {
-			tb, err := bed.Lookup(s.Testbed)
+			tb, err := testbeds.Lookup(s.Testbed)
 			if err != nil {
 				return nil, err
 			}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/tunbench/tunbench/internal/bed"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/plan"
 	"github.com/tunbench/tunbench/internal/result"
@@ -18,7 +18,7 @@ import (
 // dryRun prints the expanded matrix, one line a cell, its size and the
 // estimated duration. It creates nothing.
 func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry, stored []result.Cell) error {
-	steps := plan.Build(s, bed.Catalog(reg))
+	steps := plan.Build(s, testbeds.Catalog(reg))
 	if stored != nil {
 		all := len(steps)
 		steps = runner.Remaining(steps, stored)
@@ -65,7 +65,7 @@ func resumeRun(cmd *cobra.Command, f runFlags, reg *method.Registry) error {
 		return err
 	}
 	for _, name := range []string{s.Testbed, run.Testbed} {
-		if tb, err := bed.Lookup(name); err == nil && tb.Lab {
+		if tb, err := testbeds.Lookup(name); err == nil && tb.Lab {
 			return fmt.Errorf("resume run %s: runs on the %s testbed cannot be resumed yet; start a new run", run.ID, tb.Name)
 		}
 	}

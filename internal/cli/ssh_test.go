@@ -24,7 +24,7 @@ import (
 // while it lives (its lock is held and its directory DefaultRoot/<id>
 // was created exclusively), so a directory named after one of these
 // sites is this test's, whatever run created it: not one of the plain
-// s0, s1 the agentbed tests' runs, on the same machine at the same time,
+// s0, s1 internal/bed/ssh's tests' runs, on the same machine at the same time,
 // leave in DefaultRoot/<their run id>/.
 func siteName(sites *sshtest.Sites, i int) string {
 	return sites.Site[i].Config.Name + "-" + filepath.Base(sites.Dir)
@@ -162,7 +162,7 @@ func measuringIn(ns string) bool {
 // noSSHLeftovers checks the sites for what the test's own runs leave:
 // run devices, agents and load tools, run directories. It looks only at
 // what this test created, never at everything on the machine: the
-// agentbed tests (another package, run in parallel by go test) have agents
+// ssh testbed tests (another package, run in parallel by go test) have agents
 // and run directories of their own on the same machine at the same time.
 //
 //   - Devices: in the sites' namespaces only.

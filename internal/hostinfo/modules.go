@@ -15,7 +15,7 @@ type Modules struct {
 	Dir         string // /lib/modules/<release>
 	ProcModules string // /proc/modules: the loaded modules
 	// Files reads Dir and ProcModules: nil is this machine's files;
-	// another host's are read through its own Files (agentbed reads them
+	// another host's are read through its own Files (internal/bed/ssh reads them
 	// over SSH).
 	Files Files
 }

@@ -160,7 +160,11 @@ func TestCongestionControlDimension(t *testing.T) {
 		t.Errorf("cell %s with %q", steps[1].Key, steps[1].Params.CongestionControl)
 	}
 	s.CongestionControl = nil
-	s.Testbed, s.SSH = "ssh", &scenario.SSH{} // a remote scenario names its hosts
+	s.Testbed = "ssh"
+	var err error
+	if s, err = s.WithSection("ssh", map[string]any{}); err != nil { // a remote scenario names its hosts
+		t.Fatal(err)
+	}
 	if ccs := s.CongestionControls(); len(ccs) != 1 || ccs[0] != "" {
 		t.Errorf("ssh default %q, want the hosts' own", ccs)
 	}

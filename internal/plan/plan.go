@@ -130,9 +130,14 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			}
 		}
 	}
-	// On testbed ssh every cell runs between each chosen ordered pair
-	// of sites.
-	if pairs := s.SitePairs(); len(pairs) > 0 {
+	// On a testbed whose endpoints are sites (ssh hosts, a cluster's
+	// nodes) every cell runs between each chosen ordered pair of sites,
+	// which the testbed names (a catalog that knows the testbeds).
+	var pairs [][2]string
+	if bc, ok := o.(scenario.BedCatalog); ok {
+		pairs = s.SitePairs(bc)
+	}
+	if len(pairs) > 0 {
 		var sited []cell
 		for _, c := range cells {
 			for _, pr := range pairs {

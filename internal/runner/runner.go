@@ -57,6 +57,18 @@ type Config struct {
 	Stored []result.Cell
 	// Labels are stored with a new run (result.Run.Labels).
 	Labels map[string]string
+	// Catalog is the methods and testbeds the plan is built from (the
+	// testbed registry's, internal/bed/registry: a testbed with sites
+	// names the pairs each cell runs between); the methods alone, on
+	// a testbed without sites, when nil.
+	Catalog scenario.Catalog
+}
+
+func (cfg Config) catalog() scenario.Catalog {
+	if cfg.Catalog != nil {
+		return cfg.Catalog
+	}
+	return method.Catalog{R: cfg.Methods}
 }
 
 // Outcome is what a run produced.
@@ -80,7 +92,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	if cfg.BackgroundWindow == 0 {
 		cfg.BackgroundWindow = 500 * time.Millisecond
 	}
-	steps := plan.Build(cfg.Scenario, method.Catalog{R: cfg.Methods})
+	// The catalog with the testbeds: a testbed with sites names the
+	// pairs each cell runs between (scenario.Bed.Pairs).
+	steps := plan.Build(cfg.Scenario, cfg.catalog())
 	start := time.Now()
 	run := result.Run{
 		Schema:   result.SchemaVersion,

@@ -164,7 +164,7 @@ func (s *Session) Stored(ctx context.Context, id string, reg *method.Registry) (
 
 // Run measures sc as a new run on the testbed Open opens.
 func (s *Session) Run(ctx context.Context, sc scenario.Scenario, reg *method.Registry) (*Result, error) {
-	return s.measure(ctx, Config{Scenario: sc, Methods: reg, Labels: s.opt.Labels})
+	return s.measure(ctx, Config{Scenario: sc, Methods: reg, Labels: s.opt.Labels, Catalog: s.opt.Catalog})
 }
 
 // Resume continues stored run id: only the cells the database lacks are
@@ -178,7 +178,7 @@ func (s *Session) Resume(ctx context.Context, id string, reg *method.Registry) (
 	if err != nil {
 		return nil, fmt.Errorf("resume: %w", err)
 	}
-	return s.measure(ctx, Config{Scenario: sc, Methods: reg, ID: run.ID, Resume: &run, Stored: stored})
+	return s.measure(ctx, Config{Scenario: sc, Methods: reg, ID: run.ID, Resume: &run, Stored: stored, Catalog: s.opt.Catalog})
 }
 
 // measure prepares the machine and the testbed for cfg and runs it, or

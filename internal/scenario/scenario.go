@@ -5,6 +5,12 @@
 //
 // Every validation error names the field and says how to fix it, so bad
 // input is refused before anything is created.
+//
+// It names no testbed: a testbed's own section of the document (ssh:,
+// kubernetes:) is kept raw (Section), and what the scenario's testbed
+// checks, decodes and allows comes from the catalog (BedCatalog), which
+// the testbed registry (internal/bed/registry) fills from each testbed's
+// folder.
 package scenario
 
 import (
@@ -20,18 +26,22 @@ import (
 	"time"
 
 	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/parser"
 )
 
 // Scenario is a benchmark matrix: every combination of methods, families,
 // MTUs, offload states and stream counts, each measured Repetitions times.
 type Scenario struct {
-	Name    string `yaml:"name" json:"name"`
-	Testbed string `yaml:"testbed" json:"testbed"` // "local", "vm", "ssh" or "kubernetes"
-	// SSH describes the hosts of testbed "ssh" (see SSH).
-	SSH *SSH `yaml:"ssh,omitempty" json:"ssh,omitempty"`
-	// Kubernetes describes the cluster and nodes of testbed "kubernetes"
-	// (see Kubernetes).
-	Kubernetes *Kubernetes `yaml:"kubernetes,omitempty" json:"kubernetes,omitempty"`
+	Name string `yaml:"name" json:"name"`
+	// Testbed names where the endpoints live: one of the testbeds of
+	// internal/bed/registry ("local", the default, "vm", "ssh",
+	// "kubernetes"), which validation asks through the catalog.
+	Testbed string `yaml:"testbed" json:"testbed"`
+	// Sections are the testbeds' own parts of the scenario, by their
+	// top-level key (the hosts of ssh:, the cluster of kubernetes:):
+	// kept as the document gave them and decoded by the testbed's
+	// folder (Section).
+	Sections map[string]*Section `yaml:"-" json:"-"`
 	// Kernel and Modules select the guest kernel for testbed "vm"; empty
 	// Kernel means the Debian stock kernel package fetched into the cache.
 	Kernel  string `yaml:"kernel,omitempty" json:"kernel,omitempty"`
@@ -398,9 +408,20 @@ func Parse(data []byte) (s Scenario, err error) {
 			}
 		}
 	}
-	if err := yaml.UnmarshalWithOptions(data, &s, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
+	// Top-level mappings that are no field of the scenario are the
+	// testbeds' sections, decoded by their testbeds (Section).
+	f, err := parser.ParseBytes(data, 0)
+	if err != nil {
 		return Scenario{}, fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
 	}
+	if len(f.Docs) == 0 || f.Docs[0].Body == nil {
+		return s, nil
+	}
+	sections := splitSections(f.Docs[0].Body)
+	if err := yaml.NodeToValue(f.Docs[0].Body, &s, yaml.DisallowUnknownField(), yaml.Strict()); err != nil {
+		return Scenario{}, fmt.Errorf("scenario: %s", yaml.FormatError(err, false, true))
+	}
+	s.Sections = sections
 	return s, nil
 }
 
@@ -410,7 +431,11 @@ func (s Scenario) YAML() string {
 	if err != nil {
 		return fmt.Sprintf("# cannot render scenario: %v\n", err)
 	}
-	return string(out)
+	sections, err := s.sectionsYAML()
+	if err != nil {
+		return fmt.Sprintf("# cannot render scenario: %v\n", err)
+	}
+	return string(out) + sections
 }
 
 // Durations are the parsed time fields.
@@ -435,13 +460,45 @@ func parseDuration(v string) (time.Duration, error) {
 }
 
 // Validate checks the scenario against the catalog and returns every
-// problem at once, each naming its field and its fix.
+// problem at once, each naming its field and its fix: its testbed's
+// (asked through the catalog), then field by field in the order the
+// document reads.
 func (s Scenario) Validate(c Catalog) error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	p := &problems{}
+	p.errs = append(p.errs, s.validateBed(c)...)
+	s.validateMethods(c, p.bad)
+	s.validateDimensions(p.bad)
+	s.validateTests(p.bad)
+	s.validateTimes(p.bad)
+	s.validateOptions(c, p.bad)
+	if s.HasTest(TestUDPSizes) {
+		s.validateUDP(c, p.bad)
 	}
-	errs = append(errs, s.validateBed(c)...)
+	if s.HasTest(TestRecover) {
+		s.validateRecover(c, p)
+	}
+	s.validateReference(c.Names(), p.bad)
+	s.validateSkipped(c.Names(), p.bad)
+	for i, w := range s.WAN {
+		if _, err := w.Parse(); err != nil {
+			p.bad(fmt.Sprintf("wan[%d]", i), "%v", err)
+		}
+	}
+	s.validateOverhead(c, p.bad)
+	return errors.Join(p.errs...)
+}
+
+// problems collects validation errors, each naming its field.
+type problems struct{ errs []error }
+
+// bad adds the problem of field, its fix said by format.
+func (p *problems) bad(field, format string, args ...any) {
+	p.errs = append(p.errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+}
+
+// validateMethods checks the methods: known, listed once, and each on a
+// testbed it runs on.
+func (s Scenario) validateMethods(c Catalog, bad func(field, format string, args ...any)) {
 	if tc, ok := c.(TestbedCatalog); ok {
 		for _, m := range s.Methods {
 			if beds, why := tc.Testbeds(m); beds != nil && !slices.Contains(beds, s.Testbed) {
@@ -460,6 +517,11 @@ func (s Scenario) Validate(c Catalog) error {
 	if dup := duplicate(s.Methods); dup != "" {
 		bad("methods", "%q is listed twice: list each method once", dup)
 	}
+}
+
+// validateDimensions checks the matrix's dimensions of the underlay:
+// families, MTUs, offloads and their named sets, stream counts.
+func (s Scenario) validateDimensions(bad func(field, format string, args ...any)) {
 	if len(s.Families) == 0 {
 		bad("families", "empty: use ipv4, ipv6 or both")
 	}
@@ -508,6 +570,11 @@ func (s Scenario) Validate(c Catalog) error {
 			bad("streams", "%d streams: tcp_stream runs one iperf3 process, which takes at most %d; measure more with tests: [parallel]", n, MaxStreamsPerProcess)
 		}
 	}
+}
+
+// validateTests checks the tests and the TCP dimensions they take:
+// directions, MSS and congestion control.
+func (s Scenario) validateTests(bad func(field, format string, args ...any)) {
 	if len(s.Tests) == 0 {
 		bad("tests", "empty: list at least one of %s", strings.Join(Tests, ", "))
 	}
@@ -543,6 +610,11 @@ func (s Scenario) Validate(c Catalog) error {
 	if dup := duplicate(s.CongestionControl); dup != "" {
 		bad("congestion_control", "%q is listed twice: list each algorithm once", dup)
 	}
+}
+
+// validateTimes checks how the load runs: streams per process, line
+// rate, the durations, the latency tool, repetitions and order.
+func (s Scenario) validateTimes(bad func(field, format string, args ...any)) {
 	if s.StreamsPerProcess < 1 || s.StreamsPerProcess > MaxStreamsPerProcess {
 		bad("streams_per_process", "%d: use 1 (one iperf3 process per stream) to %d (iperf3's limit)", s.StreamsPerProcess, MaxStreamsPerProcess)
 	}
@@ -589,6 +661,11 @@ func (s Scenario) Validate(c Catalog) error {
 	default:
 		bad("order", "unknown order %q: use interleave or grouped", s.Order)
 	}
+}
+
+// validateOptions checks each method's options against its declarations,
+// and the tests each method can carry with them.
+func (s Scenario) validateOptions(c Catalog, bad func(field, format string, args ...any)) {
 	for _, m := range slices.Sorted(maps.Keys(s.Options)) {
 		switch {
 		case !slices.Contains(s.Methods, m):
@@ -611,20 +688,11 @@ func (s Scenario) Validate(c Catalog) error {
 			}
 		}
 	}
-	if s.HasTest(TestUDPSizes) {
-		s.validateUDP(c, bad)
-	}
-	if s.HasTest(TestRecover) {
-		s.validateRecover(bad)
-	}
-	s.validateReference(c.Names(), bad)
-	s.validateSkipped(c.Names(), bad)
-	for i, w := range s.WAN {
-		if _, err := w.Parse(); err != nil {
-			bad(fmt.Sprintf("wan[%d]", i), "%v", err)
-		}
-	}
-	// Per method: families and MTU against overhead.
+}
+
+// validateOverhead checks, per method, that families lists one it
+// carries and that every MTU leaves room for its overhead.
+func (s Scenario) validateOverhead(c Catalog, bad func(field, format string, args ...any)) {
 	for _, m := range s.Methods {
 		if !slices.Contains(c.Names(), m) {
 			continue
@@ -653,7 +721,6 @@ func (s Scenario) Validate(c Catalog) error {
 			}
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // validateUDP checks the udp_sizes test's settings and each frame size
@@ -711,9 +778,10 @@ func (s Scenario) validateUDP(c Catalog, bad func(field, format string, args ...
 	}
 }
 
-// validateRecover checks the recover test's down time, and that the
-// testbed lets a run take the underlay device down.
-func (s Scenario) validateRecover(bad func(field, format string, args ...any)) {
+// validateRecover checks the recover test's down time, and asks the
+// testbed whether a run may take the underlay device down there.
+func (s Scenario) validateRecover(c Catalog, p *problems) {
+	bad := p.bad
 	d, err := parseDuration(s.Recover.Down)
 	switch {
 	case err != nil:
@@ -725,21 +793,8 @@ func (s Scenario) validateRecover(bad func(field, format string, args ...any)) {
 	case d > MaxRecoverDown:
 		bad("recover.down", "%s is longer than %s: use a shorter down time, e.g. 2s", s.Recover.Down, MaxRecoverDown)
 	}
-	switch s.Testbed {
-	case "kubernetes":
-		bad("tests", "recover takes the underlay device down, which on a cluster node cuts the node off its cluster: drop recover, or run it on testbed local, vm or ssh")
-	case "ssh":
-		if s.SSH == nil {
-			return
-		}
-		for i, st := range s.SSH.Sites {
-			if !s.SSH.ChangesHost(st.Name) {
-				bad(fmt.Sprintf("ssh.sites[%d]", i), "recover takes %s's underlay device %s down and up: set host_changes: true (for the site or the ssh section), or drop recover", st.Name, st.Dev)
-			}
-			if st.ControlOverDev {
-				bad(fmt.Sprintf("ssh.sites[%d].control_over_dev", i), "recover takes %s's underlay device down, which carries its SSH connection: drop recover, or reach the site over another device", st.Name)
-			}
-		}
+	if b, ok := s.bed(c); ok && b.CheckRecover != nil {
+		p.errs = append(p.errs, b.CheckRecover(s)...)
 	}
 }
 

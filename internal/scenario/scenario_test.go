@@ -1,6 +1,7 @@
 package scenario_test
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,9 +13,23 @@ import (
 
 type catalog struct{}
 
-// Beds are the testbeds as the registry (internal/bed) gives them.
+// Beds stand in for the testbed registry's (internal/bed/registry, whose
+// folders' tests check their sections): "cluster" has a section of that
+// name, refuses the recover test, and is stray on scenarios named
+// uses-cluster.
 func (catalog) Beds() []scenario.Bed {
-	return []scenario.Bed{{Name: "local"}, scenario.VMBed, scenario.SSHBed, scenario.KubernetesBed}
+	return []scenario.Bed{{Name: "local"}, {Name: "vm"}, {Name: "ssh"}, {Name: "kubernetes"}, {
+		Name:    "cluster",
+		Section: "cluster",
+		Check:   func(s scenario.Scenario, _ scenario.Catalog) []error { return []error{errors.New("cluster: checked")} },
+		Stray: func(s scenario.Scenario) error {
+			if s.Name != "uses-cluster" {
+				return nil
+			}
+			return errors.New("cluster: stray")
+		},
+		CheckRecover: func(scenario.Scenario) []error { return []error{errors.New("tests: no recover on a cluster")} },
+	}}
 }
 
 func (catalog) Names() []string { return []string{"native", "srv6", "vxlan", "ipip", "pod-network"} }
@@ -164,6 +179,28 @@ func TestYAMLRoundTrip(t *testing.T) {
 	}
 }
 
+// TestValidateAsksTheTestbed: validation names no testbed; it asks the
+// catalog's: the scenario's own for its checks and for the recover test,
+// every other one for what only it uses.
+func TestValidateAsksTheTestbed(t *testing.T) {
+	s := scenario.Default()
+	s.Name = "uses-cluster"
+	s.Tests = []string{scenario.TestRecover}
+	err := s.Validate(catalog{})
+	if err == nil || !strings.Contains(err.Error(), "cluster: stray") || strings.Contains(err.Error(), "recover") {
+		t.Errorf("on local: %v, want only the other testbed's stray check", err)
+	}
+	s.Testbed = "cluster"
+	err = s.Validate(catalog{})
+	if err == nil || !strings.Contains(err.Error(), "cluster: checked") || !strings.Contains(err.Error(), "tests: no recover on a cluster") || strings.Contains(err.Error(), "stray") {
+		t.Errorf("on cluster: %v, want its checks and its recover refusal", err)
+	}
+	s.Testbed = "qemu"
+	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `testbed: unknown testbed "qemu": use local, vm, ssh, kubernetes or cluster`) {
+		t.Errorf("unknown testbed: %v", err)
+	}
+}
+
 // A testbed's section is kept as the document gave it: rendered back
 // with the scenario, decoded by the testbed, and refused with its line
 // when no testbed of the catalog takes it.
@@ -192,6 +229,10 @@ func TestSections(t *testing.T) {
 	again, err := scenario.Parse([]byte(s.YAML()))
 	if err != nil || !again.Section("cluster").Equal(s.Section("cluster")) {
 		t.Errorf("round trip of\n%s: %v", s.YAML(), err)
+	}
+	s, err = scenario.Parse([]byte("cluster:\n"))
+	if err != nil || s.Section("cluster") == nil || s.Section("cluster").Decode(&c) != nil || !strings.Contains(s.YAML(), "cluster: {}") {
+		t.Errorf("an empty section: %v, rendered\n%s", err, s.YAML())
 	}
 	s, err = scenario.Parse([]byte("methods: [native]\nclustr:\n  nodes: [a]\n"))
 	if err != nil {

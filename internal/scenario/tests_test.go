@@ -153,21 +153,3 @@ func TestConnectRecoverValidation(t *testing.T) {
 		t.Errorf("scaled down time %q, want 200ms", got)
 	}
 }
-
-// TestRecoverOnSSH: recover takes the sites' own device down, so it needs
-// host_changes and refuses control_over_dev.
-func TestRecoverOnSSH(t *testing.T) {
-	s, err := scenario.Parse([]byte(sshYAML + "tests: [recover]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = s.Validate(catalog{})
-	want := "ssh.sites[0]: recover takes fra's underlay device eth1 down and up: set host_changes: true"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("recover without host_changes: %v, want %q", err, want)
-	}
-	s.SSH.HostChanges = true
-	if err := s.Validate(catalog{}); err != nil && strings.Contains(err.Error(), "recover") {
-		t.Errorf("recover with host_changes refused: %v", err)
-	}
-}

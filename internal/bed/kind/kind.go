@@ -1,17 +1,21 @@
 // Package kind says what each testbed is, without what it does: its name,
 // the line --help gives it, whether it is the default, whether its
 // endpoints are this machine's namespaces, other machines or the kernel
-// lab's guest, and the reference class its results belong to. It imports
+// lab's guest, and the reference class its results belong to. Each
+// testbed's folder (internal/bed/<name>) declares its Kind in its entry,
+// and the testbed registry (internal/bed/registry) registers them here
+// in its order, so a new testbed adds no line to this package. It imports
 // nothing of tunbench's testbeds, so the report (which reads stored runs
 // offline) can ask it without pulling in the code that opens and cleans
-// them; package bed adds that code to each kind.
+// them; a program (or test) that reads kinds links the registry, as the
+// command line does, and one that forgets it panics on its first
+// question rather than getting wrong answers.
 package kind
 
 import (
 	"fmt"
+	"slices"
 	"strings"
-
-	"github.com/tunbench/tunbench/internal/scenario"
 )
 
 // Kind is what one testbed is.
@@ -38,35 +42,29 @@ type Kind struct {
 	Class string
 }
 
-// The testbeds.
-var (
-	Local = Kind{
-		Name:        "local",
-		Description: "two network namespaces on this machine joined by a veth pair",
-		Default:     true,
-		Local:       true,
-		Class:       scenario.TestbedOneMachine,
-	}
-	VM = Kind{
-		Name:        "vm",
-		Description: "the kernel lab",
-		Lab:         true,
-		Class:       scenario.TestbedLocalVM,
-	}
-	SSH = Kind{
-		Name:        "ssh",
-		Description: "the hosts of the scenario's ssh section, -f",
-		Remote:      true,
-	}
-	Kubernetes = Kind{
-		Name:        "kubernetes",
-		Description: "the nodes of its kubernetes section, -f",
-		Remote:      true,
-	}
-)
+// kinds are the registered testbeds, in the registry's order.
+var kinds []Kind
 
-// All are the testbeds, the default first.
-func All() []Kind { return []Kind{Local, VM, SSH, Kubernetes} }
+// Register adds k to the testbeds All returns; the testbed registry
+// (internal/bed/registry) registers every entry's Kind, in its order, when
+// it is linked into the program. It panics on a name given twice: two
+// testbeds cannot share one.
+func Register(k Kind) {
+	if k.Name == "" || slices.ContainsFunc(kinds, func(o Kind) bool { return o.Name == k.Name }) {
+		panic(fmt.Sprintf("kind: testbed %q registered twice or without a name", k.Name))
+	}
+	kinds = append(kinds, k)
+}
+
+// All are the registered testbeds, the default first. It panics when
+// none is: the program (or test) asks what testbeds are without having
+// linked the registry, and every answer would be wrong.
+func All() []Kind {
+	if len(kinds) == 0 {
+		panic("kind: no testbed registered: import internal/bed/registry (for its side effect, in a test) to learn what the testbeds are")
+	}
+	return kinds
+}
 
 // Lookup returns the testbed called name ("" is the default, as in a
 // record or scenario that names none), or an error that names every

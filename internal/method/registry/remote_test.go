@@ -35,7 +35,7 @@ func TestMethodsThroughAgents(t *testing.T) {
 	for _, m := range registry.Builtin().All() {
 		if _, ok := m.(method.Placer); ok {
 			// pod-network runs between ordinary pods of a cluster, not
-			// between two hosts' own stacks: internal/kubebed's tests
+			// between two hosts' own stacks: internal/bed/kubernetes' tests
 			// measure it on a real cluster.
 			continue
 		}

@@ -1,11 +1,11 @@
 package registry_test
 
 import (
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/bed"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
@@ -30,7 +30,7 @@ ssh:
 // runs (method.Confined) is accepted exactly there.
 func TestEveryMethodOnEveryTestbed(t *testing.T) {
 	reg := registry.Builtin()
-	cat := bed.Catalog(reg)
+	cat := testbeds.Catalog(reg)
 	for _, m := range reg.All() {
 		beds, _ := method.Testbeds(m)
 		for bed, doc := range testbedScenarios {

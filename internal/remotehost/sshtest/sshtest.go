@@ -108,8 +108,8 @@ type Site struct {
 }
 
 // privateDirs are the directories PrivateFiles makes private to a site:
-// testbed.DefaultRoot and scenario.DefaultSSHDir (not imported: scenario
-// is far above this package).
+// testbed.DefaultRoot and ssh.DefaultDir of internal/bed/ssh (not imported:
+// that package is far above this one).
 var privateDirs = []string{testbed.DefaultRoot, "/var/tmp/tunbench"}
 
 // Path is where the test sees path p as the site's sessions see it: p
@@ -131,7 +131,7 @@ type options struct{ management, private bool }
 // writes: its sshd runs in a mount namespace of its own where
 // testbed.DefaultRoot (/run/tunbench: run directories and journals; the
 // run locks in testbed.LockDir stay the machine's, as its network
-// namespaces do) and scenario.DefaultSSHDir (/var/tmp/tunbench: the tunbench copied to
+// namespaces do) and ssh.DefaultDir (/var/tmp/tunbench: the tunbench copied to
 // the host) are fresh tmpfs mounts only that site's sessions see, as on
 // separate hosts. Nothing of a run is then visible to the test, the
 // controller or another site at the same path; Site.Path shows a site's

@@ -1,8 +1,9 @@
-package kubebed_test
+package kubernetes_test
 
 import (
 	"context"
 	"fmt"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"math"
 	"net"
 	"os"
@@ -13,9 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
-	"github.com/tunbench/tunbench/internal/bed"
-	"github.com/tunbench/tunbench/internal/kubebed"
+	"github.com/tunbench/tunbench/internal/bed/kubernetes"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/kubehost/kubetest"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -36,7 +36,7 @@ func tunbench(b testing.TB) (string, string) {
 	}
 	b.Cleanup(func() { os.RemoveAll(dir) })
 	bin := filepath.Join(dir, "tunbench")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/tunbench").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/tunbench").CombinedOutput(); err != nil {
 		b.Fatalf("build tunbench: %v\n%s", err, out)
 	}
 	out, err := exec.Command(bin, "version", "--build-id").Output()
@@ -54,7 +54,7 @@ func tunbench(b testing.TB) (string, string) {
 // most 1 s more per cell). Metrics: open-s, kube-s/cell, ssh-s/cell
 // (medians) and extra-s/cell.
 //
-//	go test -run '^$' -bench BenchmarkKubeVsSSH -benchtime 1x ./internal/kubebed/
+//	go test -run '^$' -bench BenchmarkKubeVsSSH -benchtime 1x ./internal/bed/kubernetes/
 func BenchmarkKubeVsSSH(b *testing.B) {
 	bin, bid := tunbench(b)
 	cl := kubetest.Start(b)
@@ -66,29 +66,30 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	base.Tests = []string{scenario.TestTCPStream}
 	base.CongestionControl = []string{"cubic"}
 
-	ssh := base
-	ssh.Testbed = "ssh"
-	ssh.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	sshs := base
+	sshs.Testbed = "ssh"
+	hosts := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	ns := map[string]string{}
 	for _, st := range sites.Site {
-		ssh.SSH.Sites = append(ssh.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr,
+		hosts.Sites = append(hosts.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24"})
 		ns[st.Config.Name] = st.Namespace
 	}
 	kube := base
 	kube.Testbed = "kubernetes"
-	kube.Kubernetes = &scenario.Kubernetes{Kubeconfig: cl.Kubeconfig, Image: cl.Image, Binary: bin,
-		Nodes: []scenario.Node{{Name: cl.Nodes[0].Name}, {Name: cl.Nodes[1].Name}},
+	cluster := &kubernetes.Section{Kubeconfig: cl.Kubeconfig, Image: cl.Image, Binary: bin,
+		Nodes: []kubernetes.Node{{Name: cl.Nodes[0].Name}, {Name: cl.Nodes[1].Name}},
 		Pairs: [][]string{{cl.Nodes[0].Name, cl.Nodes[1].Name}}}
-	for _, s := range []scenario.Scenario{ssh, kube} {
-		if err := s.Validate(bed.Catalog(reg)); err != nil {
+	sshs, kube = ssh.With(sshs, hosts), kubernetes.With(kube, cluster)
+	for _, s := range []scenario.Scenario{sshs, kube} {
+		if err := s.Validate(testbeds.Catalog(reg)); err != nil {
 			b.Fatal(err)
 		}
 	}
 	ctx := context.Background()
 	sshID, kubeID := testbed.NewID(), testbed.NewID()
-	stb, err := agentbed.Open(ctx, agentbed.Config{SSH: ssh.SSH, Families: ssh.Families, MTUs: ssh.MTUs, ID: sshID, BuildID: bid,
+	stb, err := ssh.Open(ctx, ssh.Config{SSH: hosts, Families: sshs.Families, MTUs: sshs.MTUs, ID: sshID, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
 		}})
@@ -97,7 +98,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	}
 	defer stb.Close()
 	start := time.Now()
-	ktb, err := kubebed.Open(ctx, kubebed.Config{Kube: kube.Kubernetes, Families: kube.Families, MTUs: kube.MTUs,
+	ktb, err := kubernetes.Open(ctx, kubernetes.Config{Kube: cluster, Families: kube.Families, MTUs: kube.MTUs,
 		ID: kubeID, BuildID: bid, Version: "devel", Binary: bin, Dial: cl.Dial})
 	if err != nil {
 		b.Fatal(err)
@@ -110,7 +111,7 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: id, BackgroundWindow: 100 * time.Millisecond})
+		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: id, Catalog: testbeds.Catalog(reg), BackgroundWindow: 100 * time.Millisecond})
 		if err != nil || len(out.Cells) != 1 || out.Cells[0].Status != result.StatusOK {
 			b.Fatalf("%s run: %v %+v", sc.Testbed, err, out)
 		}
@@ -123,9 +124,9 @@ func BenchmarkKubeVsSSH(b *testing.B) {
 	for i := 0; i < b.N*4; i++ {
 		var k, s result.Cell
 		if i%2 == 0 {
-			k, s = cell(kube, ktb, kubeID), cell(ssh, stb, sshID)
+			k, s = cell(kube, ktb, kubeID), cell(sshs, stb, sshID)
 		} else {
-			s, k = cell(ssh, stb, sshID), cell(kube, ktb, kubeID)
+			s, k = cell(sshs, stb, sshID), cell(kube, ktb, kubeID)
 		}
 		hk, hs = append(hk, harness(k)), append(hs, harness(s))
 		ratio = append(ratio, k.Throughput.BitsPerSecond/s.Throughput.BitsPerSecond)

@@ -1,4 +1,4 @@
-package agentbed
+package ssh
 
 import (
 	"context"

@@ -1,12 +1,14 @@
-package bed
+package registry_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/registry"
 	"github.com/tunbench/tunbench/internal/method"
-	"github.com/tunbench/tunbench/internal/method/registry"
+	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
 
@@ -14,7 +16,7 @@ import (
 // itself; the command line's lists of testbeds come from the entries.
 func TestEntries(t *testing.T) {
 	var names []string
-	for _, e := range Entries() {
+	for _, e := range registry.Entries() {
 		names = append(names, e.Name)
 		if e.Description == "" || e.Preflight == nil {
 			t.Errorf("%s: no description or no preflight", e.Name)
@@ -29,19 +31,19 @@ func TestEntries(t *testing.T) {
 	if want := []string{"local", "vm", "ssh", "kubernetes"}; !slices.Equal(names, want) {
 		t.Errorf("testbeds %v, want %v", names, want)
 	}
-	if e, err := Lookup(""); err != nil || e.Name != "local" {
+	if e, err := registry.Lookup(""); err != nil || e.Name != "local" {
 		t.Errorf(`Lookup(""): %v %v, want the default, local`, e.Name, err)
 	}
-	if _, err := Lookup("qemu"); err == nil || err.Error() != `unknown testbed "qemu": use local (the default), vm, ssh or kubernetes` {
+	if _, err := registry.Lookup("qemu"); err == nil || err.Error() != `unknown testbed "qemu": use local (the default), vm, ssh or kubernetes` {
 		t.Errorf("Lookup(qemu): %v", err)
 	}
-	if _, ok := Named(""); ok {
+	if _, ok := registry.Named(""); ok {
 		t.Error(`Named("") found a testbed: only Lookup takes "" for the default`)
 	}
-	if got, want := Help(nil, true), "local (default), vm (the kernel lab), ssh (the hosts of the scenario's ssh section, -f) or kubernetes (the nodes of its kubernetes section, -f)"; got != want {
+	if got, want := registry.Help(nil, true), "local (default), vm (the kernel lab), ssh (the hosts of the scenario's ssh section, -f) or kubernetes (the nodes of its kubernetes section, -f)"; got != want {
 		t.Errorf("Help:\n got %s\nwant %s", got, want)
 	}
-	if got, want := Choices(func(e Entry) bool { return e.Clean != nil }), "local (the default), ssh or kubernetes"; got != want {
+	if got, want := registry.Choices(func(e bed.Entry) bool { return e.Clean != nil }), "local (the default), ssh or kubernetes"; got != want {
 		t.Errorf("Choices(clean): %s, want %s", got, want)
 	}
 }
@@ -50,7 +52,7 @@ func TestEntries(t *testing.T) {
 // refused naming them, and a section only another testbed uses is
 // refused with its fix.
 func TestCatalogValidates(t *testing.T) {
-	c := Catalog(registry.Builtin())
+	c := registry.Catalog(methods.Builtin())
 	s := scenario.Default()
 	s.Testbed = "qemu"
 	if err := s.Validate(c); err == nil || !strings.Contains(err.Error(), `testbed: unknown testbed "qemu": use local, vm, ssh or kubernetes`) {
@@ -58,8 +60,11 @@ func TestCatalogValidates(t *testing.T) {
 	}
 	s = scenario.Default()
 	s.Kernel = "/boot/vmlinuz"
-	s.SSH = &scenario.SSH{}
-	err := s.Validate(c)
+	s, err := s.WithSection("ssh", map[string]any{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(c)
 	for _, want := range []string{"kernel: a kernel is only booted by testbed vm", "ssh: hosts are only used by testbed ssh"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("stray sections on testbed local: %v, want %q", err, want)
@@ -82,8 +87,8 @@ func (probe) HasProgram(string) bool                 { return false }
 // each method's kernel options; the kernel lab only for programs (the
 // guest's kernel is not this one); the remote testbeds for nothing.
 func TestPreflight(t *testing.T) {
-	env := Env{Probe: func() method.Probe { return probe{} }, Root: func() bool { return false }}
-	reg := registry.Builtin()
+	env := bed.Env{Probe: func() method.Probe { return probe{} }, Root: func() bool { return false }}
+	reg := methods.Builtin()
 	s := scenario.Default()
 	s.Methods = []string{"native", "vxlan"}
 	for _, tc := range []struct {
@@ -95,7 +100,7 @@ func TestPreflight(t *testing.T) {
 		{"ssh", nil, nil},
 		{"kubernetes", nil, nil},
 	} {
-		e, _ := Lookup(tc.bed)
+		e, _ := registry.Lookup(tc.bed)
 		s.Testbed = tc.bed
 		err := e.Preflight(s, reg, env)
 		if (err == nil) != (tc.want == nil) {

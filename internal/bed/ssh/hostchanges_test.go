@@ -1,11 +1,11 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -21,7 +21,7 @@ func TestOpenRefusesMTUWithoutHostChanges(t *testing.T) {
 	s := sshScenario(sites, bin, "native")
 	s.MTUs = []int{9000}
 	cfg := config(t, sites, s, testbed.NewID())
-	tb, err := agentbed.Open(context.Background(), cfg)
+	tb, err := ssh.Open(context.Background(), cfg)
 	if err == nil {
 		tb.Close()
 		t.Fatal("a host's MTU would change without host_changes, and Open went ahead")
@@ -33,10 +33,10 @@ func TestOpenRefusesMTUWithoutHostChanges(t *testing.T) {
 	}
 	// The sites are dialed from inside their namespaces, over their
 	// underlay devices: host_changes alone is refused for that.
-	s.SSH.HostChanges = true
+	s = withHosts(t, s, func(x *ssh.Section) { x.HostChanges = true })
 	cfg = config(t, sites, s, testbed.NewID())
 	cfg.MTUs = s.MTUs
-	tb, err = agentbed.Open(context.Background(), cfg)
+	tb, err = ssh.Open(context.Background(), cfg)
 	if err == nil {
 		tb.Close()
 		t.Fatal("host changes over the control connection's device were not refused")

@@ -1,4 +1,4 @@
-package kubebed
+package kubernetes
 
 import (
 	"context"
@@ -7,10 +7,9 @@ import (
 	"path"
 	"strings"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/remotehost"
-	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -98,18 +97,18 @@ func cleanRun(ctx context.Context, cl *kubehost.Cluster, cfg Config, run string,
 			agents[n.Name] = p
 		}
 	}
-	ssh := &scenario.SSH{Dir: cfg.Kube.Dir, Binary: cfg.Kube.Binary}
+	hosts := &ssh.Section{Dir: cfg.Kube.Dir, Binary: cfg.Kube.Binary}
 	for node, p := range agents {
 		t.sites[node] = &site{name: node, node: node, agent: p}
-		ssh.Sites = append(ssh.Sites, scenario.Site{Name: node})
+		hosts.Sites = append(hosts.Sites, ssh.Site{Name: node})
 		if w := workloads[node]; w != nil {
 			t.sites[PodSite(node)] = &site{name: PodSite(node), node: node, agent: p, workload: w}
-			ssh.Sites = append(ssh.Sites, scenario.Site{Name: PodSite(node)})
+			hosts.Sites = append(hosts.Sites, ssh.Site{Name: PodSite(node)})
 		}
 	}
-	if len(ssh.Sites) > 0 {
-		lines, err := agentbed.OnEachSite(ctx, agentbed.Config{SSH: ssh, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
-			Connect: func(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
+	if len(hosts.Sites) > 0 {
+		lines, err := ssh.OnEachSite(ctx, ssh.Config{SSH: hosts, ID: run, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
+			Connect: func(ctx context.Context, st ssh.Site) (*remotehost.Host, ssh.Site, error) {
 				s := t.sites[st.Name]
 				if s.workload == nil {
 					return t.nodeHost(s), st, nil

@@ -1,4 +1,4 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -35,12 +35,12 @@ func TestSSHRequirementsRefusedPerHost(t *testing.T) {
 	cfg := config(t, sites, s, id)
 	// vxlan's requirement as the method declares it; a method needing a
 	// program neither host has (the sites share this machine's PATH).
-	cfg.Methods = []agentbed.MethodNeeds{
+	cfg.Methods = []ssh.MethodNeeds{
 		{Name: "native"},
 		{Name: "vxlan", Requirements: []method.Requirement{{Kernel: "CONFIG_VXLAN", Module: "vxlan"}}},
 		{Name: "needs-a-tool", Requirements: []method.Requirement{{Program: "tunbench-no-such-tool", Package: "no-such-package"}}},
 	}
-	_, err = agentbed.Open(context.Background(), cfg)
+	_, err = ssh.Open(context.Background(), cfg)
 	if err == nil {
 		t.Fatal("opened although site 0's kernel lacks CONFIG_VXLAN")
 	}
@@ -72,8 +72,8 @@ func TestSSHRequirementsMetOpens(t *testing.T) {
 	cfg := config(t, sites, s, testbed.NewID())
 	// CONFIG_VETH: every kernel that runs these tests has it (the sites
 	// are joined by a veth pair).
-	cfg.Methods = []agentbed.MethodNeeds{{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}}}
-	tb, err := agentbed.Open(context.Background(), cfg)
+	cfg.Methods = []ssh.MethodNeeds{{Name: "native", Requirements: []method.Requirement{{Kernel: "CONFIG_VETH", Module: "veth"}}}}
+	tb, err := ssh.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}

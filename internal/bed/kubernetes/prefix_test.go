@@ -1,10 +1,8 @@
-package kubebed
+package kubernetes
 
 import (
 	"slices"
 	"testing"
-
-	"github.com/tunbench/tunbench/internal/scenario"
 )
 
 // TestPrefix: with the node's tools every command runs chrooted into the
@@ -16,10 +14,10 @@ func TestPrefix(t *testing.T) {
 		want  []string
 	}{
 		{"", []string{"chroot", "/host"}},
-		{scenario.ToolsNode, []string{"chroot", "/host"}},
-		{scenario.ToolsImage, nil},
+		{ToolsNode, []string{"chroot", "/host"}},
+		{ToolsImage, nil},
 	} {
-		tb := &Testbed{cfg: Config{Kube: &scenario.Kubernetes{Tools: tc.tools}}}
+		tb := &Testbed{cfg: Config{Kube: &Section{Tools: tc.tools}}}
 		if got := tb.prefix(); !slices.Equal(got, tc.want) {
 			t.Errorf("tools %q: prefix %q, want %q", tc.tools, got, tc.want)
 		}

@@ -1,13 +1,14 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"math"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
 	"github.com/tunbench/tunbench/internal/result"
@@ -33,7 +34,7 @@ var benchFamilies = []string{"native", "vxlan", "srv6", "wireguard-go", "ipsec",
 // most 1 s) and M-ssh/local (geometric mean of the rounds' ratios, each
 // testbed first in half the rounds; target within the run's noise of 1).
 //
-//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/agentbed/
+//	go test -run '^$' -bench BenchmarkSSHvsLocal -benchtime 1x -timeout 30m ./internal/bed/ssh/
 func BenchmarkSSHvsLocal(b *testing.B) {
 	for _, m := range benchFamilies {
 		b.Run(m, func(b *testing.B) { benchSSHvsLocal(b, m) })
@@ -51,19 +52,21 @@ func benchSSHvsLocal(b *testing.B, method string) {
 	s.Tests = []string{scenario.TestTCPStream}
 	// The same algorithm on both testbeds (ssh's default is the hosts').
 	s.CongestionControl = []string{"cubic"}
-	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	ns := map[string]string{}
 	for _, st := range sites.Site {
-		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
 		ns[st.Config.Name] = st.Namespace
 	}
+	s = ssh.With(s, x)
 	local := s
-	local.Testbed, local.SSH = "local", nil
+	local.Testbed = "local"
+	local, _ = local.WithSection(ssh.SectionKey, nil)
 	ctx := context.Background()
 	id := testbed.NewID()
-	tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
+	tb, err := ssh.Open(ctx, ssh.Config{SSH: x, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid,
 		Version: "devel", Binary: bin, Dial: dialer(ns)})
 	if err != nil {
 		b.Fatal(err)
@@ -76,7 +79,7 @@ func benchSSHvsLocal(b *testing.B, method string) {
 			b.Fatal(err)
 		}
 		defer st.Close()
-		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: runID, BackgroundWindow: 100 * time.Millisecond})
+		out, err := runner.Run(ctx, runner.Config{Scenario: sc, Methods: reg, Store: st, Bed: bed, ID: runID, Catalog: testbeds.Catalog(reg), BackgroundWindow: 100 * time.Millisecond})
 		if err != nil || len(out.Cells) != 1 || out.Cells[0].Status != result.StatusOK {
 			b.Fatalf("%s run: %v %+v", method, err, out)
 		}

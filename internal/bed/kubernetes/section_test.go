@@ -1,11 +1,18 @@
-package scenario_test
+package kubernetes_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed/kubernetes"
+	"github.com/tunbench/tunbench/internal/bed/registry"
+	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
+
+// catalog is the scenario's validation as the command line runs it:
+// every method and every testbed.
+var catalog = registry.Catalog(methods.Builtin())
 
 const kubeYAML = `
 testbed: kubernetes
@@ -23,24 +30,26 @@ func TestKubernetesScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
 	if !s.Remote() {
 		t.Error("testbed kubernetes is remote: this machine only controls")
 	}
-	if got := len(s.SitePairs()); got != 6 {
+	if got := len(s.SitePairs(catalog.(scenario.BedCatalog))); got != 6 {
 		t.Errorf("every ordered pair of 3 nodes: got %d, want 6", got)
 	}
-	s.Kubernetes.Pairs = [][]string{{"worker-2", "worker-1"}}
-	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"worker-2", "worker-1"} {
+	k := clusterOf(t, s)
+	k.Pairs = [][]string{{"worker-2", "worker-1"}}
+	s = kubernetes.With(s, k)
+	if got := s.SitePairs(catalog.(scenario.BedCatalog)); len(got) != 1 || got[0] != [2]string{"worker-2", "worker-1"} {
 		t.Errorf("chosen pairs: %v", got)
 	}
 	if got := s.CongestionControls(); len(got) != 1 || got[0] != "" {
 		t.Errorf("congestion control on a cluster: %q, want each node's own default", got)
 	}
-	if s.Kubernetes.NamespaceOrDefault() != "bench" || s.Kubernetes.ImageOrDefault() != scenario.DefaultKubernetesImage {
-		t.Errorf("namespace %q, image %q", s.Kubernetes.NamespaceOrDefault(), s.Kubernetes.ImageOrDefault())
+	if k := clusterOf(t, s); k.NamespaceOrDefault() != "bench" || k.ImageOrDefault() != kubernetes.DefaultImage {
+		t.Errorf("namespace %q, image %q", k.NamespaceOrDefault(), k.ImageOrDefault())
 	}
 }
 
@@ -64,7 +73,7 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 		{"pod-network on local", "testbed: local\nmethods: [native, pod-network]", "methods: pod-network measures a Kubernetes cluster's pod network between two nodes, on testbed kubernetes only: set testbed: kubernetes or drop it"},
 		{"unknown field", "testbed: kubernetes\nkubernetes: {nodez: []}", "nodez"},
 		{"unknown tools", "testbed: kubernetes\nkubernetes: {tools: host, " + two + "}", `kubernetes.tools: "host": give node (the nodes' own tools, through their root file system) or image`},
-		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + scenario.DefaultKubernetesImage + ") has no iperf3"},
+		{"tools image without image", "testbed: kubernetes\nkubernetes: {tools: image, " + two + "}", "kubernetes.tools: image runs every tool from kubernetes.image, and the default image (" + kubernetes.DefaultImage + ") has no iperf3"},
 		{"binary relative in image", "testbed: kubernetes\nkubernetes: {tools: image, image: tools:1, binary: bin/tunbench, " + two + "}", `kubernetes.binary: "bin/tunbench": give the absolute path of tunbench in the image`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -74,7 +83,7 @@ func TestKubernetesScenarioRefusals(t *testing.T) {
 			}
 			s, err := scenario.Parse([]byte(doc))
 			if err == nil {
-				err = s.Validate(catalog{})
+				err = s.Validate(catalog)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error = %v\nwant it to contain %q", err, tc.want)
@@ -90,17 +99,40 @@ func TestKubernetesTools(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsNode {
-		t.Errorf("default tools %q, want %q", got, scenario.ToolsNode)
+	if got := clusterOf(t, s).ToolsOrDefault(); got != kubernetes.ToolsNode {
+		t.Errorf("default tools %q, want %q", got, kubernetes.ToolsNode)
 	}
 	s, err = scenario.Parse([]byte(kubeYAML + "  tools: image\n  image: registry.example/tunbench-tools:1\n  dir: /opt/tunbench\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
-	if got := s.Kubernetes.ToolsOrDefault(); got != scenario.ToolsImage {
-		t.Errorf("tools %q, want %q", got, scenario.ToolsImage)
+	if got := clusterOf(t, s).ToolsOrDefault(); got != kubernetes.ToolsImage {
+		t.Errorf("tools %q, want %q", got, kubernetes.ToolsImage)
 	}
+}
+
+// TestRecoverOnKubernetes: recover would cut a node off its cluster.
+func TestRecoverOnKubernetes(t *testing.T) {
+	s, err := scenario.Parse([]byte(kubeYAML + "tests: [recover]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(catalog)
+	want := "tests: recover takes the underlay device down, which on a cluster node cuts the node off its cluster: drop recover, or run it on testbed local, vm or ssh"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("recover on a cluster: %v, want %q", err, want)
+	}
+}
+
+// clusterOf is the kubernetes section of s.
+func clusterOf(t *testing.T, s scenario.Scenario) *kubernetes.Section {
+	t.Helper()
+	k, err := kubernetes.FromScenario(s)
+	if err != nil || k == nil {
+		t.Fatalf("kubernetes section: %v %v", k, err)
+	}
+	return k
 }

@@ -1,4 +1,4 @@
-package kubebed
+package kubernetes
 
 import (
 	"net/netip"

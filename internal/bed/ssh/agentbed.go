@@ -1,6 +1,8 @@
-// Package agentbed is the agent testbed: real hosts, each reached over a
-// transport (SSH for the ssh testbed, by default; a pod's exec stream for
-// kubernetes, through Config.Connect). On each host tunbench runs itself
+// Package ssh is the ssh testbed (Entry): the hosts of the scenario's ssh
+// section, whose checks live here too (section.go). Its code is the agent
+// testbed, which the kubernetes testbed runs as well: real hosts, each
+// reached over a transport (SSH for the ssh testbed, by default; a pod's
+// exec stream for kubernetes, through Config.Connect). On each host tunbench runs itself
 // as an agent ("tunbench agent", this binary, copied there), so the same
 // plan, methods, load drivers and samplers run on the hosts unchanged: an
 // endpoint on a host is a testbed.Endpoint whose commands, files, netlink
@@ -16,7 +18,7 @@
 // scenario names, and never a host's default route; with ssh.host_changes
 // it sets that device's MTU and offload features per cell and puts them
 // back from a journal on the host (hostchanges.go).
-package agentbed
+package ssh
 
 import (
 	"context"
@@ -32,7 +34,6 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/remotehost"
-	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/agent"
 )
@@ -40,7 +41,7 @@ import (
 // Config is what Open needs.
 type Config struct {
 	// SSH is the scenario's ssh section; Families and MTUs its matrix.
-	SSH      *scenario.SSH
+	SSH      *Section
 	Families []string
 	MTUs     []int
 	// Offloads are the matrix's offloads ("on", "off", feature sets):
@@ -73,7 +74,7 @@ type Config struct {
 	// exec stream) and the site as it is now (a pod made anew has a new
 	// address). It is called for every connection, reconnections and
 	// cleanups included.
-	Connect func(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error)
+	Connect func(ctx context.Context, st Site) (*remotehost.Host, Site, error)
 	// Networks says, per site, where its agent serves (Hello.Network):
 	// "" the host's own network stack, testbed.NetworkPod a pod's.
 	Networks map[string]string
@@ -91,7 +92,7 @@ type Testbed struct {
 
 // host is one site: its SSH connection, agent and endpoint description.
 type host struct {
-	site  scenario.Site
+	site  Site
 	ssh   *remotehost.Host
 	sess  *remotehost.Session
 	agent *agent.AgentConn
@@ -115,7 +116,7 @@ type host struct {
 // reads) before anything is created on any host.
 func Open(ctx context.Context, cfg Config) (*Testbed, error) {
 	if cfg.SSH == nil || len(cfg.SSH.Sites) < 2 {
-		return nil, errors.New("agentbed: the ssh testbed needs at least two sites")
+		return nil, errors.New("ssh testbed: the ssh testbed needs at least two sites")
 	}
 	t := &Testbed{cfg: cfg, hosts: map[string]*host{}}
 	n := len(cfg.SSH.Sites)
@@ -165,7 +166,7 @@ func (t *Testbed) logf(format string, args ...any) {
 }
 
 // sshConfig is how to log in to st.
-func (t *Testbed) sshConfig(st scenario.Site) remotehost.Config {
+func (t *Testbed) sshConfig(st Site) remotehost.Config {
 	c := remotehost.Config{Name: st.Name, Addr: st.Address, Port: st.Port, User: st.User,
 		IdentityFile: remotehost.ExpandHome(st.Identity), KnownHosts: remotehost.ExpandHome(t.cfg.SSH.KnownHosts)}
 	if t.cfg.Dial != nil {
@@ -176,7 +177,7 @@ func (t *Testbed) sshConfig(st scenario.Site) remotehost.Config {
 
 // connect logs in to st and starts its agent; check also verifies its
 // tools, device and addresses (the first time).
-func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+func (t *Testbed) connect(ctx context.Context, st Site, check bool) (*host, error) {
 	h, err := t.dial(ctx, st, check)
 	if err != nil {
 		return nil, err
@@ -191,7 +192,7 @@ func (t *Testbed) connect(ctx context.Context, st scenario.Site, check bool) (*h
 // dial logs in to st; check also checks the host for what the run needs
 // (Config.checkHost): the tools, congestion control algorithms and the
 // methods' kernel options.
-func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host, error) {
+func (t *Testbed) dial(ctx context.Context, st Site, check bool) (*host, error) {
 	sh, st, err := t.login(ctx, st)
 	if err != nil {
 		return nil, fmt.Errorf("site %s: %w", st.Name, err)
@@ -207,7 +208,7 @@ func (t *Testbed) dial(ctx context.Context, st scenario.Site, check bool) (*host
 }
 
 // login reaches st: over SSH, or through Config.Connect.
-func (t *Testbed) login(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
+func (t *Testbed) login(ctx context.Context, st Site) (*remotehost.Host, Site, error) {
 	if t.cfg.Connect != nil {
 		return t.cfg.Connect(ctx, st)
 	}
@@ -347,7 +348,7 @@ func (t *Testbed) Name() string { return "ssh" }
 // whose connection was lost is cleaned and reconnected first.
 func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, error) {
 	if spec.A == "" || spec.B == "" {
-		return nil, errors.New("agentbed: a cell on the ssh testbed names its two sites")
+		return nil, errors.New("ssh testbed: a cell on the ssh testbed names its two sites")
 	}
 	if err := testbed.CheckNetwork("ssh", spec); err != nil {
 		return nil, err
@@ -379,7 +380,7 @@ func (t *Testbed) site(ctx context.Context, name string) (*host, error) {
 	h := t.hosts[name]
 	t.mu.Unlock()
 	if h == nil {
-		return nil, fmt.Errorf("agentbed: unknown site %q", name)
+		return nil, fmt.Errorf("ssh testbed: unknown site %q", name)
 	}
 	select {
 	case <-h.agent.Done():
@@ -413,7 +414,7 @@ func (t *Testbed) recover(ctx context.Context, h *host) (*host, error) {
 
 // cleanSite runs "tunbench clean --run ID --site NAME" on the site over a
 // fresh connection.
-func (t *Testbed) cleanSite(ctx context.Context, st scenario.Site, exe string) error {
+func (t *Testbed) cleanSite(ctx context.Context, st Site, exe string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	sh, _, err := t.login(ctx, st)
@@ -540,7 +541,7 @@ func (c Config) install(ctx context.Context, sh *remotehost.Host) (string, error
 	}
 	dir := c.SSH.Dir
 	if dir == "" {
-		dir = scenario.DefaultSSHDir
+		dir = DefaultDir
 	}
 	local, err := c.localBinary()
 	if err != nil {
@@ -557,7 +558,7 @@ func (c Config) localBinary() (string, error) {
 	}
 	exe, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("agentbed: find this tunbench: %w", err)
+		return "", fmt.Errorf("ssh testbed: find this tunbench: %w", err)
 	}
 	return exe, nil
 }

@@ -1,9 +1,10 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"net"
 	"os"
 	"os/exec"
@@ -13,8 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
-	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/remotehost"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -45,7 +45,7 @@ func tunbench(t testing.TB) (string, string) {
 			return
 		}
 		binPath = filepath.Join(dir, "tunbench")
-		if out, err := exec.Command("go", "build", "-o", binPath, "../../cmd/tunbench").CombinedOutput(); err != nil {
+		if out, err := exec.Command("go", "build", "-o", binPath, "../../../cmd/tunbench").CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("%v\n%s", err, out)
 			return
 		}
@@ -73,23 +73,41 @@ func sshScenario(sites *sshtest.Sites, bin string, methods ...string) scenario.S
 	s.Methods = methods
 	s.Repetitions = 1
 	s.Duration, s.Omit, s.Latency = "2s", "0s", "1s"
-	s.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin}
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin}
 	for _, st := range sites.Site {
-		s.SSH.Sites = append(s.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Config.Addr, Port: st.Config.Port,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Config.Addr, Port: st.Config.Port,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24", IPv6: st.Addr6 + "/64"})
 	}
-	return s
+	return ssh.With(s, x)
+}
+
+// hostsOf is the ssh section of s.
+func hostsOf(t testing.TB, s scenario.Scenario) *ssh.Section {
+	t.Helper()
+	x, err := ssh.FromScenario(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// withHosts returns s with its ssh section changed by change.
+func withHosts(t testing.TB, s scenario.Scenario, change func(*ssh.Section)) scenario.Scenario {
+	t.Helper()
+	x := hostsOf(t, s)
+	change(x)
+	return ssh.With(s, x)
 }
 
 // config is the testbed configuration a run of s uses, dialing each site
 // from inside its namespace.
-func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) agentbed.Config {
+func config(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, id string) ssh.Config {
 	bin, bid := tunbench(t)
 	ns := map[string]string{}
 	for _, st := range sites.Site {
 		ns[st.Config.Name] = st.Namespace
 	}
-	return agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
+	return ssh.Config{SSH: hostsOf(t, s), Families: s.Families, MTUs: s.MTUs, ID: id, BuildID: bid, Version: "devel", Binary: bin,
 		Tools: []remotehost.Tool{{Program: "iperf3"}},
 		Dial: func(site string) func(context.Context, string, string) (net.Conn, error) {
 			return sshtest.DialIn(ns[site])
@@ -108,12 +126,12 @@ func dialer(ns map[string]string) func(string) func(context.Context, string, str
 func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func(*runner.Config)) ([]result.Cell, error) {
 	t.Helper()
 	reg := registry.Builtin()
-	if err := s.Validate(bed.Catalog(reg)); err != nil {
+	if err := s.Validate(testbeds.Catalog(reg)); err != nil {
 		t.Fatalf("scenario: %v", err)
 	}
 	id := testbed.NewID()
 	ctx := context.Background()
-	tb, err := agentbed.Open(ctx, config(t, sites, s, id))
+	tb, err := ssh.Open(ctx, config(t, sites, s, id))
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
@@ -122,7 +140,7 @@ func runSSH(t *testing.T, sites *sshtest.Sites, s scenario.Scenario, during func
 		t.Fatal(err)
 	}
 	defer st.Close()
-	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, BackgroundWindow: 100 * time.Millisecond}
+	cfg := runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, Catalog: testbeds.Catalog(reg), BackgroundWindow: 100 * time.Millisecond}
 	if during != nil {
 		during(&cfg)
 	}
@@ -214,8 +232,8 @@ func TestSSHUnknownHostKeyRefused(t *testing.T) {
 	if err := os.WriteFile(empty, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s.SSH.KnownHosts = empty
-	_, err := agentbed.Open(context.Background(), config(t, sites, s, testbed.NewID()))
+	s = withHosts(t, s, func(x *ssh.Section) { x.KnownHosts = empty })
+	_, err := ssh.Open(context.Background(), config(t, sites, s, testbed.NewID()))
 	if !errors.Is(err, remotehost.ErrUnknownHostKey) || !strings.Contains(err.Error(), "ssh-keyscan") {
 		t.Fatalf("got %v, want an unknown host key naming ssh-keyscan", err)
 	}
@@ -230,7 +248,7 @@ func TestSSHLostHost(t *testing.T) {
 	s := sshScenario(sites, bin, "native", "vxlan")
 	s.Tests = []string{scenario.TestTCPStream}
 	s.Duration = "4s"
-	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}} })
 	s.Repetitions = 2
 	s.Order = "grouped"
 	killed := make(chan struct{})
@@ -275,7 +293,7 @@ func TestSSHOneWayDelay(t *testing.T) {
 	s := sshScenario(sites, bin, "native")
 	s.Tests = []string{scenario.TestUDPSizes}
 	s.UDP.Sizes, s.UDP.Trial = []int{256}, "1s"
-	s.SSH.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}} })
 	cells, err := runSSH(t, sites, s, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -304,7 +322,7 @@ func TestSSHMissingToolsReportedPerHost(t *testing.T) {
 	id := testbed.NewID()
 	cfg := config(t, sites, s, id)
 	cfg.Tools = append(cfg.Tools, remotehost.Tool{Program: "tunbench-no-such-tool", Package: "no-such-package"})
-	_, err := agentbed.Open(context.Background(), cfg)
+	_, err := ssh.Open(context.Background(), cfg)
 	for _, st := range sites.Site {
 		want := "host " + st.Config.Name + " lacks tunbench-no-such-tool: apt-get install -y --no-install-recommends no-such-package"
 		if err == nil || !strings.Contains(err.Error(), want) {

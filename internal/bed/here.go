@@ -4,89 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tunbench/tunbench/internal/bed/kind"
-	"io"
 	"os/exec"
 	"slices"
 	"strings"
 
-	vmlab "github.com/tunbench/tunbench/internal/bed/vm"
 	"github.com/tunbench/tunbench/internal/hostinfo"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/scenario"
-	"github.com/tunbench/tunbench/internal/testbed"
-	"github.com/tunbench/tunbench/internal/testbed/agent"
-	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"golang.org/x/sys/unix"
 )
-
-// local is the default testbed: for each cell two network namespaces on
-// this machine joined by a veth pair (localns.LocalTestbed).
-var local = Entry{
-	Kind: kind.Local,
-	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
-		return preflightHere(s, reg, env, true)
-	},
-	Unavailable: func(s scenario.Scenario, reg *method.Registry, env Env) []scenario.SkippedMethod {
-		return unavailableHere(s, reg, env.Probe(), true)
-	},
-	Open: func(_ context.Context, _ scenario.Scenario, _ *method.Registry, _ Env, id string, _ io.Writer) (testbed.Testbed, error) {
-		return localns.LocalTestbed{ID: id}, nil
-	},
-	Clean: cleanHere,
-}
-
-// vm runs the whole run in the kernel lab: a stock kernel booted under
-// qemu with this machine's root file system, running the scenario on its
-// own local namespaces (docs/kernel-lab.md; its code is package
-// internal/bed/vm). The guest kernel is not this one: only programs
-// (shared through the root file system) are checked here, and the
-// guest's own run checks its kernel (vmlab.InGuest).
-var vm = Entry{
-	Kind:     kind.VM,
-	Scenario: scenario.VMBed,
-	Preflight: func(s scenario.Scenario, reg *method.Registry, env Env) error {
-		return preflightHere(s, reg, env, vmlab.InGuest())
-	},
-	Unavailable: func(s scenario.Scenario, reg *method.Registry, env Env) []scenario.SkippedMethod {
-		return unavailableHere(s, reg, env.Probe(), vmlab.InGuest())
-	},
-	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env Env, id string, _ io.Writer) (testbed.Testbed, error) {
-		return vmlab.Open(ctx, s, reg, env.LabMemoryMiB, id)
-	},
-}
-
-// cleanHere cleans this machine: what killed runs left (localns.Clean),
-// or, with Run and Site, this host as that site of that run.
-func cleanHere(_ context.Context, c CleanJob, _ Env) ([]string, error) {
-	if c.Site != "" || c.Run != "" {
-		if c.Site == "" || c.Run == "" {
-			return nil, errors.New("--run and --site go together: clean this host as site NAME of run ID")
-		}
-		removed, err := agent.CleanSite("", c.Run, c.Site)
-		return removedLines(removed), wrapClean(err)
-	}
-	removed, err := localns.Clean("")
-	return removedLines(removed), wrapClean(err)
-}
-
-func removedLines(removed []testbed.Leftover) []string {
-	if len(removed) == 0 {
-		return []string{"nothing to clean"}
-	}
-	lines := make([]string, len(removed))
-	for i, r := range removed {
-		lines[i] = fmt.Sprintf("removed %s", r)
-	}
-	return lines
-}
-
-func wrapClean(err error) error {
-	if err != nil {
-		return fmt.Errorf("clean: %w", err)
-	}
-	return nil
-}
 
 // HostProbe answers requirement questions from this machine's kernel
 // config and modules, and PATH.
@@ -142,8 +68,8 @@ var loadTools = []method.Requirement{
 	{Program: "sockperf", Package: "sockperf"},
 }
 
-// preflightHere refuses, before anything is created, a run that cannot
-// work here: not root, a method whose kernel feature or program is
+// PreflightHere refuses, before anything is created, a run that cannot
+// work here (the local and vm testbeds' Preflight): not root, a method whose kernel feature or program is
 // missing, a missing load tool. Each error names the fix. kernel says
 // this machine's kernel carries the run (local); in the kernel lab
 // (vm) the guest's kernel does, so only programs are checked here.
@@ -153,7 +79,7 @@ var loadTools = []method.Requirement{
 // load tools or the methods' programs); each host is checked for its
 // tools, congestion control and every method's requirements by its own
 // kernel when the testbed opens, before anything is created on any host.
-func preflightHere(s scenario.Scenario, reg *method.Registry, env Env, kernel bool) error {
+func PreflightHere(s scenario.Scenario, reg *method.Registry, env Env, kernel bool) error {
 	p := env.Probe()
 	var errs []error
 	if !env.Root() {
@@ -180,7 +106,7 @@ func preflightHere(s scenario.Scenario, reg *method.Registry, env Env, kernel bo
 			errs = append(errs, err)
 		}
 	}
-	for _, u := range unavailableHere(s, reg, p, kernel) {
+	for _, u := range UnavailableHere(s, reg, p, kernel) {
 		errs = append(errs, fmt.Errorf("method %s: %s", u.Method, u.Reason))
 	}
 	if len(errs) == 0 {
@@ -193,11 +119,12 @@ func preflightHere(s scenario.Scenario, reg *method.Registry, env Env, kernel bo
 	return fmt.Errorf("cannot run here:\n%s", strings.Join(msgs, "\n"))
 }
 
-// unavailableHere returns the methods of s this machine cannot carry,
+// UnavailableHere returns the methods of s this machine cannot carry
+// (the local and vm testbeds' Unavailable),
 // each with the reason and its fix: a kernel option or program a method
 // requires is missing. Without kernel (the kernel lab: the guest kernel
 // is not this one) only programs are checked.
-func unavailableHere(s scenario.Scenario, reg *method.Registry, p method.Probe, kernel bool) []scenario.SkippedMethod {
+func UnavailableHere(s scenario.Scenario, reg *method.Registry, p method.Probe, kernel bool) []scenario.SkippedMethod {
 	var out []scenario.SkippedMethod
 	for _, name := range s.Methods {
 		m, err := reg.Get(name)

@@ -1,4 +1,5 @@
-// Package kubebed is the kubernetes testbed: the nodes of a cluster,
+// Package kubernetes is the kubernetes testbed (Entry, and its scenario
+// section's checks in section.go): the nodes of a cluster,
 // reached through its API server with client-go (internal/kubehost). On
 // each node tunbench creates one privileged pod (host network and pids,
 // the node's root file system mounted, pinned with nodeName, labelled
@@ -6,7 +7,7 @@
 // subresource, on the node's own file system (chroot) or, with
 // kubernetes.tools: image, in the agent container with the image's tools,
 // with the same stdin/stdout protocol as over SSH. From there on the ssh testbed's code
-// runs unchanged (agentbed over an exec transport): host checks, the agent,
+// runs unchanged (the ssh testbed's agent code, package ssh, over an exec transport): host checks, the agent,
 // pairs, lost hosts cleaned and reconnected, the end of the run.
 //
 // The method pod-network asks for endpoints in ordinary pods
@@ -20,7 +21,7 @@
 // A pod that is deleted or evicted, or a node whose kubelet stops
 // answering, fails the cell that was using it, naming the node; the next
 // cell on that node gets a new pod, cleaned first, and the run goes on.
-package kubebed
+package kubernetes
 
 import (
 	"context"
@@ -34,10 +35,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/kubehost"
 	"github.com/tunbench/tunbench/internal/remotehost"
-	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +47,7 @@ import (
 type Config struct {
 	// Kube is the scenario's kubernetes section; Families and MTUs its
 	// matrix.
-	Kube     *scenario.Kubernetes
+	Kube     *Section
 	Families []string
 	MTUs     []int
 	// Underlay are the families of the addresses every node needs (the
@@ -64,9 +64,9 @@ type Config struct {
 	// empty).
 	Binary string
 	// Tools, Methods and CongestionControls are checked on every node as
-	// on ssh hosts (agentbed.Config).
+	// on ssh hosts (ssh.Config).
 	Tools              []remotehost.Tool
-	Methods            []agentbed.MethodNeeds
+	Methods            []ssh.MethodNeeds
 	CongestionControls []string
 	// PodNetwork is set when the run measures the pod network: an
 	// ordinary pod per node is kept as well.
@@ -87,7 +87,7 @@ func PodSite(node string) string { return node + podSuffix }
 type Testbed struct {
 	cfg   Config
 	cl    *kubehost.Cluster
-	inner *agentbed.Testbed
+	inner *ssh.Testbed
 
 	mu    sync.Mutex
 	sites map[string]*site
@@ -97,7 +97,7 @@ type Testbed struct {
 // node's ordinary pod (entered from the agent pod).
 type site struct {
 	name, node string
-	want       scenario.Node
+	want       Node
 	info       kubehost.NodeInfo
 	// agent is the node's agent pod; workload the ordinary pod (pod
 	// sites only).
@@ -105,13 +105,13 @@ type site struct {
 }
 
 // Open checks access and the nodes, creates the run's pods, and starts an
-// agent on every node (agentbed.Open over exec streams). Problems are
+// agent on every node (ssh.Open over exec streams). Problems are
 // reported per node, all at once; the access check and the nodes' state
 // before anything is created in the cluster.
 func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	k := cfg.Kube
 	if k == nil || len(k.Nodes) < 2 {
-		return nil, errors.New("kubebed: the kubernetes testbed needs at least two nodes")
+		return nil, errors.New("kubernetes testbed: the kubernetes testbed needs at least two nodes")
 	}
 	cl, err := openCluster(cfg)
 	if err != nil {
@@ -180,7 +180,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	}
 	// The sites as the ssh testbed sees them: device and addresses
 	// found on each node (and in each ordinary pod).
-	ssh := &scenario.SSH{Dir: k.Dir, Binary: k.Binary}
+	hosts := &ssh.Section{Dir: k.Dir, Binary: k.Binary}
 	networks := map[string]string{}
 	for _, name := range t.siteNames() {
 		st, err := t.locate(ctx, t.sites[name])
@@ -188,7 +188,7 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 			errs = append(errs, err)
 			continue
 		}
-		ssh.Sites = append(ssh.Sites, st)
+		hosts.Sites = append(hosts.Sites, st)
 		if t.sites[name].workload != nil {
 			networks[name] = testbed.NetworkPod
 		}
@@ -196,8 +196,8 @@ func Open(ctx context.Context, cfg Config) (tb *Testbed, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	inner, err := agentbed.Open(ctx, agentbed.Config{
-		SSH: ssh, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
+	inner, err := ssh.Open(ctx, ssh.Config{
+		SSH: hosts, Families: cfg.underlay(), MTUs: cfg.MTUs, Offloads: []string{"on"},
 		ID: cfg.ID, BuildID: cfg.BuildID, Version: cfg.Version, Binary: cfg.Binary,
 		Tools: cfg.Tools, Methods: cfg.Methods, CongestionControls: cfg.CongestionControls,
 		Log: cfg.Log, Connect: t.connect, Networks: networks, Testbed: "kubernetes",
@@ -264,7 +264,7 @@ var nodePrefix = []string{"chroot", kubehost.HostRoot}
 // (tools: image: the agent container itself, which still has the node's
 // network and pids).
 func (t *Testbed) prefix() []string {
-	if t.cfg.Kube.ToolsOrDefault() == scenario.ToolsImage {
+	if t.cfg.Kube.ToolsOrDefault() == ToolsImage {
 		return nil
 	}
 	return nodePrefix
@@ -276,7 +276,7 @@ func (t *Testbed) prefix() []string {
 // the node's modules and kernel config, and the image's modprobe finds
 // them; an image without mount is noted and checked by its own files.
 func (t *Testbed) prepare(ctx context.Context, agent *kubehost.Pod) {
-	if t.cfg.Kube.ToolsOrDefault() != scenario.ToolsImage {
+	if t.cfg.Kube.ToolsOrDefault() != ToolsImage {
 		return
 	}
 	h := t.cl.Host(agent, agent.Node)
@@ -298,8 +298,8 @@ func (t *Testbed) nodeHost(st *site) *remotehost.Host {
 // locate finds the site's underlay: the node's device carrying its
 // address (the scenario's, else the node's InternalIP), or the ordinary
 // pod's interface and address; prefix lengths as configured there.
-func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
-	out := scenario.Site{Name: st.name, Address: st.node, Dev: st.want.Dev}
+func (t *Testbed) locate(ctx context.Context, st *site) (ssh.Site, error) {
+	out := ssh.Site{Name: st.name, Address: st.node, Dev: st.want.Dev}
 	var h *remotehost.Host
 	want := map[string]string{"ipv4": st.want.IPv4, "ipv6": st.want.IPv6}
 	if st.workload == nil {
@@ -345,7 +345,7 @@ func (t *Testbed) locate(ctx context.Context, st *site) (scenario.Site, error) {
 			}
 			return out, fmt.Errorf("node %s has no %s InternalIP: give kubernetes.nodes[].%s for it, or drop %s from families", st.node, fam, fam, fam)
 		}
-		a, err := scenario.ParseAddrOrPrefix(v)
+		a, err := ParseAddrOrPrefix(v)
 		if err != nil {
 			return out, fmt.Errorf("node %s: address %q: %w", st.node, v, err)
 		}
@@ -384,14 +384,14 @@ func (t *Testbed) podHost(ctx context.Context, st *site) (*remotehost.Host, erro
 // by its cgroup (cgroupfs "pod<uid>", systemd "pod<uid with _>").
 const pidScript = `u=$1; s=$(echo "$u" | tr - _); for f in /proc/[0-9]*/cgroup; do if grep -q -e "pod$u" -e "pod$s" "$f" 2>/dev/null; then p=${f#/proc/}; echo "${p%/cgroup}"; exit 0; fi; done; exit 0`
 
-// connect is agentbed's Config.Connect: a Host on the site, its pods made
+// connect is the agent testbed's Config.Connect (package ssh): a Host on the site, its pods made
 // anew when they are gone (deleted, evicted), and the site as it is now.
-func (t *Testbed) connect(ctx context.Context, st scenario.Site) (*remotehost.Host, scenario.Site, error) {
+func (t *Testbed) connect(ctx context.Context, st ssh.Site) (*remotehost.Host, ssh.Site, error) {
 	t.mu.Lock()
 	s := t.sites[st.Name]
 	t.mu.Unlock()
 	if s == nil {
-		return nil, st, fmt.Errorf("kubebed: unknown site %q", st.Name)
+		return nil, st, fmt.Errorf("kubernetes testbed: unknown site %q", st.Name)
 	}
 	renewed, err := t.ensurePods(ctx, s)
 	if err != nil {
@@ -486,11 +486,11 @@ func (t *Testbed) Pair(ctx context.Context, spec testbed.Spec) (*testbed.Pair, e
 	case "":
 	case testbed.NetworkPod:
 		if !t.cfg.PodNetwork {
-			return nil, errors.New("kubebed: this run keeps no ordinary pods (pod-network is not among its methods)")
+			return nil, errors.New("kubernetes testbed: this run keeps no ordinary pods (pod-network is not among its methods)")
 		}
 		spec.A, spec.B, spec.Network = PodSite(spec.A), PodSite(spec.B), ""
 	default:
-		return nil, fmt.Errorf("kubebed: unknown network %q", spec.Network)
+		return nil, fmt.Errorf("kubernetes testbed: unknown network %q", spec.Network)
 	}
 	pair, err := t.inner.Pair(ctx, spec)
 	if err != nil {

@@ -1,15 +1,15 @@
-package agentbed_test
+package ssh_test
 
 import (
 	"context"
+	testbeds "github.com/tunbench/tunbench/internal/bed/registry"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/vishvananda/netns"
 
-	"github.com/tunbench/tunbench/internal/agentbed"
-	"github.com/tunbench/tunbench/internal/bed"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/remotehost/sshtest"
@@ -37,7 +37,7 @@ import (
 //     the medians (target at most 2 s). Each variant goes first in half
 //     the rounds.
 //
-//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/agentbed/
+//     go test -run '^$' -bench BenchmarkHostChanges -benchtime 1x -timeout 20m ./internal/bed/ssh/
 func BenchmarkHostChanges(b *testing.B) {
 	sites := sshtest.New(b, 2, sshtest.Management())
 	bin, bid := tunbench(b)
@@ -49,27 +49,25 @@ func BenchmarkHostChanges(b *testing.B) {
 	base.Methods, base.Repetitions = []string{"native"}, 1
 	base.Duration, base.Omit, base.Latency = "1s", "0s", "0s"
 	base.Tests = []string{scenario.TestTCPStream}
-	base.SSH = &scenario.SSH{KnownHosts: sites.KnownHosts, Binary: bin,
+	x := &ssh.Section{KnownHosts: sites.KnownHosts, Binary: bin,
 		Pairs: [][]string{{sites.Site[0].Config.Name, sites.Site[1].Config.Name}}}
 	for _, st := range sites.Site {
-		base.SSH.Sites = append(base.SSH.Sites, scenario.Site{Name: st.Config.Name, Address: st.Mgmt4,
+		x.Sites = append(x.Sites, ssh.Site{Name: st.Config.Name, Address: st.Mgmt4,
 			Identity: sites.IdentityFile, Dev: st.Dev, IPv4: st.Addr4 + "/24"})
 		ns[st.Config.Name] = st.Namespace
 	}
-	changes := base
-	ssh := *base.SSH
-	ssh.HostChanges = true
-	changes.SSH = &ssh
+	base = ssh.With(base, x)
+	changes := withHosts(b, base, func(x *ssh.Section) { x.HostChanges = true })
 	changes.MTUs, changes.Offloads = []int{1500, 9000}, []string{"on", "off"}
 	plain := base
 	plain.Repetitions = 4
 	for _, s := range []scenario.Scenario{changes, plain} {
-		if err := s.Validate(bed.Catalog(reg)); err != nil {
+		if err := s.Validate(testbeds.Catalog(reg)); err != nil {
 			b.Fatal(err)
 		}
 	}
-	open := func(s scenario.Scenario, id string) *agentbed.Testbed {
-		tb, err := agentbed.Open(ctx, agentbed.Config{SSH: s.SSH, Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
+	open := func(s scenario.Scenario, id string) *ssh.Testbed {
+		tb, err := ssh.Open(ctx, ssh.Config{SSH: hostsOf(b, s), Families: s.Families, MTUs: s.MTUs, Offloads: s.Offloads,
 			ID: id, BuildID: bid, Version: "devel", Binary: bin, Dial: dialer(ns)})
 		if err != nil {
 			b.Fatal(err)
@@ -86,7 +84,7 @@ func BenchmarkHostChanges(b *testing.B) {
 		start := time.Now()
 		id := testbed.NewID()
 		tb := open(s, id)
-		out, err := runner.Run(ctx, runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, BackgroundWindow: 100 * time.Millisecond})
+		out, err := runner.Run(ctx, runner.Config{Scenario: s, Methods: reg, Store: st, Bed: tb, ID: id, Catalog: testbeds.Catalog(reg), BackgroundWindow: 100 * time.Millisecond})
 		if cerr := tb.Close(); err == nil {
 			err = cerr
 		}

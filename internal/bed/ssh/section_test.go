@@ -1,11 +1,18 @@
-package scenario_test
+package ssh_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/tunbench/tunbench/internal/bed/registry"
+	"github.com/tunbench/tunbench/internal/bed/ssh"
+	methods "github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/scenario"
 )
+
+// catalog is the scenario's validation as the command line runs it:
+// every method and every testbed.
+var catalog = registry.Catalog(methods.Builtin())
 
 const sshYAML = `
 testbed: ssh
@@ -22,14 +29,14 @@ func TestSSHScenarioPairs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(s.SitePairs()); got != 6 {
+	if got := len(s.SitePairs(catalog.(scenario.BedCatalog))); got != 6 {
 		t.Errorf("every ordered pair of 3 sites: got %d, want 6", got)
 	}
-	s.SSH.Pairs = [][]string{{"fra", "sgp"}}
-	if got := s.SitePairs(); len(got) != 1 || got[0] != [2]string{"fra", "sgp"} {
+	s = withHosts(t, s, func(x *ssh.Section) { x.Pairs = [][]string{{"fra", "sgp"}} })
+	if got := s.SitePairs(catalog.(scenario.BedCatalog)); len(got) != 1 || got[0] != [2]string{"fra", "sgp"} {
 		t.Errorf("chosen pairs: %v", got)
 	}
 }
@@ -58,7 +65,7 @@ func TestSSHScenarioRefusals(t *testing.T) {
 			}
 			s, err := scenario.Parse([]byte(doc))
 			if err == nil {
-				err = s.Validate(catalog{})
+				err = s.Validate(catalog)
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v\nwant an error containing %q", err, tc.want)
@@ -66,7 +73,7 @@ func TestSSHScenarioRefusals(t *testing.T) {
 		})
 	}
 	s, _ := scenario.Parse([]byte("testbed: local\nssh: {sites: []}\n"))
-	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), "ssh: hosts are only used by testbed ssh") {
+	if err := s.Validate(catalog); err == nil || !strings.Contains(err.Error(), "ssh: hosts are only used by testbed ssh") {
 		t.Errorf("ssh section on the local testbed: %v", err)
 	}
 }
@@ -87,11 +94,11 @@ func TestSSHHostChanges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Validate(catalog{}); err != nil {
+			if err := s.Validate(catalog); err != nil {
 				t.Fatalf("refused: %v", err)
 			}
 			for site, want := range tc.want {
-				if got := s.SSH.ChangesHost(site); got != want {
+				if got := hostsOf(t, s).ChangesHost(site); got != want {
 					t.Errorf("ChangesHost(%s) = %v, want %v", site, got, want)
 				}
 			}
@@ -113,12 +120,30 @@ ssh:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Validate(catalog{}); err != nil {
+	if err := s.Validate(catalog); err != nil {
 		t.Errorf("srv6 between IPv6-only sites refused: %v", err)
 	}
 	s.Methods = []string{"native", "srv6", "ipip"}
-	fams, by := s.UnderlayFamilies(catalog{})
+	fams, by := s.UnderlayFamilies(catalog)
 	if strings.Join(fams, ",") != "ipv4,ipv6" || strings.Join(by["ipv6"], ",") != "srv6" || strings.Join(by["ipv4"], ",") != "native,ipip" {
 		t.Errorf("underlay families %v, by method %v", fams, by)
+	}
+}
+
+// TestRecoverOnSSH: recover takes the sites' own device down, so it needs
+// host_changes and refuses control_over_dev.
+func TestRecoverOnSSH(t *testing.T) {
+	s, err := scenario.Parse([]byte(sshYAML + "tests: [recover]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Validate(catalog)
+	want := "ssh.sites[0]: recover takes fra's underlay device eth1 down and up: set host_changes: true"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("recover without host_changes: %v, want %q", err, want)
+	}
+	s = withHosts(t, s, func(x *ssh.Section) { x.HostChanges = true })
+	if err := s.Validate(catalog); err != nil && strings.Contains(err.Error(), "recover") {
+		t.Errorf("recover with host_changes refused: %v", err)
 	}
 }
