@@ -94,11 +94,22 @@ func TestImportRules(t *testing.T) {
 		t.Fatalf("internal/cli does not depend on %s: go list's answer is not what this test reads", render)
 	}
 	for name, p := range pkgs {
-		if name == "internal/cli" || name == "cmd/tunbench" || under(name, render) {
+		// serve is the web front end: like the command line it presents
+		// the report, and only the command line starts it.
+		if name == "internal/cli" || name == "cmd/tunbench" || name == "internal/report/serve" || under(name, render) {
 			continue
 		}
 		if slices.Contains(p.Deps, module+render) {
 			t.Errorf("%s depends on %s (%s): only the command line renders the HTML report", name, render, importChain(pkgs, name, module+render))
+		}
+	}
+	const serve = "internal/report/serve"
+	for name, p := range pkgs {
+		if name == "internal/cli" || name == "cmd/tunbench" || under(name, serve) {
+			continue
+		}
+		if slices.Contains(p.Deps, module+serve) {
+			t.Errorf("%s depends on %s (%s): only the command line starts the web view", name, serve, importChain(pkgs, name, module+serve))
 		}
 	}
 }
