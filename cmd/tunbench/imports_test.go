@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ const module = "github.com/tunbench/tunbench/"
 // files left out).
 type goPackage struct {
 	ImportPath string
+	Doc        string
 	Imports    []string
 	Deps       []string
 }
@@ -137,4 +139,43 @@ func importChain(pkgs map[string]goPackage, from, to string) string {
 		}
 	}
 	return "through packages outside the module"
+}
+
+// TestCodeMap: docs/development.md's map of the code names every package
+// of the module, and only those, each with its line; and every package
+// has a doc comment, as the map's lines sum them up.
+func TestCodeMap(t *testing.T) {
+	pkgs := listPackages(t)
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## The map of the code\n")
+	if !ok {
+		t.Fatal(`docs/development.md has no "## The map of the code" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	mapped := map[string]bool{}
+	for _, line := range strings.Split(section, "\n") {
+		cols := strings.Split(line, "|")
+		if len(cols) != 4 || strings.TrimSpace(cols[1]) == "package" || strings.HasPrefix(strings.TrimSpace(cols[1]), "---") {
+			continue
+		}
+		name, what := strings.TrimSpace(cols[1]), strings.TrimSpace(cols[2])
+		if _, ok := pkgs[name]; !ok {
+			t.Errorf("docs/development.md maps %s, which is no package of the module: remove its row or fix its path", name)
+		}
+		if what == "" {
+			t.Errorf("docs/development.md maps %s without saying what it is for", name)
+		}
+		mapped[name] = true
+	}
+	for name, p := range pkgs {
+		if !mapped[name] {
+			t.Errorf("package %s is missing from docs/development.md's map of the code: add a row saying what it is for", name)
+		}
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("package %s has no doc comment: say what it is for above its package clause (a doc.go)", name)
+		}
+	}
 }

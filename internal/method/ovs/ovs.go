@@ -1,9 +1,11 @@
+// Package ovs is the ovs-* methods (ovs-vxlan, ovs-geneve, ...; their
+// list in ovs_methods.go): a tunnel port on an Open vSwitch bridge on
+// each side, with the shared machinery here: one private ovsdb-server and
+// ovs-vswitchd per side (the kernel datapath where the kernel has the
+// openvswitch module, the userspace netdev datapath where it does not),
+// driven with ovs-vsctl and ovs-appctl, and the parser of "ovs-vsctl
+// --format=json list Interface".
 package ovs
-
-// Shared Open vSwitch machinery for the ovs-* methods (ovs_methods.go):
-// one private ovsdb-server and ovs-vswitchd per side, driven with
-// ovs-vsctl and ovs-appctl, and the parser of "ovs-vsctl --format=json
-// list Interface".
 
 import (
 	"bytes"
