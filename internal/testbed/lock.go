@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,10 +39,61 @@ func CreateLock(id string) (*os.File, error) {
 func Locked(id string) bool { return locked(lockPath(id)) }
 
 // DropLock removes the lock file of run id unless a process holds it.
+// It removes the file while holding its lock, and only the file it
+// locked: a run that opened the file a moment before finds it gone when
+// it has its lock and takes a new one (TakeLock), rather than holding
+// the lock of a file no cleaner can see (which made its namespaces look
+// dead to every "tunbench clean").
 func DropLock(id string) {
-	if !Locked(id) {
+	f, err := os.OpenFile(lockPath(id), os.O_RDWR, 0)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return
+	}
+	if sameFile(f, lockPath(id)) {
 		_ = os.Remove(lockPath(id))
 	}
+}
+
+// TakeLock creates the lock file of run id and takes its lock: how is
+// unix.LOCK_EX for a run's whole testbed, unix.LOCK_SH for one of its
+// sites. A cleaner that holds the file's lock for a moment (Locked,
+// DropLock) makes it wait and try again; a file removed between its
+// open and its lock is created anew.
+func TakeLock(id string, how int) (*os.File, error) {
+	var err error
+	for try := 0; try < 50; try++ {
+		var f *os.File
+		if f, err = CreateLock(id); err != nil {
+			return nil, err
+		}
+		if err = unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
+			f.Close()
+			if err == unix.EWOULDBLOCK {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			return nil, fmt.Errorf("testbed: lock run %s: %w", id, err)
+		}
+		if sameFile(f, lockPath(id)) {
+			return f, nil
+		}
+		f.Close()
+	}
+	return nil, fmt.Errorf("testbed: lock run %s: %w", id, err)
+}
+
+// sameFile reports whether path still names the file f has open.
+func sameFile(f *os.File, path string) bool {
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := os.Stat(path)
+	return err == nil && os.SameFile(a, b)
 }
 
 // locked reports whether another process holds the lock file.

@@ -749,22 +749,7 @@ func writeKey(path, comment string) (ssh.PublicKey, error) {
 // lockID creates and holds the lock localns.Clean checks, so that a clean
 // run meanwhile leaves this test's namespaces and directory alone.
 func lockID(id string) (*os.File, error) {
-	var err error
-	for try := 0; try < 5; try++ {
-		if err = os.MkdirAll(testbed.LockDir, 0o700); err != nil {
-			return nil, err
-		}
-		var f *os.File
-		if f, err = os.OpenFile(filepath.Join(testbed.LockDir, id+".lock"), os.O_CREATE|os.O_RDWR, 0o600); err != nil {
-			continue
-		}
-		if err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock run id %s: %w", id, err)
-		}
-		return f, nil
-	}
-	return nil, fmt.Errorf("create lock of run id %s: %w", id, err)
+	return testbed.TakeLock(id, unix.LOCK_EX)
 }
 
 // cleanup kills every sshd and what runs in the namespaces, deletes the

@@ -314,9 +314,7 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	}
 	// A shared lock: "tunbench clean" on this host leaves a live run's
 	// objects alone (sites sharing one machine share the lock file).
-	// createLock retries when another run's close removes the empty
-	// lock directory in between.
-	lock, err := testbed.CreateLock(h.ID)
+	lock, err := testbed.TakeLock(h.ID, unix.LOCK_SH)
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
@@ -325,10 +323,6 @@ func (a *agent) hello(h *Hello, version string) ([]byte, error) {
 	unlock := func() {
 		lock.Close()
 		testbed.DropLock(h.ID)
-	}
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
-		unlock()
-		return nil, fmt.Errorf("agent: lock run %s: %w", h.ID, err)
 	}
 	// Before this run changes anything here: what a dead run's journal
 	// still owes the host goes back (its agent was killed before it could

@@ -70,14 +70,11 @@ func NewLocal(cfg Config) (l *Local, err error) {
 	if err := os.MkdirAll(l.Dir, 0o700); err != nil {
 		return l, fmt.Errorf("testbed: create run directory: %w", err)
 	}
-	lock, err := testbed.CreateLock(cfg.ID)
+	lock, err := testbed.TakeLock(cfg.ID, unix.LOCK_EX)
 	if err != nil {
 		return l, err
 	}
 	l.lock = lock
-	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-		return l, fmt.Errorf("testbed: lock run %s: %w", cfg.ID, err)
-	}
 
 	dev := testbed.DevicePrefix(cfg.ID)
 	l.A = &testbed.Endpoint{Side: "a", Namespace: testbed.NamespaceName(cfg.ID, "a"), Dev: dev + "-a", Addr4: UnderlayA4, Addr6: UnderlayA6, Dir: l.Dir, NS: -1}
