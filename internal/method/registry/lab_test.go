@@ -59,7 +59,7 @@ func labModules() []string {
 // with its output, and the host test logs where the guest's time went
 // ("time: kernel-lab/..." lines, which make test's summary lists).
 //
-// The guest may take 40 minutes: about 17 alone on this machine, but
+// The guest may take 40 minutes: about 20 in a clean-clone run here, but
 // emulated, so on a loaded machine it stretches (a clean-clone run beside
 // a benchmark took more than 25 and was killed at the old bound); make
 // test's -timeout 60m still bounds the whole.
