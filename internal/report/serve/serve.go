@@ -408,26 +408,17 @@ func trendFilter(q url.Values, extra ...string) (trend.Filter, error) {
 	return f, nil
 }
 
-// load builds the series that pass f.
+// load builds the series that pass f, reading from the store only the
+// runs and cells f can select (as tunbench trend does).
 func (s *Server) load(ctx context.Context, f trend.Filter) ([]trend.Series, error) {
-	runs, err := s.st.Runs(ctx)
+	runs, err := s.st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
+		KeyParts: f.Condition, Keep: f.SelectRun})
 	if err != nil {
 		return nil, err
 	}
-	methods, err := s.st.RunMethods(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var recs []trend.RunRecords
-	for _, r := range runs {
-		if !f.SelectRun(r) || f.Method != "" && !slices.Contains(methods[r.ID], f.Method) {
-			continue
-		}
-		run, cells, err := s.st.Run(ctx, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, trend.RunRecords{Run: run, Cells: cells})
+	recs := make([]trend.RunRecords, len(runs))
+	for i, r := range runs {
+		recs[i] = trend.RunRecords{Run: r.Run, Cells: r.Cells}
 	}
 	acks, err := s.st.Acks(ctx)
 	if err != nil {
@@ -468,6 +459,9 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Machine, f.Testbed, f.Metric = parts[0], parts[1], parts[3]
+	// Only cells whose key has every part of the series' key can be its
+	// points: the store need not read the others.
+	f.Condition = append(f.Condition, strings.Split(parts[2], "/")...)
 	if !slices.Contains(trend.Metrics, f.Metric) {
 		s.failErr(w, badRequest("id %q: metric %q is none of %s", id, f.Metric, strings.Join(trend.Metrics, ", ")))
 		return
