@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/report/trend"
 	"github.com/tunbench/tunbench/internal/store"
@@ -19,6 +21,7 @@ func benchTrend(b *testing.B, f trend.Filter, wantSeries int) {
 	}
 	defer st.Close()
 	ctx := context.Background()
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		series, err := LoadTrend(ctx, st, trend.Options{Filter: f})
 		if err != nil {
@@ -28,6 +31,7 @@ func benchTrend(b *testing.B, f trend.Filter, wantSeries int) {
 			b.Fatalf("%d series, want %d", len(series), wantSeries)
 		}
 	}
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()/float64(b.N), "cpu-s/op")
 }
 
 // BenchmarkTrendStoreOneSeries: "tunbench trend --method vxlan
@@ -40,4 +44,15 @@ func BenchmarkTrendStoreOneSeries(b *testing.B) {
 // figures, 4 machines).
 func BenchmarkTrendStoreAll(b *testing.B) {
 	benchTrend(b, trend.Filter{}, len(benchdb.Methods)*len(benchdb.MTUs)*len(trend.Metrics)*len(benchdb.Machines))
+}
+
+// cpuTime is the user and system CPU time this process has used: on the
+// shared development machine wall time moves with other jobs, CPU time
+// much less.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

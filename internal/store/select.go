@@ -28,6 +28,11 @@ type RunQuery struct {
 	// "/"-separated part (e.g. "mtu9000", "offloads-off"). Cells stored
 	// without a key are kept: their key is the reader's to derive.
 	KeyParts []string
+	// WithoutSeries leaves out of the cells what only figures over
+	// time read, and what takes most of the decoding: throughput's
+	// per-second intervals and the latency CDF (empty in the cells
+	// returned). Trends, which read a cell's summary figures, set it.
+	WithoutSeries bool
 	// Keep, when not nil, is asked about each run the fields above let
 	// through, with its labels; a run it refuses is left out, and its
 	// cells are not decoded.
@@ -99,7 +104,7 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 		if len(cellWhere) > 0 {
 			query += ` AND ` + strings.Join(cellWhere, ` AND `)
 		}
-		if err := s.scanCells(ctx, query, append(chunkArgs, cellArgs...), byID, q.KeyParts); err != nil {
+		if err := s.scanCells(ctx, query, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries); err != nil {
 			return nil, err
 		}
 	}
@@ -115,8 +120,9 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 const runChunk = 500
 
 // scanCells decodes the cells query reads into their runs in byID,
-// skipping those whose key lacks one of parts.
-func (s *Store) scanCells(ctx context.Context, query string, args []any, byID map[string]*RunCells, parts []string) error {
+// skipping those whose key lacks one of parts; slim leaves out intervals
+// and CDFs (RunQuery.WithoutSeries).
+func (s *Store) scanCells(ctx context.Context, query string, args []any, byID map[string]*RunCells, parts []string, slim bool) error {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return fmt.Errorf("load runs with cells: %w", err)
@@ -135,8 +141,8 @@ func (s *Store) scanCells(ctx context.Context, query string, args []any, byID ma
 		if rc == nil || !hasParts(key, parts) {
 			continue
 		}
-		var c result.Cell
-		if err := json.Unmarshal(rec, &c); err != nil {
+		c, err := decodeCell(rec, slim)
+		if err != nil {
 			return fmt.Errorf("load cell %d of run %s: decode record: %w", id, runID, err)
 		}
 		c.ID = id
@@ -204,4 +210,41 @@ func hasParts(key string, parts []string) bool {
 // likeEscape escapes LIKE's wildcards (and its escape character, \).
 func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// slimCell decodes a cell record but only checks, not decodes, its
+// per-second intervals and latency CDF: the outer fields hide the
+// embedded ones of the same JSON names.
+type slimCell struct {
+	result.Cell
+	Throughput *struct {
+		result.Throughput
+		Intervals json.RawMessage `json:"intervals"`
+	} `json:"throughput"`
+	Latency *struct {
+		result.Latency
+		CDF json.RawMessage `json:"cdf"`
+	} `json:"latency"`
+}
+
+// decodeCell decodes a stored record, without intervals and CDF when
+// slim.
+func decodeCell(rec []byte, slim bool) (result.Cell, error) {
+	if !slim {
+		var c result.Cell
+		err := json.Unmarshal(rec, &c)
+		return c, err
+	}
+	var sc slimCell
+	if err := json.Unmarshal(rec, &sc); err != nil {
+		return result.Cell{}, err
+	}
+	c := sc.Cell
+	if sc.Throughput != nil {
+		c.Throughput = &sc.Throughput.Throughput
+	}
+	if sc.Latency != nil {
+		c.Latency = &sc.Latency.Latency
+	}
+	return c, nil
 }

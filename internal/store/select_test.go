@@ -74,6 +74,7 @@ func TestRunsWithCells(t *testing.T) {
 			{"key part case", RunQuery{KeyParts: []string{"MTU9000"}}, want(func(c result.Cell) bool { return c.Key == "" }, "r3")},
 			{"key part wildcard", RunQuery{KeyParts: []string{"gre_%"}}, want(func(c result.Cell) bool { return c.Key == "" }, "r3")},
 			{"key part underscore", RunQuery{KeyParts: []string{"gre_x"}}, want(keyed("gre_x"), "r2", "r3")},
+			{"without series", RunQuery{WithoutSeries: true}, slimmed(want(all, "r1", "r2", "r3"))},
 			{"keep", RunQuery{Keep: func(r result.Run) bool { return r.Host.Hostname == "bench1" && r.Labels["ticket"] == "NET-42" }}, want(all, "r1", "r2")},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -87,6 +88,22 @@ func TestRunsWithCells(t *testing.T) {
 			})
 		}
 	})
+}
+
+// slimmed are rcs without intervals and CDFs (RunQuery.WithoutSeries).
+func slimmed(rcs []RunCells) []RunCells {
+	for _, rc := range rcs {
+		for i := range rc.Cells {
+			c := &rc.Cells[i]
+			if c.Throughput == nil || len(c.Throughput.Intervals) == 0 || c.Latency == nil || len(c.Latency.CDF) == 0 {
+				panic("slimmed: the fixture cell lacks intervals or a CDF")
+			}
+			t, l := *c.Throughput, *c.Latency
+			t.Intervals, l.CDF = nil, nil
+			c.Throughput, c.Latency = &t, &l
+		}
+	}
+	return rcs
 }
 
 // ids lists runs and their cells' keys, for messages.

@@ -6,7 +6,9 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/report/trend"
 	"github.com/tunbench/tunbench/internal/store"
@@ -29,6 +31,7 @@ func benchPage(b *testing.B, target, want string) {
 	}
 	defer st.Close()
 	size := 0
+	cpu0 := cpuTime(b)
 	for b.Loop() {
 		rec := httptest.NewRecorder()
 		New(st).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
@@ -38,6 +41,7 @@ func benchPage(b *testing.B, target, want string) {
 		size = rec.Body.Len()
 	}
 	b.ReportMetric(float64(size), "page-bytes")
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()*1000/float64(b.N), "cpu-ms/op")
 }
 
 // BenchmarkServeRuns: the runs page, every run.
@@ -64,4 +68,15 @@ func BenchmarkServeSeries(b *testing.B) {
 // BenchmarkServeTrendMethod: the trend page of one method.
 func BenchmarkServeTrendMethod(b *testing.B) {
 	benchPage(b, "/trend?method=vxlan&condition=mtu9000", "vxlan")
+}
+
+// cpuTime is the user and system CPU time this process has used: on the
+// shared development machine wall time moves with other jobs, CPU time
+// much less.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -445,7 +445,7 @@ func trendFilter(q url.Values, extra ...string) (trend.Filter, error) {
 // runs and cells f can select (as tunbench trend does).
 func (s *Server) load(ctx context.Context, f trend.Filter) ([]trend.Series, error) {
 	runs, err := s.st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
-		KeyParts: f.Condition, Keep: f.SelectRun})
+		KeyParts: f.Condition, WithoutSeries: true, Keep: f.SelectRun})
 	if err != nil {
 		return nil, err
 	}
