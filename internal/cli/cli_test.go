@@ -25,6 +25,7 @@ import (
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/rr"
+	"github.com/tunbench/tunbench/internal/store/benchdb"
 	"github.com/tunbench/tunbench/internal/store/pgtest"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
@@ -47,6 +48,7 @@ func TestMain(m *testing.M) {
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}
+	benchdb.Remove()
 	os.Exit(code)
 }
 

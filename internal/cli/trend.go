@@ -133,32 +133,34 @@ regression not acknowledged with --ack (1 on errors).`,
 
 var changeIDPattern = regexp.MustCompile(`^[0-9a-f]{12}$`)
 
-// LoadTrend reads the runs that pass o's run filters, with their cells,
-// and the acknowledged changes, and builds the series.
+// LoadTrend reads the runs that pass o's run filters, with their cells
+// that pass its method and condition, and the acknowledged changes, and
+// builds the series.
 func LoadTrend(ctx context.Context, st *store.Store, o trend.Options) ([]trend.Series, error) {
-	runs, err := st.Runs(ctx)
+	recs, err := trendRecords(ctx, st, o.Filter)
 	if err != nil {
 		return nil, err
-	}
-	methods, err := st.RunMethods(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var recs []trend.RunRecords
-	for _, r := range runs {
-		if !o.Filter.SelectRun(r) || o.Filter.Method != "" && !slices.Contains(methods[r.ID], o.Filter.Method) {
-			continue
-		}
-		run, cells, err := st.Run(ctx, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, trend.RunRecords{Run: run, Cells: cells})
 	}
 	if o.Acked, err = st.Acks(ctx); err != nil {
 		return nil, err
 	}
 	return trend.Build(recs, o), nil
+}
+
+// trendRecords reads what trend.Build needs of the runs f selects: the
+// filters the store can apply are applied there, the rest by
+// f.SelectRun before any cell is decoded (and trend.Build filters again).
+func trendRecords(ctx context.Context, st *store.Store, f trend.Filter) ([]trend.RunRecords, error) {
+	runs, err := st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
+		KeyParts: f.Condition, WithoutSeries: true, Keep: f.SelectRun})
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]trend.RunRecords, len(runs))
+	for i, r := range runs {
+		recs[i] = trend.RunRecords{Run: r.Run, Cells: r.Cells}
+	}
+	return recs, nil
 }
 
 // ChangePointRows turns the series' change points into change_points rows.

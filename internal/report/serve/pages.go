@@ -62,14 +62,15 @@ form.filter label{margin-right:.8em}
 <label>kernel <input name="kernel" value="{{.Filter.Kernel}}"></label>
 <label>label <input name="label" value="{{.Filter.Label}}" placeholder="key=value"></label>
 <button>filter</button></form>
-<p>{{len .Rows}} of {{.Total}} runs. Tick two to compare them.</p>
+<p>{{.Matched}} of {{.Total}} runs{{if gt .Pages 1}}, {{.First}} to {{.Last}} here{{end}}. Tick two to compare them.</p>
 <form method="get" action="/compare" id="compare">
 <table id="runs"><thead><tr><th>a</th><th>b</th><th>run</th><th>started</th><th>status</th><th>testbed</th><th>machine</th><th>kernel</th><th>methods</th></tr></thead><tbody>
 {{range .Rows}}<tr class="run"><td><input type="radio" name="a" value="{{.ID}}"></td><td><input type="radio" name="b" value="{{.ID}}"></td>
 <td><a class="runlink" href="/run/{{.ID}}">{{.ID}}</a></td><td>{{when .Started}}</td><td>{{.Status}}</td><td>{{.Testbed}}</td><td>{{.Machine}}</td><td>{{.Host.Kernel}}</td><td>{{join .Methods ", "}}</td></tr>
 {{end}}</tbody></table>
 <button>compare a with b</button></form>
-</body></html>{{end}}
+{{if gt .Pages 1}}<p class="pages">page {{.Page}} of {{.Pages}}{{if .Newer}} · <a rel="prev" href="{{.Newer}}">newer runs</a>{{end}}{{if .Older}} · <a rel="next" href="{{.Older}}">older runs</a>{{end}}</p>
+{{end}}</body></html>{{end}}
 
 {{define "trend"}}{{template "head" .}}
 <h1>Trend</h1>

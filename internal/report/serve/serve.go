@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -43,6 +44,9 @@ const DefaultAddr = "127.0.0.1:8080"
 type Server struct {
 	st  *store.Store
 	mux *http.ServeMux
+
+	// perPage is how many runs the runs page lists; 0 means runsPerPage.
+	perPage int
 
 	mu      sync.Mutex
 	reports map[string]*render.Built // finished runs' reports, by run ids
@@ -193,9 +197,12 @@ type runRow struct {
 	Machine string
 }
 
+// runsPerPage is how many runs the runs page lists at once.
+const runsPerPage = 100
+
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	if err := checkParams(q, "method", "testbed", "machine", "kernel", "label"); err != nil {
+	if err := checkParams(q, "method", "testbed", "machine", "kernel", "label", "page"); err != nil {
 		s.failErr(w, err)
 		return
 	}
@@ -208,35 +215,61 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) {
 		}
 		f.Labels = labels
 	}
-	ctx := r.Context()
-	runs, err := s.st.Runs(ctx)
-	if err != nil {
-		s.failErr(w, err)
-		return
-	}
-	methods, err := s.st.RunMethods(ctx)
-	if err != nil {
-		s.failErr(w, err)
-		return
-	}
-	var rows []runRow
-	for _, run := range runs {
-		ms := methods[run.ID]
-		if f.Method != "" && !slices.Contains(ms, f.Method) ||
-			f.Testbed != "" && run.Testbed != f.Testbed ||
-			f.Machine != "" && trend.Machine(run) != f.Machine ||
-			f.Kernel != "" && run.Host.Kernel != f.Kernel ||
-			!(trend.Filter{Labels: f.Labels}).SelectRun(run) {
-			continue
+	page := 1
+	if p := q.Get("page"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			s.failErr(w, badRequest("page %q: use a page number from 1, as the links under the list give", p))
+			return
 		}
-		rows = append(rows, runRow{Run: run, Methods: ms, Machine: trend.Machine(run)})
+		page = n
+	}
+	per := s.perPage
+	if per <= 0 {
+		per = runsPerPage
+	}
+	l, err := s.st.ListRuns(r.Context(), store.RunFilter{Method: f.Method, Testbed: f.Testbed, Machine: f.Machine, Kernel: f.Kernel, Labels: f.Labels},
+		(page-1)*per, per)
+	if err != nil {
+		s.failErr(w, err)
+		return
+	}
+	pages := max(1, (l.Matched+per-1)/per)
+	if page > pages {
+		s.fail(w, http.StatusNotFound, fmt.Sprintf("no page %d: the runs that pass these filters fill %d page(s)", page, pages))
+		return
+	}
+	rows := make([]runRow, len(l.Runs))
+	for i, run := range l.Runs {
+		rows[i] = runRow{Run: run, Methods: l.Methods[run.ID], Machine: trend.Machine(run)}
+	}
+	link := func(p int) string {
+		if p < 1 || p > pages {
+			return ""
+		}
+		v := url.Values{}
+		for k, vs := range q {
+			if k != "page" {
+				v[k] = vs
+			}
+		}
+		if p > 1 {
+			v.Set("page", strconv.Itoa(p))
+		}
+		if len(v) == 0 {
+			return "/"
+		}
+		return "/?" + v.Encode()
 	}
 	s.page(w, "runs", struct {
-		Title  string
-		Filter runFilter
-		Rows   []runRow
-		Total  int
-	}{"Runs", f, rows, len(runs)})
+		Title          string
+		Filter         runFilter
+		Rows           []runRow
+		Matched, Total int
+		Page, Pages    int
+		First, Last    int
+		Newer, Older   string
+	}{"Runs", f, rows, l.Matched, l.Total, page, pages, (page-1)*per + 1, (page-1)*per + len(rows), link(page - 1), link(page + 1)})
 }
 
 // built returns the report of runs ids, from the cache when every run is
@@ -408,26 +441,17 @@ func trendFilter(q url.Values, extra ...string) (trend.Filter, error) {
 	return f, nil
 }
 
-// load builds the series that pass f.
+// load builds the series that pass f, reading from the store only the
+// runs and cells f can select (as tunbench trend does).
 func (s *Server) load(ctx context.Context, f trend.Filter) ([]trend.Series, error) {
-	runs, err := s.st.Runs(ctx)
+	runs, err := s.st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
+		KeyParts: f.Condition, WithoutSeries: true, Keep: f.SelectRun})
 	if err != nil {
 		return nil, err
 	}
-	methods, err := s.st.RunMethods(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var recs []trend.RunRecords
-	for _, r := range runs {
-		if !f.SelectRun(r) || f.Method != "" && !slices.Contains(methods[r.ID], f.Method) {
-			continue
-		}
-		run, cells, err := s.st.Run(ctx, r.ID)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, trend.RunRecords{Run: run, Cells: cells})
+	recs := make([]trend.RunRecords, len(runs))
+	for i, r := range runs {
+		recs[i] = trend.RunRecords{Run: r.Run, Cells: r.Cells}
 	}
 	acks, err := s.st.Acks(ctx)
 	if err != nil {
@@ -468,6 +492,9 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Machine, f.Testbed, f.Metric = parts[0], parts[1], parts[3]
+	// Only cells whose key has every part of the series' key can be its
+	// points: the store need not read the others.
+	f.Condition = append(f.Condition, strings.Split(parts[2], "/")...)
 	if !slices.Contains(trend.Metrics, f.Metric) {
 		s.failErr(w, badRequest("id %q: metric %q is none of %s", id, f.Metric, strings.Join(trend.Metrics, ", ")))
 		return

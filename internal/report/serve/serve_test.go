@@ -94,6 +94,52 @@ func get(t *testing.T, base, path string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// TestRunsPages pages through the runs, newest first, keeping the
+// filters in the links.
+func TestRunsPages(t *testing.T) {
+	st, _ := testStore(t)
+	all, err := st.Runs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := New(st)
+	s.perPage = 4
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	for _, tc := range []struct {
+		path      string
+		want      []string
+		first     int // index in all of the first run listed
+		n         int
+		notWanted string
+	}{
+		{"/", []string{"10 of 10 runs, 1 to 4 here", "page 1 of 3", `href="/?page=2">older runs`}, 0, 4, "newer runs"},
+		{"/?page=2", []string{"5 to 8 here", `href="/">newer runs`, `href="/?page=3">older runs`}, 4, 4, ""},
+		{"/?page=3", []string{"9 to 10 here", "page 3 of 3", `href="/?page=2">newer runs`}, 8, 2, "older runs"},
+		{"/?kernel=6.19.0-test&page=1", []string{"4 of 10 runs. Tick"}, -1, 4, "page 1 of"},
+	} {
+		status, body := get(t, srv.URL, tc.path)
+		for _, w := range tc.want {
+			if status != 200 || !strings.Contains(body, w) {
+				t.Errorf("GET %s: %d, want 200 with %q\n%.600s", tc.path, status, w, body)
+			}
+		}
+		if tc.notWanted != "" && strings.Contains(body, tc.notWanted) {
+			t.Errorf("GET %s: has %q", tc.path, tc.notWanted)
+		}
+		if n := strings.Count(body, `class="runlink"`); n != tc.n {
+			t.Errorf("GET %s: %d runs listed, want %d", tc.path, n, tc.n)
+		}
+		if tc.first >= 0 && !strings.Contains(body, `href="/run/`+all[tc.first].ID+`"`) {
+			t.Errorf("GET %s: run %s not listed", tc.path, all[tc.first].ID)
+		}
+	}
+	status, body := get(t, srv.URL, "/?testbed=local&page=2")
+	if status != 200 || !strings.Contains(body, `href="/?page=3&amp;testbed=local"`) {
+		t.Errorf("GET /?testbed=local&page=2: %d, want the older link to keep the filter\n%.600s", status, body)
+	}
+}
+
 // TestPages: every page answers, bad input gets a 4xx page that says
 // what to do, never a 500.
 func TestPages(t *testing.T) {
@@ -122,6 +168,9 @@ func TestPages(t *testing.T) {
 		{"/nope", 404, "the pages are"},
 		{"/?label=novalue", 400, "use key=value"},
 		{"/?colour=red", 400, "unknown parameter &#34;colour&#34;"},
+		{"/?page=1", 200, "10 of 10 runs. Tick"},
+		{"/?page=0", 400, "use a page number from 1"},
+		{"/?page=2", 404, "no page 2: the runs that pass these filters fill 1 page(s)"},
 		{"/trend?since=yesterday", 400, "since"},
 		{"/trend?metric=bogus", 400, "metric"},
 		{"/trend/series?id=garbage", 400, "a series id is machine|testbed|key|metric"},

@@ -1,0 +1,82 @@
+package serve
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/report/trend"
+	"github.com/tunbench/tunbench/internal/store"
+	"github.com/tunbench/tunbench/internal/store/benchdb"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	benchdb.Remove()
+	os.Exit(code)
+}
+
+// benchPage times one page of a fresh server (no cached report) over
+// benchdb's store of 10,000 runs and 1,200,000 measured values, through
+// the handler as a browser's request reaches it (docs/performance.md).
+func benchPage(b *testing.B, target, want string) {
+	st, err := store.Open(benchdb.Path(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	size := 0
+	cpu0 := cpuTime(b)
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		New(st).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
+			b.Fatalf("GET %s: %d, want 200 with %q:\n%.500s", target, rec.Code, want, rec.Body.String())
+		}
+		size = rec.Body.Len()
+	}
+	b.ReportMetric(float64(size), "page-bytes")
+	b.ReportMetric((cpuTime(b)-cpu0).Seconds()*1000/float64(b.N), "cpu-ms/op")
+}
+
+// BenchmarkServeRuns: the runs page, every run.
+func BenchmarkServeRuns(b *testing.B) {
+	benchPage(b, "/", benchdb.RunID(benchdb.Runs-1))
+}
+
+// BenchmarkServeRunsFiltered: the runs page, one machine's vxlan runs.
+func BenchmarkServeRunsFiltered(b *testing.B) {
+	benchPage(b, "/?method=vxlan&machine=bench1", benchdb.RunID(benchdb.Runs-3))
+}
+
+// BenchmarkServeRun: a run's report.
+func BenchmarkServeRun(b *testing.B) {
+	benchPage(b, "/run/"+benchdb.RunID(benchdb.Runs/2), benchdb.RunID(benchdb.Runs/2))
+}
+
+// BenchmarkServeSeries: a series' page, the one with the change.
+func BenchmarkServeSeries(b *testing.B) {
+	id := trend.SeriesID("bench1", "local", benchdb.Key("vxlan", 9000), trend.MetricThroughput)
+	benchPage(b, "/trend/series?id="+url.QueryEscape(id), "change")
+}
+
+// BenchmarkServeTrendMethod: the trend page of one method.
+func BenchmarkServeTrendMethod(b *testing.B) {
+	benchPage(b, "/trend?method=vxlan&condition=mtu9000", "vxlan")
+}
+
+// cpuTime is the user and system CPU time this process has used: on the
+// shared development machine wall time moves with other jobs, CPU time
+// much less.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}

@@ -1,0 +1,250 @@
+package store
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tunbench/tunbench/internal/result"
+)
+
+// RunQuery selects runs and cells to read many at once (tunbench trend,
+// serve's trend pages). Its zero value selects every run and cell.
+type RunQuery struct {
+	// Testbed keeps only runs on this testbed.
+	Testbed string
+	// Machine keeps only runs measured on this host name.
+	Machine string
+	// Since keeps only runs started at or after it.
+	Since time.Time
+	// Method keeps only cells of this method.
+	Method string
+	// KeyParts keeps only cells whose key has every one of these as a
+	// "/"-separated part (e.g. "mtu9000", "offloads-off"). Cells stored
+	// without a key are kept: their key is the reader's to derive.
+	KeyParts []string
+	// WithoutSeries leaves out of the cells what only figures over
+	// time read, and what takes most of the decoding: throughput's
+	// per-second intervals and the latency CDF (empty in the cells
+	// returned). Trends, which read a cell's summary figures, set it.
+	WithoutSeries bool
+	// Keep, when not nil, is asked about each run the fields above let
+	// through, with its labels; a run it refuses is left out, and its
+	// cells are not decoded.
+	Keep func(result.Run) bool
+}
+
+// RunCells is a run with its cells.
+type RunCells struct {
+	Run   result.Run
+	Cells []result.Cell
+}
+
+// RunsWithCells returns the runs q selects that have at least one cell q
+// selects, oldest first (by start, then id), each with those cells in the
+// order they were added. Testbed, machine, start, method and key are
+// filtered in the database; the runs are read first, and then the cells
+// of the runs kept only, a chunk of runs at a time through the index on
+// cells' run ids, so the cost follows what is selected, not the store's
+// size.
+func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, error) {
+	var where []string
+	var args []any
+	if q.Testbed != "" {
+		where, args = append(where, `testbed = ?`), append(args, q.Testbed)
+	}
+	if q.Machine != "" {
+		j := sqliteJSON
+		if s.Postgres() {
+			j = postgresJSON
+		}
+		where, args = append(where, `(`+j.json("host")+` ->> 'hostname') = ?`), append(args, q.Machine)
+	}
+	if !q.Since.IsZero() {
+		where, args = append(where, `started >= ?`), append(args, q.Since.UTC().Format(timeFormat))
+	}
+	runs, err := s.selectRuns(ctx, where, args, q.Keep)
+	if err != nil {
+		return nil, fmt.Errorf("load runs with cells: %w", err)
+	}
+	var cellWhere []string
+	var cellArgs []any
+	if q.Method != "" {
+		// "|| ''" keeps SQLite's planner (without statistics) on the
+		// run ids' index: through cells_method it would visit every
+		// cell of the method once per chunk.
+		cellWhere, cellArgs = append(cellWhere, `(method || '') = ?`), append(cellArgs, q.Method)
+	}
+	if len(q.KeyParts) > 0 {
+		// A superset (SQLite's LIKE ignores ASCII case); hasParts
+		// matches the parts exactly.
+		var like []string
+		for _, p := range q.KeyParts {
+			like, cellArgs = append(like, `('/' || key || '/') LIKE ? ESCAPE '\'`), append(cellArgs, "%/"+likeEscape(p)+"/%")
+		}
+		cellWhere = append(cellWhere, `(key = '' OR `+strings.Join(like, ` AND `)+`)`)
+	}
+	byID := make(map[string]*RunCells, len(runs))
+	for i := range runs {
+		byID[runs[i].Run.ID] = &runs[i]
+	}
+	for chunk := range slices.Chunk(runs, runChunk) {
+		marks := make([]string, len(chunk))
+		chunkArgs := make([]any, 0, len(chunk)+len(cellArgs))
+		for i, rc := range chunk {
+			marks[i] = "?"
+			chunkArgs = append(chunkArgs, rc.Run.ID)
+		}
+		query := `SELECT run_id, id, key, record FROM cells WHERE run_id IN (` + strings.Join(marks, ", ") + `)`
+		if len(cellWhere) > 0 {
+			query += ` AND ` + strings.Join(cellWhere, ` AND `)
+		}
+		if err := s.scanCells(ctx, query, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries); err != nil {
+			return nil, err
+		}
+	}
+	runs = slices.DeleteFunc(runs, func(rc RunCells) bool { return len(rc.Cells) == 0 })
+	for _, rc := range runs {
+		slices.SortFunc(rc.Cells, func(a, b result.Cell) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	return runs, nil
+}
+
+// runChunk is how many runs' cells one query reads: well under both
+// databases' limits on a statement's parameters.
+const runChunk = 500
+
+// scanCells decodes the cells query reads into their runs in byID,
+// skipping those whose key lacks one of parts; slim leaves out intervals
+// and CDFs (RunQuery.WithoutSeries).
+func (s *Store) scanCells(ctx context.Context, query string, args []any, byID map[string]*RunCells, parts []string, slim bool) error {
+	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
+	if err != nil {
+		return fmt.Errorf("load runs with cells: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			runID, key string
+			id         int64
+			rec        sql.RawBytes
+		)
+		if err := rows.Scan(&runID, &id, &key, &rec); err != nil {
+			return fmt.Errorf("load runs with cells: %w", err)
+		}
+		rc := byID[runID]
+		if rc == nil || !hasParts(key, parts) {
+			continue
+		}
+		c, err := decodeCell(rec, slim)
+		if err != nil {
+			return fmt.Errorf("load cell %d of run %s: decode record: %w", id, runID, err)
+		}
+		c.ID = id
+		rc.Cells = append(rc.Cells, c)
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load runs with cells: %w", err)
+	}
+	return nil
+}
+
+// selectRuns reads the runs that pass where and keep, with
+// their labels, oldest first.
+func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep func(result.Run) bool) ([]RunCells, error) {
+	query := `SELECT ` + runColumns + ` FROM runs`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY started, id`), args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var runs []result.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close()
+	labels, err := s.labels(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RunCells, 0, len(runs))
+	for _, r := range runs {
+		r.Labels = labels[r.ID]
+		if keep == nil || keep(r) {
+			out = append(out, RunCells{Run: r})
+		}
+	}
+	return out, nil
+}
+
+// hasParts reports whether key has every one of parts as a "/"-separated
+// part; an empty key has them all.
+func hasParts(key string, parts []string) bool {
+	if key == "" || len(parts) == 0 {
+		return true
+	}
+	have := strings.Split(key, "/")
+	for _, p := range parts {
+		if !slices.Contains(have, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// likeEscape escapes LIKE's wildcards (and its escape character, \).
+func likeEscape(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// slimCell decodes a cell record but only checks, not decodes, its
+// per-second intervals and latency CDF: the outer fields hide the
+// embedded ones of the same JSON names.
+type slimCell struct {
+	result.Cell
+	Throughput *struct {
+		result.Throughput
+		Intervals json.RawMessage `json:"intervals"`
+	} `json:"throughput"`
+	Latency *struct {
+		result.Latency
+		CDF json.RawMessage `json:"cdf"`
+	} `json:"latency"`
+}
+
+// decodeCell decodes a stored record, without intervals and CDF when
+// slim.
+func decodeCell(rec []byte, slim bool) (result.Cell, error) {
+	if !slim {
+		var c result.Cell
+		err := json.Unmarshal(rec, &c)
+		return c, err
+	}
+	var sc slimCell
+	if err := json.Unmarshal(rec, &sc); err != nil {
+		return result.Cell{}, err
+	}
+	c := sc.Cell
+	if sc.Throughput != nil {
+		c.Throughput = &sc.Throughput.Throughput
+	}
+	if sc.Latency != nil {
+		c.Latency = &sc.Latency.Latency
+	}
+	return c, nil
+}
