@@ -13,21 +13,25 @@ import (
 // host may lack: the methods' core (netem), the kernel tunnels, kernel
 // WireGuard, IPsec over xfrm, OVS's kernel datapath, the eBPF tunnels'
 // interoperation with the kernel's devices, and every method through two
-// agents (this package), and the L2TPv3 and MACsec families. The longest
-// come first: with TUNBENCH_LAB_LANES=2 the guest's two lanes take them
-// in this order (docs/development.md, "How long make test takes", has
-// their times).
+// agents (this package), and the L2TPv3 and MACsec families. The
+// kernel package comes before this one: its tests load ip_gre, ipip and
+// the other modules that add fallback devices (gre0, tunl0...) to every
+// namespace, and this package's agent tests compare each namespace's
+// links before and after; loaded during one of them, a module's
+// fallback devices look like links left behind (a clean-clone run with
+// this package first failed so). With TUNBENCH_LAB_LANES=2 the guest
+// loads those modules before its lanes start (labModules).
 var labPackages = []string{
-	"github.com/tunbench/tunbench/internal/method/registry",
+	"github.com/tunbench/tunbench/internal/method",
+	"github.com/tunbench/tunbench/internal/method/kernel",
+	"github.com/tunbench/tunbench/internal/method/wireguard",
+	"github.com/tunbench/tunbench/internal/method/ipsec",
 	"github.com/tunbench/tunbench/internal/method/ovs",
 	"github.com/tunbench/tunbench/internal/method/ebpftun",
-	"github.com/tunbench/tunbench/internal/method/kernel",
-	"github.com/tunbench/tunbench/internal/method/ipsec",
-	"github.com/tunbench/tunbench/internal/method/wireguard",
-	"github.com/tunbench/tunbench/internal/method",
-	"github.com/tunbench/tunbench/internal/method/fou",
+	"github.com/tunbench/tunbench/internal/method/registry",
 	"github.com/tunbench/tunbench/internal/method/l2tp",
 	"github.com/tunbench/tunbench/internal/method/macsec",
+	"github.com/tunbench/tunbench/internal/method/fou",
 }
 
 // labFallbackModules create fallback tunnel devices in every namespace
