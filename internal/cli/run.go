@@ -51,6 +51,7 @@ type runFlags struct {
 	tests       []string
 	directions  []string
 	mss         []int
+	tunnels     []int
 	cc          []string
 	udpSizes    []int
 	udpRate     string
@@ -144,6 +145,7 @@ that --skip-unavailable skips are not failures.`,
 	fl.BoolVarP(&f.quiet, "quiet", "q", false, "no progress line; print only the table (or JSON)")
 	fl.StringSliceVar(&f.tests, "tests", nil, "tests run in every cell: "+strings.Join(scenario.Tests, ", ")+" (default tcp_stream,tcp_rr)")
 	fl.StringSliceVar(&f.directions, "direction", nil, "TCP direction: forward, reverse, bidir or several (default forward)")
+	fl.IntSliceVar(&f.tunnels, "tunnels", nil, "tunnels between the endpoints per method, e.g. 1,100,1000 (a mesh's cost; default 1; tunbench methods --options says what one tunnel is)")
 	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
 	fl.StringSliceVar(&f.cc, "cc", nil, "TCP congestion control algorithms, e.g. cubic,bbr (default cubic, set in tunbench's namespaces; on ssh per connection, default the hosts')")
 	fl.IntVar(&f.spp, "streams-per-process", 0, "parallel test: streams per iperf3 process, 1 to 128 (default 128)")
@@ -213,6 +215,9 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	}
 	if set("direction") {
 		s.Directions = f.directions
+	}
+	if set("tunnels") {
+		s.Tunnels = f.tunnels
 	}
 	if set("mss") {
 		s.MSS = f.mss

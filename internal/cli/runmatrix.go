@@ -42,7 +42,7 @@ func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry, stored []res
 // matrixFlags are the flags that change the matrix; --resume takes the
 // stored scenario and refuses them.
 var matrixFlags = []string{"scenario", "methods", "family", "mtu", "offloads", "streams", "duration", "omit", "latency",
-	"latency-tool", "reps", "order", "pin", "testbed", "kernel", "modules", "option", "tests", "direction", "mss", "cc", "scale", "udp-sizes", "udp-rate", "fragment", "streams-per-process", "skip-unavailable"}
+	"latency-tool", "reps", "order", "pin", "testbed", "kernel", "modules", "option", "tests", "direction", "mss", "cc", "tunnels", "scale", "udp-sizes", "udp-rate", "fragment", "streams-per-process", "skip-unavailable"}
 
 // resumeRun continues a stored run: the same scenario, the same run id,
 // only the cells the database lacks; the run is marked done at the end.

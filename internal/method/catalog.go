@@ -2,7 +2,8 @@ package method
 
 // Catalog is a registry as the scenario's validation and the plan see
 // it (scenario.Catalog, scenario.UnderlayCatalog,
-// scenario.TestbedCatalog and scenario.TestsCatalog).
+// scenario.TestbedCatalog, scenario.TestsCatalog and
+// scenario.ScaleCatalog).
 type Catalog struct{ R *Registry }
 
 // Names lists the registered methods.
@@ -53,6 +54,22 @@ func (c Catalog) CheckTests(name string, opts map[string]string, tests, families
 		return nil
 	}
 	return tc.CheckTests(vals, Load{Tests: tests, Families: families, LatencyTool: latencyTool, MSS: mss, CongestionControl: congestion})
+}
+
+// Tunnels is how many tunnels name sets up in family with opts, what one
+// is and what bounds it (Scaler; scenario.ScaleCatalog). Options that do
+// not parse give one tunnel: CheckOptions reports them.
+func (c Catalog) Tunnels(name, family string, opts map[string]string) (max int, unit, why string) {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return 1, "tunnel", ""
+	}
+	vals, err := ParseOptions(m, opts)
+	if err != nil {
+		return 1, "tunnel", ""
+	}
+	s := ScaleOf(m, family, vals)
+	return s.Max, s.Unit, s.Why
 }
 
 // Underlay is the family of the underlay addresses name needs to carry

@@ -27,6 +27,7 @@ import (
 	"net/netip"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -80,6 +81,11 @@ type Env struct {
 	Dir string
 	// Options are method-specific settings from the scenario.
 	Options map[string]string
+	// Tunnels is the number of tunnels to set up between A and B (the
+	// scenario's tunnels dimension); 0 and 1 both mean one. Only a
+	// Scaler is given more than one; the load crosses tunnel
+	// Measured(), whose overlay addresses are Overlay's (ScaleOverlay).
+	Tunnels int
 	// Faults, set by tests only, injects failures into the set-up (see
 	// Faults); nil injects none.
 	Faults *Faults
@@ -124,6 +130,10 @@ type Path struct {
 	// through tailscaled's SOCKS5 server. A method that sets it refuses,
 	// in CheckTests, the tests whose clients cannot run under it.
 	ClientWrap []string
+	// Adds, for a scaled set-up (Env.Tunnels > 1), are how long each
+	// tunnel's add took, per side, in the order they were made
+	// (AddTimer): the runner reports their percentiles.
+	Adds []time.Duration
 }
 
 // Wrap returns argv run under p's ClientWrap (argv itself without one).

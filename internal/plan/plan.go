@@ -93,34 +93,39 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 							for _, seg := range mss {
 								for _, cc := range ccs {
 									for _, streams := range s.Streams {
-										p := result.Params{
-											Family:            f,
-											UnderlayMTU:       mtu,
-											OverlayMTU:        mtu - o.Overhead(m, f),
-											Offloads:          off != "off",
-											Streams:           streams,
-											Duration:          t.Duration.Seconds(),
-											Omit:              t.Omit.Seconds(),
-											Latency:           t.Latency.Seconds(),
-											LatencyTool:       s.LatencyTool,
-											Pin:               s.Pin,
-											Options:           s.Options[m],
-											Tests:             tests,
-											Direction:         dir,
-											MSS:               seg,
-											CongestionControl: cc,
-											StreamsPerProcess: spp,
-											LineRate:          lineRate,
-											UDP:               udp,
-											WAN:               wan,
+										for _, tunnels := range s.TunnelCounts() {
+											p := result.Params{
+												Family:            f,
+												UnderlayMTU:       mtu,
+												OverlayMTU:        mtu - o.Overhead(m, f),
+												Offloads:          off != "off",
+												Streams:           streams,
+												Duration:          t.Duration.Seconds(),
+												Omit:              t.Omit.Seconds(),
+												Latency:           t.Latency.Seconds(),
+												LatencyTool:       s.LatencyTool,
+												Pin:               s.Pin,
+												Options:           s.Options[m],
+												Tests:             tests,
+												Direction:         dir,
+												MSS:               seg,
+												CongestionControl: cc,
+												StreamsPerProcess: spp,
+												LineRate:          lineRate,
+												UDP:               udp,
+												WAN:               wan,
+											}
+											if s.HasTest(scenario.TestRecover) {
+												p.RecoverDown = s.Recover.DownTime().Seconds()
+											}
+											if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
+												p.OffloadSet, p.OffloadFeatures = off, set
+											}
+											if tunnels > 1 {
+												p.Tunnels = tunnels
+											}
+											cells = append(cells, cell{Key(m, p), m, p})
 										}
-										if s.HasTest(scenario.TestRecover) {
-											p.RecoverDown = s.Recover.DownTime().Seconds()
-										}
-										if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
-											p.OffloadSet, p.OffloadFeatures = off, set
-										}
-										cells = append(cells, cell{Key(m, p), m, p})
 									}
 								}
 							}
@@ -187,6 +192,9 @@ func Key(method string, p result.Params) string {
 	if p.MSS > 0 {
 		k += fmt.Sprintf("/mss%d", p.MSS)
 	}
+	if p.Tunnels > 1 {
+		k += fmt.Sprintf("/tunnels%d", p.Tunnels)
+	}
 	if p.CongestionControl != "" {
 		k += "/cc-" + p.CongestionControl
 	}
@@ -232,6 +240,9 @@ func (s Step) Line(total int) string {
 	}
 	if s.Params.MSS > 0 {
 		extra += fmt.Sprintf(" mss=%d", s.Params.MSS)
+	}
+	if s.Params.Tunnels > 1 {
+		extra += fmt.Sprintf(" tunnels=%d", s.Params.Tunnels)
 	}
 	if cc := s.Params.CongestionControl; cc != "" {
 		extra += " cc=" + cc

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -73,5 +74,28 @@ func TestGroupedPlanSkipsUnsupportedFamilies(t *testing.T) {
 	}
 	if got := steps[0].Measured(); got != 10+1+3 {
 		t.Errorf("Measured() = %v, want 14 (duration + omit + latency)", got)
+	}
+}
+
+// TestTunnelsDimension: each tunnel count is a cell of its own, its key
+// and line naming the count above one, one tunnel written as before.
+func TestTunnelsDimension(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"vxlan"}
+	s.Tunnels = []int{1, 100}
+	s.Repetitions = 1
+	steps := plan.Build(s, overheads{})
+	want := []string{
+		"1/2 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 cc=cubic rep=1",
+		"2/2 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 tunnels=100 cc=cubic rep=1",
+	}
+	if diff := cmp.Diff(want, plan.Lines(steps)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if got := []string{steps[0].Key, steps[1].Key}; got[0] == got[1] || !strings.HasSuffix(got[1], "/tunnels100/cc-cubic") {
+		t.Errorf("keys %q: want distinct, the second naming tunnels100", got)
+	}
+	if steps[0].Params.Tunnels != 0 || steps[1].Params.Tunnels != 100 {
+		t.Errorf("params' tunnels %d and %d, want 0 (one) and 100", steps[0].Params.Tunnels, steps[1].Params.Tunnels)
 	}
 }

@@ -175,6 +175,10 @@ type Params struct {
 	OffloadSet      string            `json:"offload_set,omitempty"`
 	OffloadFeatures map[string]bool   `json:"offload_features,omitempty"`
 	Streams         int               `json:"streams"`
+	// Tunnels is the number of tunnels set up between the endpoints (the
+	// scenario's tunnels dimension); 0 in records older than it, and 1,
+	// both mean one.
+	Tunnels int `json:"tunnels,omitempty"`
 	Duration        float64           `json:"duration_s"`
 	Omit            float64           `json:"omit_s"`
 	Latency         float64           `json:"latency_duration_s"`

@@ -208,6 +208,7 @@ func (s *stepRun) setUpMethod() error {
 		Prefix:      testbed.DevicePrefix(s.cfg.ID),
 		Dir:         s.tb.Dir,
 		Options:     p.Options,
+		Tunnels:     p.Tunnels,
 	}
 	var err error
 	s.path, err = s.m.Setup(s.ctx, s.env)

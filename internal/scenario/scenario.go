@@ -56,6 +56,11 @@ type Scenario struct {
 	// BuiltinOffloadSets.
 	OffloadSets map[string]map[string]string `yaml:"offload_sets,omitempty" json:"offload_sets,omitempty"`
 	Streams     []int                        `yaml:"streams" json:"streams"`
+	// Tunnels is a matrix dimension: how many tunnels each method sets up
+	// between the two endpoints (a mesh's cost: set-up time, memory, the
+	// lookup on every packet), the load crossing one of them. Empty means
+	// one (TunnelCounts).
+	Tunnels []int `yaml:"tunnels,omitempty" json:"tunnels,omitempty"`
 
 	Duration string `yaml:"duration" json:"duration"` // throughput test length, e.g. "10s"
 	Omit     string `yaml:"omit" json:"omit"`         // warm-up excluded from the figures
@@ -292,6 +297,24 @@ type TestbedCatalog interface {
 	Testbeds(method string) (names []string, why string)
 }
 
+// ScaleCatalog is implemented by catalogs that know how many tunnels a
+// method sets up between two endpoints (method.Scaler): max for family
+// with opts, what one tunnel is (unit) and what bounds max (why).
+type ScaleCatalog interface {
+	Tunnels(method, family string, opts map[string]string) (max int, unit, why string)
+}
+
+// MaxTunnels is the most tunnels the scenario may ask of any method.
+const MaxTunnels = 100000
+
+// TunnelCounts are the scenario's tunnel counts: [1] when it gives none.
+func (s Scenario) TunnelCounts() []int {
+	if len(s.Tunnels) == 0 {
+		return []int{1}
+	}
+	return s.Tunnels
+}
+
 // TestsCatalog is implemented by catalogs that know which tests a
 // method cannot carry with its options (method.TestChecker): CheckTests
 // says why and what to do instead, nil when it can carry them all.
@@ -391,6 +414,8 @@ func Parse(data []byte) (s Scenario, err error) {
 				s.Offloads = nil
 			case "streams":
 				s.Streams = nil
+			case "tunnels":
+				s.Tunnels = nil
 			case "tests":
 				s.Tests = nil
 			case "direction":
@@ -485,6 +510,7 @@ func (s Scenario) Validate(c Catalog) error {
 		}
 	}
 	s.validateOverhead(c, p.bad)
+	s.validateTunnels(c, p.bad)
 	return errors.Join(p.errs...)
 }
 
@@ -688,6 +714,55 @@ func (s Scenario) validateOptions(c Catalog, bad func(field, format string, args
 			}
 		}
 	}
+}
+
+// validateTunnels checks the tunnel counts: each 1 to MaxTunnels, listed
+// once, and within what each method sets up in each family it runs
+// (ScaleCatalog), before anything is created.
+func (s Scenario) validateTunnels(c Catalog, bad func(field, format string, args ...any)) {
+	for _, n := range s.Tunnels {
+		if n < 1 || n > MaxTunnels {
+			bad("tunnels", "%d tunnels: use 1 to %d", n, MaxTunnels)
+		}
+	}
+	if dup := duplicateInt(s.Tunnels); dup != 0 {
+		bad("tunnels", "%d is listed twice: list each count once", dup)
+	}
+	sc, ok := c.(ScaleCatalog)
+	if !ok {
+		return
+	}
+	most := slices.Max(append([]int{1}, s.Tunnels...))
+	if most <= 1 {
+		return
+	}
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) || c.CheckOptions(m, s.Options[m]) != nil {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			max, unit, why := sc.Tunnels(m, f, s.Options[m])
+			if most > max {
+				bad("tunnels", "%d: %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop %s",
+					most, m, f, max, unit, why, max, m)
+			}
+		}
+	}
+}
+
+// duplicateInt returns a value listed twice in xs, 0 when none is.
+func duplicateInt(xs []int) int {
+	seen := map[int]bool{}
+	for _, x := range xs {
+		if seen[x] {
+			return x
+		}
+		seen[x] = true
+	}
+	return 0
 }
 
 // validateOverhead checks, per method, that families lists one it

@@ -78,6 +78,15 @@ func (catalog) CheckOptions(m string, opts map[string]string) error {
 	return nil
 }
 
+// Tunnels stands in for the registry's scale (method.Scaler): vxlan sets
+// up 16384 devices over IPv4, the rest one tunnel.
+func (catalog) Tunnels(m, f string, _ map[string]string) (int, string, string) {
+	if m == "vxlan" && f == "ipv4" {
+		return 16384, "VXLAN device", "the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs"
+	}
+	return 1, "tunnel", m + " sets up one tunnel between two endpoints"
+}
+
 func pick(m, f string) string {
 	if m == "vxlan" {
 		return m + "/" + f
@@ -146,6 +155,11 @@ func TestValidateErrors(t *testing.T) {
 		{"streams", "streams: [0]", []string{"streams: 0 parallel streams"}},
 		{"options for absent method", "options: {ipip: {x: y}}", []string{`options for "ipip", which is not in methods`}},
 		{"congestion control name", "congestion_control: [Cubic]", []string{`congestion_control: "Cubic" is not an algorithm name`, "net.ipv4.tcp_available_congestion_control"}},
+		{"tunnels zero", "tunnels: [0]", []string{"tunnels: 0 tunnels: use 1 to 100000"}},
+		{"tunnels twice", "tunnels: [10, 10]", []string{"tunnels: 10 is listed twice"}},
+		{"tunnels above a method's maximum", "methods: [vxlan, srv6]\ntunnels: [1, 20000]", []string{
+			"tunnels: 20000: vxlan over ipv4 sets up at most 16384 (one tunnel is one VXLAN device; the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs): lower tunnels to 16384 or drop vxlan",
+			"tunnels: 20000: srv6 over ipv4 sets up at most 1 (one tunnel is one tunnel; srv6 sets up one tunnel between two endpoints)"}},
 		{"congestion control twice", "congestion_control: [bbr, bbr]", []string{`congestion_control: "bbr" is listed twice`}},
 	}
 	for _, tt := range tests {
