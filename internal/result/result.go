@@ -172,19 +172,19 @@ type Params struct {
 	// OffloadSet names the feature set applied on every device of the
 	// path (offloads then stays on for the rest); OffloadFeatures are its
 	// features (ethtool -K names) and values.
-	OffloadSet      string            `json:"offload_set,omitempty"`
-	OffloadFeatures map[string]bool   `json:"offload_features,omitempty"`
-	Streams         int               `json:"streams"`
+	OffloadSet      string          `json:"offload_set,omitempty"`
+	OffloadFeatures map[string]bool `json:"offload_features,omitempty"`
+	Streams         int             `json:"streams"`
 	// Tunnels is the number of tunnels set up between the endpoints (the
 	// scenario's tunnels dimension); 0 in records older than it, and 1,
 	// both mean one.
-	Tunnels int `json:"tunnels,omitempty"`
-	Duration        float64           `json:"duration_s"`
-	Omit            float64           `json:"omit_s"`
-	Latency         float64           `json:"latency_duration_s"`
-	LatencyTool     string            `json:"latency_tool,omitempty"`
-	Pin             bool              `json:"pin"`
-	Options         map[string]string `json:"options,omitempty"` // method-specific, never secrets
+	Tunnels     int               `json:"tunnels,omitempty"`
+	Duration    float64           `json:"duration_s"`
+	Omit        float64           `json:"omit_s"`
+	Latency     float64           `json:"latency_duration_s"`
+	LatencyTool string            `json:"latency_tool,omitempty"`
+	Pin         bool              `json:"pin"`
+	Options     map[string]string `json:"options,omitempty"` // method-specific, never secrets
 
 	// Tests are the scenario's tests run in this cell, in order; empty in
 	// records older than the tests field, which ran tcp_stream and tcp_rr.
