@@ -293,6 +293,10 @@ type Cell struct {
 	// Connect is the connect test's record; Recover the recover test's.
 	Connect *Connect `json:"connect,omitempty"`
 	Recover *Recover `json:"recover,omitempty"`
+	// Scale is what setting up the cell's tunnels cost (Params.Tunnels
+	// above one); Reconf the reconf test's record.
+	Scale  *Scale  `json:"scale,omitempty"`
+	Reconf *Reconf `json:"reconf,omitempty"`
 	// UDPSizes is the udp_sizes test's record: one entry per frame size.
 	UDPSizes []UDPSize `json:"udp_sizes,omitempty"`
 	// Derived are figures computed from the measurements of this cell
@@ -417,6 +421,63 @@ type Recover struct {
 	Restored []string `json:"restored,omitempty"`
 	Tool     string   `json:"tool"`
 	Rekey    *Rekey   `json:"rekey,omitempty"`
+}
+
+// Scale is what it cost to set up and tear down the Tunnels of a cell
+// (Params.Tunnels above one; docs/scale.md): the method's own Setup and
+// Teardown on the runner's clock, each tunnel's add (method.Path.Adds,
+// per side) as percentiles, and the memory the tunnels took: the hosts'
+// kernel slab and the method's daemons' resident memory, read before
+// Setup and after it.
+type Scale struct {
+	Tunnels int `json:"tunnels"`
+	// Unit is what one tunnel is for this method ("VXLAN device", "peer").
+	Unit string `json:"unit"`
+	// Setup and Teardown are the method's whole Setup and Teardown.
+	Setup    float64 `json:"setup_s"`
+	Teardown float64 `json:"teardown_s"`
+	// Adds is how many tunnel adds the method timed; AddP50 and AddP99
+	// their percentiles (zero when the method timed none).
+	Adds   int     `json:"adds"`
+	AddP50 float64 `json:"add_p50_s"`
+	AddP99 float64 `json:"add_p99_s"`
+	// SlabBefore and SlabAfter are the kernel's slab memory (/proc/meminfo
+	// Slab) summed over the distinct hosts of the two sides; DaemonRSS
+	// the method's daemons' resident memory summed after Setup (zero
+	// before: they did not run).
+	SlabBefore int64 `json:"slab_before_bytes"`
+	SlabAfter  int64 `json:"slab_after_bytes"`
+	DaemonRSS  int64 `json:"daemon_rss_bytes"`
+	// PerTunnel is (SlabAfter - SlabBefore + DaemonRSS) / Tunnels: the
+	// memory one tunnel costs, noisy on a shared host (the slab moves with
+	// everything else the kernel does).
+	PerTunnel float64 `json:"memory_per_tunnel_bytes"`
+	// SharedKernel is true when both sides share one kernel (the local
+	// testbed's namespaces): the slab then holds both sides' tunnels.
+	SharedKernel bool `json:"shared_kernel,omitempty"`
+}
+
+// Reconf is the reconf test (after FD.io CSIT's): while a request stream
+// (one UDP request every Interval) and a TCP throughput stream cross the
+// measured tunnel, the method adds one more tunnel (method.Grower; How
+// names what it did, Took how long). Lost are the requests never
+// answered, Outage the longest time without an answer, and Blocked the
+// effective blocked time: Lost times Interval, the time the tunnel
+// carried nothing at the offered rate. BitsPerSecond is the throughput
+// stream's rate over the whole test and MinIntervalBitsPerSecond its
+// lowest one-second interval.
+type Reconf struct {
+	How                      string  `json:"how"`
+	Took                     float64 `json:"grow_command_s"`
+	Interval                 float64 `json:"interval_s"`
+	Sent                     int64   `json:"sent"`
+	Lost                     int64   `json:"lost"`
+	Outage                   float64 `json:"outage_s"`
+	Blocked                  float64 `json:"blocked_s"`
+	BitsPerSecond            float64 `json:"bits_per_second_bps"`
+	MinIntervalBitsPerSecond float64 `json:"min_interval_bits_per_second_bps"`
+	Tool                     string  `json:"tool"`
+	Error                    string  `json:"error,omitempty"`
 }
 
 // Rekey is a request stream across a rekey the method forced: How names
