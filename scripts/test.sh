@@ -14,7 +14,8 @@
 #     its file lock) at nice 5, so the tests' own builds and the lab's
 #     guest go first;
 #   - the fresh-machine guard (scripts/fresh-check.sh) and each fuzz target
-#     for 30 s (scripts/fuzz.sh) at nice 10.
+#     for 30 s (scripts/fuzz.sh) at nice 15, below the tests (nice 0 and
+#     5), so that they take only what the tests leave.
 # The tests run in strict mode (TUNBENCH_STRICT=1: a test that would skip
 # for something this script provides fails instead) and through
 # scripts/skips, which lists every skipped test, the slowest packages and
@@ -23,7 +24,9 @@
 # (-p 4): most wait on load tools, daemons and the kernel lab rather than
 # on the CPU. go test starts packages in the order they are named, so the
 # two longest (internal/method/registry with TestKernelLab, internal/cli)
-# are named first.
+# are named first, and every test binary but the registry's runs at nice
+# 5 (scripts/test-exec.sh, go test -exec), so that the lab's guest gets
+# the CPU it waits for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,10 +70,10 @@ pids=()
 names=()
 beside lint 5 "${MAKE:-make}" --no-print-directory lint GO="$GO"
 beside k8s-binaries 5 ./scripts/k8s-binaries.sh
-beside fresh-check 10 ./scripts/fresh-check.sh
-beside fuzz 10 env FUZZTIME=30s ./scripts/fuzz.sh
+beside fresh-check 15 ./scripts/fresh-check.sh
+beside fuzz 15 env FUZZTIME=30s ./scripts/fuzz.sh
 
-tests="TUNBENCH_STRICT=1 $GO test -json -count=1 -p 4 -timeout 60m $TEST_PKGS 2>&1 | $GO run ./scripts/skips"
+tests="TUNBENCH_STRICT=1 $GO test -json -count=1 -p 4 -timeout 60m -exec $PWD/scripts/test-exec.sh $TEST_PKGS 2>&1 | $GO run ./scripts/skips"
 echo "bash -o pipefail -c '$tests'"
 timed tests bash -o pipefail -c "$tests"
 
