@@ -92,6 +92,12 @@ func Iperf3Streams(t testing.TB, l *localns.Local, path *method.Path, seconds, s
 	return Iperf3Between(t, l.A, l.B, path, seconds, streams)
 }
 
+// serverStart bounds the wait for a test's load server to listen: it
+// returns as soon as the server does, and a server in the kernel lab's
+// emulated guest beside a loaded host took more than 5 s to (TestLabGUE
+// failed so).
+const serverStart = 30 * time.Second
+
 // Iperf3Between is Iperf3Streams between endpoints a and b, wherever they
 // are (on a remote host, the client and server run there).
 func Iperf3Between(t testing.TB, a, b *testbed.Endpoint, path *method.Path, seconds, streams int) []byte {
@@ -107,7 +113,7 @@ func Iperf3Between(t testing.TB, a, b *testbed.Endpoint, path *method.Path, seco
 		_ = srv.Wait()
 		b.Forget(srv)
 	}()
-	if err := b.WaitListening(ctx, srv.Pid(), 5201, 5*time.Second); err != nil {
+	if err := b.WaitListening(ctx, srv.Pid(), 5201, serverStart); err != nil {
 		t.Fatalf("iperf3 server: %v", err)
 	}
 	out, err := a.Run(ctx, "iperf3", "-c", path.B.String(), "-p", "5201", "-t", strconv.Itoa(max(seconds, 1)), "-P", strconv.Itoa(max(streams, 1)), "-J")

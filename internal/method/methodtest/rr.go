@@ -31,7 +31,7 @@ func RRThrough(t *testing.T, l *localns.Local, path *method.Path) *result.Latenc
 		_ = srv.Wait()
 		l.B.Forget(srv)
 	}()
-	if err := l.B.WaitListening(ctx, srv.Pid(), load.RRDefaultPort, 5*time.Second); err != nil {
+	if err := l.B.WaitListening(ctx, srv.Pid(), load.RRDefaultPort, serverStart); err != nil {
 		t.Fatalf("rr server: %v", err)
 	}
 	cl := load.RRClient{Server: path.B, Duration: 2 * time.Second, Exe: os.Args[0]}
