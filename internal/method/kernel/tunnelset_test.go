@@ -1,13 +1,17 @@
 package kernel_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/kernel"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
 	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 )
 
@@ -119,5 +123,37 @@ func TestTunnelsRefused(t *testing.T) {
 		if err := s.Validate(cat); err != nil {
 			t.Errorf("%s %s tunnels 3 refused: %v", tt.m, tt.family, err)
 		}
+	}
+}
+
+// labTunnels runs m with three tunnels for real (kernel lab): a ping
+// crosses the first, the measured and the last tunnel, then the one Grow
+// adds; Teardown, twice, leaves the links as they were.
+func labTunnels(t *testing.T, m method.Method, family string, opts map[string]string) {
+	t.Helper()
+	methodtest.RequireTunnelKernel(t, m)
+	l := testbedtest.New(t, 1500)
+	env := &method.Env{A: l.A, B: l.B, Family: family, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(family),
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Tunnels: 3}
+	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	t.Cleanup(func() {
+		for range 2 {
+			if err := m.Teardown(context.Background(), env); err != nil {
+				t.Errorf("%s Teardown: %v", m.Name(), err)
+			}
+		}
+		if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+			t.Errorf("links after %s teardown (-before +after):\n%s", m.Name(), diff)
+		}
+	})
+	if _, err := m.Setup(context.Background(), env); err != nil {
+		t.Fatalf("%s Setup with 3 tunnels: %v", m.Name(), err)
+	}
+	if _, err := m.(method.Grower).Grow(context.Background(), env); err != nil {
+		t.Fatalf("%s Grow: %v", m.Name(), err)
+	}
+	for i := range 4 {
+		a, b := method.ScaleOverlay(family, i, env.Measured())
+		methodtest.Ping(t, l, &method.Path{A: a.Addr(), B: b.Addr()})
 	}
 }
