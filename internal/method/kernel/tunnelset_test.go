@@ -2,10 +2,12 @@ package kernel_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/tunbench/tunbench/internal/hostinfo"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/kernel"
@@ -155,5 +157,41 @@ func labTunnels(t *testing.T, m method.Method, family string, opts map[string]st
 	for i := range 4 {
 		a, b := method.ScaleOverlay(family, i, env.Measured())
 		methodtest.Ping(t, l, &method.Path{A: a.Addr(), B: b.Addr()})
+	}
+}
+
+// TestTunnelsNotSupportedHere runs a three-tunnel Setup on real
+// namespaces of this host: where the kernel lacks the method (this
+// development machine) its own refusal must be ErrNotSupported naming
+// the option, where it has it the refusal is faked (Env.Faults); either
+// way Teardown, twice, leaves the links as they were.
+func TestTunnelsNotSupportedHere(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	cfg, cfgErr := hostinfo.LoadKernelConfig()
+	for _, m := range scaledTunnels() {
+		family := m.Families()[len(m.Families())-1]
+		option := m.Requirements()[len(m.Requirements())-1].Kernel // gretap over IPv6: CONFIG_IPV6_GRE
+		t.Run(m.Name(), func(t *testing.T) {
+			t.Parallel()
+			l := testbedtest.New(t, 1500)
+			env := &method.Env{A: l.A, B: l.B, Family: family, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(family),
+				Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Tunnels: 3}
+			if cfgErr != nil || hostinfo.HasKernelFeature(cfg, option) {
+				env.Faults = &method.Faults{KernelLacks: []string{option}}
+			}
+			before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+			_, err := m.Setup(context.Background(), env)
+			if !errors.Is(err, method.ErrNotSupported) || !strings.Contains(err.Error(), "kernel lacks "+option) {
+				t.Errorf("Setup error %v, want ErrNotSupported naming %s", err, option)
+			}
+			for range 2 {
+				if err := m.Teardown(context.Background(), env); err != nil {
+					t.Errorf("Teardown: %v", err)
+				}
+			}
+			if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+				t.Errorf("links after a refused Setup (-before +after):\n%s", diff)
+			}
+		})
 	}
 }
