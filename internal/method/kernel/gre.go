@@ -44,7 +44,11 @@ func (GRE) Scale(family string, _ method.Values) method.Scale { return keyedScal
 // addresses (one: the measured tunnel's, without key), with the overlay
 // addresses of the measured family on them.
 func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(g, env.Options); err != nil {
+	opts, err := method.ParseOptions(g, env.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTunnels(g, env, g.Scale(env.Family, opts)); err != nil {
 		return nil, err
 	}
 	return setupTunnels(env, greSet(), greTunnel(0))
@@ -124,6 +128,9 @@ func (Gretap) Scale(family string, opts method.Values) method.Scale {
 func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	opts, err := method.ParseOptions(g, env.Options)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkTunnels(g, env, g.Scale(env.Family, opts)); err != nil {
 		return nil, err
 	}
 	key := uint32(opts.Uint64("key"))

@@ -46,7 +46,11 @@ func (IP6GRE) Scale(family string, _ method.Values) method.Scale {
 // underlay addresses (one: the measured tunnel's, without key), with the
 // overlay addresses of the measured family on them.
 func (m IP6GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
 		return nil, err
 	}
 	return setupTunnels(env, ip6greSet(), ip6greTunnel(0))

@@ -51,11 +51,15 @@ func (IP6IP6) Scale(family string, _ method.Values) method.Scale { return flowSc
 // it and, for more than one tunnel, the others through a flow-based
 // device.
 func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
 		return nil, err
 	}
 	if env.Family != method.IPv6 {
 		return nil, method.UnsupportedFamily(m, env.Family)
+	}
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
+		return nil, err
 	}
 	return setupTunnels(env, ip6ip6Set(), ip6ip6Tunnel())
 }

@@ -42,11 +42,15 @@ func (IPIP) Scale(family string, _ method.Values) method.Scale { return flowScal
 // Setup creates one ipip device per side with the overlay address on it
 // and, for more than one tunnel, the others through a flow-based device.
 func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
 		return nil, err
 	}
 	if env.Family != method.IPv4 {
 		return nil, method.UnsupportedFamily(m, env.Family)
+	}
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
+		return nil, err
 	}
 	return setupTunnels(env, ipipSet(), ipipTunnel())
 }

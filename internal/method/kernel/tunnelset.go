@@ -63,6 +63,15 @@ type tunnelSet interface {
 	unit() string
 }
 
+// checkTunnels refuses more tunnels than s allows before anything is
+// created (validation refuses them earlier; this guards a direct call).
+func checkTunnels(m method.Method, env *method.Env, s method.Scale) error {
+	if env.N() > s.Max {
+		return fmt.Errorf("%s: %d tunnels: at most %d (one tunnel is one %s; %s)", m.Name(), env.N(), s.Max, s.Unit, s.Why)
+	}
+	return nil
+}
+
 // planTunnels is the whole plan of env's N tunnels on each side: the
 // base, when there is more than one tunnel, then each tunnel in index
 // order. It is pure; setupTunnels applies it one tunnel at a time.

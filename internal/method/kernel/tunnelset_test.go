@@ -195,3 +195,18 @@ func TestTunnelsNotSupportedHere(t *testing.T) {
 		})
 	}
 }
+
+// TestTunnelsAboveMax: Setup itself refuses more tunnels than Scale
+// allows, before anything is created (validation refuses them first).
+func TestTunnelsAboveMax(t *testing.T) {
+	t.Parallel()
+	rec := methodtest.RecordEnv(kernel.Gretap{}, method.IPv4, map[string]string{"key": "4294967294"})
+	rec.Env.Tunnels = 2
+	_, err := kernel.Gretap{}.Setup(t.Context(), rec.Env)
+	if err == nil || !strings.Contains(err.Error(), "gretap: 2 tunnels: at most 1") {
+		t.Errorf("Setup of 2 tunnels above key 4294967294: %v, want a refusal", err)
+	}
+	if lines := append(rec.A.Lines(), rec.B.Lines()...); len(lines) != 0 {
+		t.Errorf("a refused Setup changed the hosts: %q", lines)
+	}
+}

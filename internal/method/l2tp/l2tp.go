@@ -237,6 +237,9 @@ func (m L2TPv3) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 	if err != nil {
 		return nil, err
 	}
+	if s := m.Scale(env.Family, opts); env.N() > s.Max {
+		return nil, fmt.Errorf("l2tpv3: %d tunnels: at most %d (one tunnel is one %s; %s)", env.N(), s.Max, s.Unit, s.Why)
+	}
 	encap, cookieLen, mtu := m.shape(env, opts)
 	path := &method.Path{Variant: "encap " + encap}
 	if mtu != env.OverlayMTU {
