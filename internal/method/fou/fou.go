@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -182,15 +183,20 @@ type tunnel struct {
 }
 
 // plan is m's set-up of each side of env, as data: the receive port and
-// the tunnel device with its overlay address and MTU. The MTU is the
-// runner's overlay MTU plus the bytes the payload does not use of
+// the measured tunnel's device with its overlay address and MTU. The MTU
+// is the runner's overlay MTU plus the bytes the payload does not use of
 // Overhead (4 for ipip), so that a full-size packet fills the underlay
 // MTU exactly. It is pure: it reads env and touches no host.
 func plan(m method.Method, e encap, env *method.Env, v method.Values) ([2]tunnel, int) {
+	oa, ob := method.Overlay(env.Family)
+	return planDevice(m, e, env, v, env.Prefix+e.suffix, oa, ob, 0)
+}
+
+// planDevice is plan for a device called name with the overlay addresses
+// oa and ob and, with payload gre, GRE key key (0: none).
+func planDevice(m method.Method, e encap, env *method.Env, v method.Values, name string, oa, ob netip.Prefix, key uint32) ([2]tunnel, int) {
 	payload, port := v.String("payload"), v.Int("port")
 	mtu := env.OverlayMTU + m.Overhead(env.Family) - e.headerOverhead(env.Family, payload)
-	oa, ob := method.Overlay(env.Family)
-	name := env.Prefix + e.suffix
 	var out [2]tunnel
 	for i, ep := range env.Endpoints() {
 		local, remote := ep.Addr(env.Family), env.Peer(ep).Addr(env.Family)
@@ -212,7 +218,7 @@ func plan(m method.Method, e encap, env *method.Env, v method.Values) ([2]tunnel
 			p.Proto = unix.IPPROTO_GRE
 			l.Config = "CONFIG_NET_IPGRE"
 			l.Link = &netlink.Gretun{LinkAttrs: netlink.LinkAttrs{Name: name}, Local: lip, Remote: rip,
-				Ttl: tunnelTTL, PMtuDisc: 1, EncapType: typ, EncapDport: dport}
+				IKey: key, OKey: key, Ttl: tunnelTTL, PMtuDisc: 1, EncapType: typ, EncapDport: dport}
 		case payload == PayloadIPIP:
 			p.Proto = unix.IPPROTO_IPV6
 			l.Config = "CONFIG_IPV6_TUNNEL"
@@ -222,7 +228,7 @@ func plan(m method.Method, e encap, env *method.Env, v method.Values) ([2]tunnel
 			p.Proto = unix.IPPROTO_GRE
 			l.Config = "CONFIG_IPV6_GRE"
 			l.Link = &netlink.GenericLink{LinkAttrs: netlink.LinkAttrs{Name: name}, LinkType: "ip6gre"}
-			a := ip6greArgs{Name: name, Local: local, Remote: remote, EncapType: typ, EncapDport: dport}
+			a := ip6greArgs{Name: name, Local: local, Remote: remote, EncapType: typ, EncapDport: dport, Key: key}
 			l.Add = func(ep *testbed.Endpoint) error {
 				_, err := opAddIP6GRE.Call(context.Background(), ep, a)
 				return err
@@ -251,7 +257,8 @@ func kind(l method.PlanLink) string {
 	return l.Link.Type()
 }
 
-// setup opens the receive port and creates the tunnel on each side.
+// setup opens the receive port and creates env.N() tunnels on each side,
+// timing each one's add (Path.Adds).
 func setup(m method.Method, e encap, env *method.Env) (*method.Path, error) {
 	v, err := method.ParseOptions(m, env.Options)
 	if err != nil {
@@ -260,14 +267,25 @@ func setup(m method.Method, e encap, env *method.Env) (*method.Path, error) {
 	if !method.Supports(m, env.Family) {
 		return nil, method.UnsupportedFamily(m, env.Family)
 	}
+	if s := scale(e, env.Family, v); env.N() > s.Max {
+		return nil, fmt.Errorf("%s: %d tunnels: at most %d (%s)", m.Name(), env.N(), s.Max, s.Why)
+	}
 	sides, mtu := plan(m, e, env, v)
+	tunnels := planTunnels(m, e, env, v)
+	var adds []time.Duration
 	for i, ep := range env.Endpoints() {
 		if err := openPort(env, ep, sides[i].port); err != nil {
 			return nil, err
 		}
-		if err := sides[i].plan.Apply(env, ep); err != nil {
-			return nil, err
+		timer := &method.AddTimer{}
+		timer.Start()
+		for _, p := range tunnels[i] {
+			if err := p.Apply(env, ep); err != nil {
+				return nil, err
+			}
+			timer.Done()
 		}
+		adds = append(adds, timer.Adds()...)
 	}
 	oa, ob := method.Overlay(env.Family)
 	name := env.Prefix + e.suffix
@@ -280,14 +298,17 @@ func setup(m method.Method, e encap, env *method.Env) (*method.Path, error) {
 	if mtu != env.OverlayMTU {
 		path.OverlayMTU = mtu
 	}
+	if env.N() > 1 {
+		path.Adds = adds
+	}
 	return path, nil
 }
 
 // teardown deletes the devices and closes the ports this run opened, on
 // both sides. With options that do not parse, Setup created nothing.
 func teardown(m method.Method, e encap, env *method.Env) error {
-	name := env.Prefix + e.suffix
-	errs := []error{method.DelLinks(env.A, name), method.DelLinks(env.B, name)}
+	names := devices(e, env)
+	errs := []error{method.EachSide(env, func(ep *testbed.Endpoint) error { return method.DelLinks(ep, names...) })}
 	v, err := method.ParseOptions(m, env.Options)
 	if err != nil || !method.Supports(m, env.Family) {
 		return errors.Join(errs...)

@@ -86,6 +86,7 @@ type ip6greArgs struct {
 	Name                  string
 	Local, Remote         netip.Addr
 	EncapType, EncapDport uint16
+	Key                   uint32
 }
 
 // answerOps makes r answer the package's ops as ip(8) would be asked.
@@ -103,6 +104,9 @@ func answerOps(r *testbedtest.Recorder) {
 	testbedtest.AnswerOp(r, "fou.add-ip6gre", func(a ip6greArgs) (string, struct{}, error) {
 		line := fmt.Sprintf("ip link add %s type ip6gre local %s remote %s ttl 64 encaplimit none encap %s encap-sport auto encap-dport %d noencap-csum",
 			a.Name, a.Local, a.Remote, map[uint16]string{1: "fou", 2: "gue"}[a.EncapType], a.EncapDport)
+		if a.Key != 0 {
+			line += fmt.Sprintf(" key %d", a.Key)
+		}
 		return line, struct{}{}, r.Know(a.Name, "ip6gre")
 	})
 }

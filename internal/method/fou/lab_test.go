@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/method/fou"
 	"github.com/tunbench/tunbench/internal/method/methodtest"
@@ -110,6 +111,38 @@ func labRun(t *testing.T, m method.Method, encap string, c labCase) {
 	checkNothingLeft(t, l.Dir, l.A, l.B)
 }
 
+// labTunnels runs m with payload gre and three tunnels for real: a ping
+// crosses the first, the measured and the last tunnel, then the one Grow
+// adds; Teardown, twice, leaves the links as they were and no port open.
+func labTunnels(t *testing.T, m method.Method, c labCase) {
+	methodtest.RequireTunnelKernel(t, m)
+	l := testbedtest.New(t, 1500)
+	env := &method.Env{A: l.A, B: l.B, Family: c.family, UnderlayMTU: 1500, OverlayMTU: 1500 - m.Overhead(c.family),
+		Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: c.opts(), Tunnels: 3}
+	before := [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}
+	t.Cleanup(func() {
+		for range 2 {
+			if err := m.Teardown(context.Background(), env); err != nil {
+				t.Errorf("%s Teardown: %v", m.Name(), err)
+			}
+		}
+		if diff := cmp.Diff(before, [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)}); diff != "" {
+			t.Errorf("links after %s teardown (-before +after):\n%s", m.Name(), diff)
+		}
+		checkNothingLeft(t, l.Dir, l.A, l.B)
+	})
+	if _, err := m.Setup(context.Background(), env); err != nil {
+		t.Fatalf("%s Setup with 3 tunnels: %v", m.Name(), err)
+	}
+	if _, err := m.(method.Grower).Grow(context.Background(), env); err != nil {
+		t.Fatalf("%s Grow: %v", m.Name(), err)
+	}
+	for i := range 4 {
+		a, b := method.ScaleOverlay(c.family, i, env.Measured())
+		methodtest.Ping(t, l, &method.Path{A: a.Addr(), B: b.Addr()})
+	}
+}
+
 // The lab is software-emulated and slow (about 15 s a set-up locally, 30 s
 // through agents), so each encapsulation runs in both families and with
 // both payloads, but not every combination: together the six runs cover
@@ -124,6 +157,9 @@ func TestLabFOU(t *testing.T) {
 		{method.IPv6, fou.PayloadGRE, fou.DefaultPort},
 	} {
 		t.Run(c.name(), func(t *testing.T) { labRun(t, fou.FOU{}, fou.EncapFOU, c) })
+		if c.payload == fou.PayloadGRE {
+			t.Run(c.name()+"-tunnels3", func(t *testing.T) { labTunnels(t, fou.FOU{}, c) })
+		}
 	}
 }
 
@@ -135,6 +171,9 @@ func TestLabGUE(t *testing.T) {
 		{method.IPv6, fou.PayloadIPIP, fou.DefaultPort},
 	} {
 		t.Run(c.name(), func(t *testing.T) { labRun(t, fou.GUE{}, fou.EncapGUE, c) })
+		if c.payload == fou.PayloadGRE {
+			t.Run(c.name()+"-tunnels3", func(t *testing.T) { labTunnels(t, fou.GUE{}, c) })
+		}
 	}
 }
 

@@ -208,11 +208,12 @@ func loadFou6() error {
 	return nil
 }
 
-// ip6greArgs are the ip6gre device addIP6GRE creates.
+// ip6greArgs are the ip6gre device addIP6GRE creates; Key 0 is none.
 type ip6greArgs struct {
 	Name                  string
 	Local, Remote         netip.Addr
 	EncapType, EncapDport uint16
+	Key                   uint32
 }
 
 // opAddIP6GRE creates an ip6gre device with a UDP encapsulation by a raw
@@ -220,7 +221,7 @@ type ip6greArgs struct {
 // IP6_TNL_F_IGN_ENCAP_LIMIT the kernel puts an 8-byte destination options
 // header in front of every packet. It is what "ip link add NAME type
 // ip6gre local L remote R ttl 64 encaplimit none encap fou|gue
-// encap-sport auto encap-dport P noencap-csum" sends, from the
+// encap-sport auto encap-dport P noencap-csum [key K]" sends, from the
 // endpoint's namespace on its host.
 var opAddIP6GRE = testbed.NewOp("fou.add-ip6gre", func(_ context.Context, ep *testbed.Endpoint, a ip6greArgs) (struct{}, error) {
 	if !a.Local.Is6() || !a.Remote.Is6() {
@@ -240,6 +241,14 @@ var opAddIP6GRE = testbed.NewOp("fou.add-ip6gre", func(_ context.Context, ep *te
 	data.AddRtAttr(nl.IFLA_GRE_ENCAP_FLAGS, nl.Uint16Attr(0))
 	data.AddRtAttr(nl.IFLA_GRE_ENCAP_SPORT, binary.BigEndian.AppendUint16(nil, 0))
 	data.AddRtAttr(nl.IFLA_GRE_ENCAP_DPORT, binary.BigEndian.AppendUint16(nil, a.EncapDport))
+	if a.Key != 0 {
+		flags := binary.BigEndian.AppendUint16(nil, nl.GRE_KEY)
+		k := binary.BigEndian.AppendUint32(nil, a.Key)
+		data.AddRtAttr(nl.IFLA_GRE_IFLAGS, flags)
+		data.AddRtAttr(nl.IFLA_GRE_OFLAGS, flags)
+		data.AddRtAttr(nl.IFLA_GRE_IKEY, k)
+		data.AddRtAttr(nl.IFLA_GRE_OKEY, k)
+	}
 	req.AddData(info)
 	return struct{}{}, ep.Do(func() error {
 		_, err := req.Execute(unix.NETLINK_ROUTE, 0)

@@ -35,13 +35,28 @@ func (GRE) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE", Module: "ip_gre"}}
 }
 
-// Setup creates one gre device per side between the IPv4 underlay
-// addresses, with the overlay address of the measured family on it.
+// Scale: one tunnel is a gre device with its own GRE key (tunnel i's is
+// 1 + i; the measured one keeps none), all between the same underlay
+// addresses; the address plan bounds them.
+func (GRE) Scale(family string, _ method.Values) method.Scale { return keyedScale("gre", family, 0) }
+
+// Setup creates env.N() gre devices per side between the IPv4 underlay
+// addresses (one: the measured tunnel's, without key), with the overlay
+// addresses of the measured family on them.
 func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(g, env.Options); err != nil {
+	opts, err := method.ParseOptions(g, env.Options)
+	if err != nil {
 		return nil, err
 	}
-	return setupTunnel(env, kernelTunnel{
+	if err := checkTunnels(g, env, g.Scale(env.Family, opts)); err != nil {
+		return nil, err
+	}
+	return setupTunnels(env, greSet(), greTunnel(0))
+}
+
+// greTunnel is a gre device with GRE key key (0: none).
+func greTunnel(key uint32) kernelTunnel {
+	return kernelTunnel{
 		kind:     "gre",
 		suffix:   greSuffix,
 		underlay: method.IPv4,
@@ -51,15 +66,19 @@ func (g GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 				LinkAttrs: netlink.LinkAttrs{Name: name},
 				Local:     local,
 				Remote:    remote,
+				IKey:      key,
+				OKey:      key,
 				Ttl:       tunnelTTL,
 				PMtuDisc:  1,
 			}
 		},
-	})
+	}
 }
 
-// Teardown deletes both gre devices.
-func (GRE) Teardown(_ context.Context, env *method.Env) error { return teardownTunnel(env, greSuffix) }
+// Teardown deletes every gre device on both sides.
+func (GRE) Teardown(_ context.Context, env *method.Env) error {
+	return teardownTunnels(env, greSet())
+}
 
 // Gretap is the kernel's Ethernet-over-GRE device with a GRE key: the
 // NVGRE-style layer-2 overlay (RFC 7637 puts a 24-bit virtual subnet ID and
@@ -96,18 +115,43 @@ func (Gretap) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_NET_IPGRE", Module: "ip_gre"}, {Kernel: "CONFIG_IPV6_GRE", Module: "ip6_gre"}}
 }
 
-// Setup creates one keyed gretap (IPv4) or ip6gretap (IPv6) device per
-// side with the overlay address on it.
+// Scale: one tunnel is a gretap (ip6gretap) device with its own GRE key
+// (the key option's for the measured one, key + 1 + i for tunnel i),
+// all between the same underlay addresses; the address plan bounds them,
+// or the keys running out of 32 bits.
+func (Gretap) Scale(family string, opts method.Values) method.Scale {
+	return keyedScale(gretapKind(family), family, uint32(opts.Uint64("key")))
+}
+
+// Setup creates env.N() keyed gretap (IPv4) or ip6gretap (IPv6) devices
+// per side with the overlay addresses on them.
 func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	opts, err := method.ParseOptions(g, env.Options)
 	if err != nil {
 		return nil, err
 	}
+	if err := checkTunnels(g, env, g.Scale(env.Family, opts)); err != nil {
+		return nil, err
+	}
 	key := uint32(opts.Uint64("key"))
+	return setupTunnels(env, gretapSet(env.Family, key), gretapTunnel(env.Family, key))
+}
+
+// gretapKind is the device kind of gretap over family's underlay.
+func gretapKind(family string) string {
+	if family == method.IPv6 {
+		return "ip6gretap"
+	}
+	return "gretap"
+}
+
+// gretapTunnel is a gretap (IPv4) or ip6gretap (IPv6) device with GRE key
+// key.
+func gretapTunnel(family string, key uint32) kernelTunnel {
 	kt := kernelTunnel{
 		kind:     "gretap",
 		suffix:   gretapSuffix,
-		underlay: env.Family,
+		underlay: family,
 		config:   "CONFIG_NET_IPGRE",
 		link: func(name string, local, remote net.IP) netlink.Link {
 			return &netlink.Gretap{
@@ -121,14 +165,14 @@ func (g Gretap) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 			}
 		},
 	}
-	if env.Family == method.IPv6 {
+	if family == method.IPv6 {
 		kt.kind, kt.config = "ip6gretap", "CONFIG_IPV6_GRE"
 		kt.link, kt.ip6greKey = nil, key
 	}
-	return setupTunnel(env, kt)
+	return kt
 }
 
-// Teardown deletes both gretap devices.
+// Teardown deletes every gretap device on both sides.
 func (Gretap) Teardown(_ context.Context, env *method.Env) error {
-	return teardownTunnel(env, gretapSuffix)
+	return teardownTunnels(env, gretapSet(env.Family, 0))
 }

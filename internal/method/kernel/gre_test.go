@@ -19,6 +19,7 @@ func TestLabGRE(t *testing.T) {
 				Proto:    wire.ProtoGRE,
 				Check:    methodtest.CheckGRE(0, methodtest.L3Protocols...),
 			})
+			t.Run("tunnels3", func(t *testing.T) { labTunnels(t, kernel.GRE{}, family, nil) })
 		})
 	}
 }
@@ -41,6 +42,7 @@ func TestLabGretap(t *testing.T) {
 				Proto:    wire.ProtoGRE,
 				Check:    methodtest.CheckGRE(tt.key, wire.EtherTypeTEB),
 			})
+			t.Run("tunnels3", func(t *testing.T) { labTunnels(t, kernel.Gretap{}, tt.family, tt.opts) })
 		})
 	}
 }

@@ -35,21 +35,39 @@ func (IP6GRE) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_IPV6_GRE", Module: "ip6_gre"}}
 }
 
-// Setup creates one ip6gre device per side between the IPv6 underlay
-// addresses, with the overlay address of the measured family on it.
-func (m IP6GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
-		return nil, err
-	}
-	return setupTunnel(env, kernelTunnel{
-		kind:     "ip6gre",
-		suffix:   ip6greSuffix,
-		underlay: method.IPv6,
-		config:   "CONFIG_IPV6_GRE",
-	})
+// Scale: one tunnel is an ip6gre device with its own GRE key (tunnel i's
+// is 1 + i; the measured one keeps none), all between the same underlay
+// addresses; the address plan bounds them.
+func (IP6GRE) Scale(family string, _ method.Values) method.Scale {
+	return keyedScale("ip6gre", family, 0)
 }
 
-// Teardown deletes both ip6gre devices.
+// Setup creates env.N() ip6gre devices per side between the IPv6
+// underlay addresses (one: the measured tunnel's, without key), with the
+// overlay addresses of the measured family on them.
+func (m IP6GRE) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
+		return nil, err
+	}
+	return setupTunnels(env, ip6greSet(), ip6greTunnel(0))
+}
+
+// ip6greTunnel is an ip6gre device with GRE key key (0: none).
+func ip6greTunnel(key uint32) kernelTunnel {
+	return kernelTunnel{
+		kind:      "ip6gre",
+		suffix:    ip6greSuffix,
+		underlay:  method.IPv6,
+		config:    "CONFIG_IPV6_GRE",
+		ip6greKey: key,
+	}
+}
+
+// Teardown deletes every ip6gre device on both sides.
 func (IP6GRE) Teardown(_ context.Context, env *method.Env) error {
-	return teardownTunnel(env, ip6greSuffix)
+	return teardownTunnels(env, ip6greSet())
 }

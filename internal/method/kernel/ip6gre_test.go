@@ -20,6 +20,7 @@ func TestLabIP6GRE(t *testing.T) {
 				Proto:    wire.ProtoGRE,
 				Check:    methodtest.CheckGRE(0, methodtest.L3Protocols...),
 			})
+			t.Run("tunnels3", func(t *testing.T) { labTunnels(t, kernel.IP6GRE{}, family, nil) })
 		})
 	}
 }

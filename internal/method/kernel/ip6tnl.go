@@ -42,15 +42,31 @@ func (IP6IP6) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_IPV6_TUNNEL", Module: "ip6_tunnel"}}
 }
 
-// Setup creates one ip6tnl device per side with the overlay address on it.
+// Scale: one tunnel is a route with its own encapsulation through one
+// flow-based ip6tnl device (the measured tunnel is the ip6tnl device of
+// N = 1; tunnelset.go says why); the address plan bounds them.
+func (IP6IP6) Scale(family string, _ method.Values) method.Scale { return flowScale("ip6tnl", family) }
+
+// Setup creates one ip6tnl device per side with the overlay address on
+// it and, for more than one tunnel, the others through a flow-based
+// device.
 func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
 		return nil, err
 	}
 	if env.Family != method.IPv6 {
 		return nil, method.UnsupportedFamily(m, env.Family)
 	}
-	return setupTunnel(env, kernelTunnel{
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
+		return nil, err
+	}
+	return setupTunnels(env, ip6ip6Set(), ip6ip6Tunnel())
+}
+
+// ip6ip6Tunnel is the measured tunnel's ip6tnl device.
+func ip6ip6Tunnel() kernelTunnel {
+	return kernelTunnel{
 		kind:     "ip6tnl",
 		suffix:   ip6ip6Suffix,
 		underlay: method.IPv6,
@@ -65,10 +81,11 @@ func (m IP6IP6) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 				Proto:     unix.IPPROTO_IPV6,
 			}
 		},
-	})
+	}
 }
 
-// Teardown deletes both ip6tnl devices.
+// Teardown deletes both sides' ip6tnl devices, and with the flow-based
+// one the other tunnels' routes and addresses.
 func (IP6IP6) Teardown(_ context.Context, env *method.Env) error {
-	return teardownTunnel(env, ip6ip6Suffix)
+	return teardownTunnels(env, ip6ip6Set())
 }

@@ -27,4 +27,5 @@ func TestLabIP6IP6(t *testing.T) {
 			return ""
 		},
 	})
+	t.Run("tunnels3", func(t *testing.T) { labTunnels(t, kernel.IP6IP6{}, method.IPv6, nil) })
 }

@@ -34,15 +34,30 @@ func (IPIP) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_NET_IPIP", Module: "ipip"}}
 }
 
-// Setup creates one ipip device per side with the overlay address on it.
+// Scale: one tunnel is a route with its own encapsulation through one
+// flow-based ipip device (the measured tunnel is the ipip device of N =
+// 1; tunnelset.go says why); the address plan bounds them.
+func (IPIP) Scale(family string, _ method.Values) method.Scale { return flowScale("ipip", family) }
+
+// Setup creates one ipip device per side with the overlay address on it
+// and, for more than one tunnel, the others through a flow-based device.
 func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
-	if _, err := method.ParseOptions(m, env.Options); err != nil {
+	opts, err := method.ParseOptions(m, env.Options)
+	if err != nil {
 		return nil, err
 	}
 	if env.Family != method.IPv4 {
 		return nil, method.UnsupportedFamily(m, env.Family)
 	}
-	return setupTunnel(env, kernelTunnel{
+	if err := checkTunnels(m, env, m.Scale(env.Family, opts)); err != nil {
+		return nil, err
+	}
+	return setupTunnels(env, ipipSet(), ipipTunnel())
+}
+
+// ipipTunnel is the measured tunnel's ipip device.
+func ipipTunnel() kernelTunnel {
+	return kernelTunnel{
 		kind:     "ipip",
 		suffix:   ipipSuffix,
 		underlay: method.IPv4,
@@ -57,10 +72,11 @@ func (m IPIP) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 				Proto:     unix.IPPROTO_IPIP,
 			}
 		},
-	})
+	}
 }
 
-// Teardown deletes both ipip devices.
+// Teardown deletes both sides' ipip devices, and with the flow-based one
+// the other tunnels' routes and addresses.
 func (IPIP) Teardown(_ context.Context, env *method.Env) error {
-	return teardownTunnel(env, ipipSuffix)
+	return teardownTunnels(env, ipipSet())
 }

@@ -22,4 +22,5 @@ func TestLabIPIP(t *testing.T) {
 			return ""
 		},
 	})
+	t.Run("tunnels3", func(t *testing.T) { labTunnels(t, kernel.IPIP{}, method.IPv4, nil) })
 }

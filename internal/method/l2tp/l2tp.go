@@ -158,24 +158,29 @@ func (s setup) commands(name string, tunnel, session uint32) [][]string {
 	return [][]string{add, sess}
 }
 
-// plan is the method's plan for each side of env (a, b): the l2tpeth
-// device that "ip l2tp" creates (PlanLink.Add), with the side's overlay
-// address and the overlay MTU. It is pure.
-func (L2TPv3) plan(env *method.Env, encap string, cookieLen, mtu int) [2]method.Plan {
-	oa, ob := method.Overlay(env.Family)
-	name := devName(env)
+// planSession is session i's plan for each side of env (a, b): its
+// l2tpeth device with its addresses (the measured session's are the
+// single tunnel's, the others' ScaleOverlay's). Session 0 creates the
+// tunnel first; the others join it.
+func (L2TPv3) planSession(env *method.Env, encap string, cookieLen, mtu, i int) [2]method.Plan {
+	oa, ob := method.ScaleOverlay(env.Family, i, env.Measured())
+	name := sessionName(env, i)
 	tunnel, session := ids(env)
+	session = sessionID(session, i, env.Measured())
 	var plans [2]method.Plan
-	for i, ep := range env.Endpoints() {
+	for side, ep := range env.Endpoints() {
 		s := setup{encap: encap, cookieLen: cookieLen, local: ep.Addr(env.Family), remote: env.Peer(ep).Addr(env.Family)}
 		cmds := s.commands(name, tunnel, session)
-		plans[i] = method.Plan{Links: []method.PlanLink{{
+		if i != 0 {
+			cmds = cmds[1:] // the tunnel is there
+		}
+		plans[side] = method.Plan{Links: []method.PlanLink{{
 			Link:   &netlink.GenericLink{LinkAttrs: netlink.LinkAttrs{Name: name}, LinkType: "l2tp"},
 			Kind:   "l2tpeth",
 			Detail: fmt.Sprintf("from %s to %s over %s", s.local, s.remote, encap),
 			Add:    func(ep *testbed.Endpoint) error { return runAll(env, ep, encap, cmds) },
 			MTU:    mtu,
-			Addr:   [2]netip.Prefix{oa, ob}[i],
+			Addr:   [2]netip.Prefix{oa, ob}[side],
 		}}}
 	}
 	return plans
@@ -201,7 +206,7 @@ func runAll(env *method.Env, ep *testbed.Endpoint, encap string, cmds [][]string
 			return fmt.Errorf("%w: kernel lacks %s", method.ErrNotSupported, c)
 		}
 	}
-	for i, argv := range cmds {
+	for _, argv := range cmds {
 		out, err := ep.Run(context.Background(), argv...)
 		if err == nil {
 			continue
@@ -210,7 +215,7 @@ func runAll(env *method.Env, ep *testbed.Endpoint, encap string, cmds [][]string
 		switch {
 		case strings.Contains(text, "Error talking to the kernel"):
 			return fmt.Errorf("%w: kernel lacks CONFIG_L2TP_V3 (no l2tp generic netlink family: %s)", method.ErrNotSupported, oneLine(text))
-		case strings.Contains(text, "Protocol not supported") && i == 0:
+		case strings.Contains(text, "Protocol not supported") && argv[3] == "tunnel":
 			return fmt.Errorf("%w: kernel lacks CONFIG_L2TP_IP (%s)", method.ErrNotSupported, oneLine(text))
 		case strings.Contains(text, "Protocol not supported"):
 			return fmt.Errorf("%w: kernel lacks CONFIG_L2TP_ETH (%s)", method.ErrNotSupported, oneLine(text))
@@ -222,36 +227,41 @@ func runAll(env *method.Env, ep *testbed.Endpoint, encap string, cmds [][]string
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// Setup creates the tunnel and the session on both sides and puts the
-// overlay address on each l2tpeth device. The device's MTU is the
-// underlay MTU less the overhead of the options given (HeaderOverhead):
-// env.OverlayMTU for the defaults.
+// Setup creates the tunnel and env.N() sessions in it on both sides
+// (sessions.go), timing each session's add, and puts the overlay
+// addresses on the l2tpeth devices. The devices' MTU is the underlay MTU
+// less the overhead of the options given (HeaderOverhead): env.OverlayMTU
+// for the defaults.
 func (m L2TPv3) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	opts, err := method.ParseOptions(m, env.Options)
 	if err != nil {
 		return nil, err
 	}
-	encap := opts.String("encap")
-	cookieLen := 0
-	if c := opts.String("cookie"); c != "off" {
-		cookieLen, _ = strconv.Atoi(c)
+	if s := m.Scale(env.Family, opts); env.N() > s.Max {
+		return nil, fmt.Errorf("l2tpv3: %d tunnels: at most %d (one tunnel is one %s; %s)", env.N(), s.Max, s.Unit, s.Why)
 	}
-	mtu := env.OverlayMTU
+	encap, cookieLen, mtu := m.shape(env, opts)
 	path := &method.Path{Variant: "encap " + encap}
-	if opts.Given("encap") || opts.Given("cookie") {
-		mtu = env.UnderlayMTU - overhead(env.Family, encap, cookieLen)
-		if mtu != env.OverlayMTU {
-			path.OverlayMTU = mtu
-		}
+	if mtu != env.OverlayMTU {
+		path.OverlayMTU = mtu
 	}
 	if cookieLen > 0 {
 		path.Variant += fmt.Sprintf(", %d-byte cookie", cookieLen)
 	}
-	plans := m.plan(env, encap, cookieLen, mtu)
-	for i, ep := range env.Endpoints() {
-		if err := plans[i].Apply(env, ep); err != nil {
-			return nil, err
+	var adds []time.Duration
+	for side, ep := range env.Endpoints() {
+		timer := &method.AddTimer{}
+		timer.Start()
+		for i := range env.N() {
+			if err := m.planSession(env, encap, cookieLen, mtu, i)[side].Apply(env, ep); err != nil {
+				return nil, err
+			}
+			timer.Done()
 		}
+		adds = append(adds, timer.Adds()...)
+	}
+	if env.N() > 1 {
+		path.Adds = adds
 	}
 	oa, ob := method.Overlay(env.Family)
 	name := devName(env)
@@ -260,9 +270,24 @@ func (m L2TPv3) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 	return path, nil
 }
 
+// shape is the encapsulation, the cookie length and the device MTU of
+// opts: the underlay MTU less the overhead of the options given
+// (HeaderOverhead), env.OverlayMTU for the defaults.
+func (L2TPv3) shape(env *method.Env, opts method.Values) (encap string, cookieLen, mtu int) {
+	encap = opts.String("encap")
+	if c := opts.String("cookie"); c != "off" {
+		cookieLen, _ = strconv.Atoi(c)
+	}
+	mtu = env.OverlayMTU
+	if opts.Given("encap") || opts.Given("cookie") {
+		mtu = env.UnderlayMTU - overhead(env.Family, encap, cookieLen)
+	}
+	return encap, cookieLen, mtu
+}
+
 // Teardown deletes the tunnel on both sides (the kernel deletes its
-// session and the l2tpeth device with it) and waits until the device is
-// gone. A tunnel that is not there (never created, deleted already, a
+// sessions and their l2tpeth devices with it) and waits until the devices
+// are gone. A tunnel that is not there (never created, deleted already, a
 // kernel without L2TP) is fine.
 func (L2TPv3) Teardown(ctx context.Context, env *method.Env) error {
 	return method.EachSide(env, func(ep *testbed.Endpoint) error { return teardownSide(ctx, env, ep) })
@@ -273,7 +298,6 @@ func teardownSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint) er
 		return nil
 	}
 	tunnel, _ := ids(env)
-	name := devName(env)
 	out, err := ep.Run(ctx, "ip", "l2tp", "del", "tunnel", "tunnel_id", strconv.FormatUint(uint64(tunnel), 10))
 	if err != nil {
 		text := string(out)
@@ -284,22 +308,24 @@ func teardownSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint) er
 			return err
 		}
 	}
-	// The kernel deletes the sessions and their devices from a work queue.
-	deadline := time.Now().Add(5 * time.Second)
+	// The kernel deletes the sessions and their devices from a work queue:
+	// 5 s, and 2 ms more a session.
+	wait := 5*time.Second + time.Duration(env.N())*2*time.Millisecond
+	deadline := time.Now().Add(wait)
 	for {
-		_, err := ep.NL.LinkByName(name)
-		if testbed.IsLinkNotFound(err) {
+		left, err := sessionsLeft(env, ep)
+		if err != nil {
+			return err
+		}
+		if left == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("%s: find %s: %w", ep.Side, name, err)
-		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: %s is still there 5 s after its tunnel was deleted", ep.Side, name)
+			return fmt.Errorf("%s: %s is still there %s after its tunnel was deleted", ep.Side, left, wait)
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(ctx.Err(), fmt.Errorf("%s: waiting for %s to go", ep.Side, name))
+			return errors.Join(ctx.Err(), fmt.Errorf("%s: waiting for %s to go", ep.Side, left))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}

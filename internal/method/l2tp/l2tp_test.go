@@ -204,6 +204,9 @@ func TestLabL2TPv3(t *testing.T) {
 	for _, tt := range labCases {
 		t.Run(tt.name, func(t *testing.T) {
 			methodtest.LabTunnel(t, l2tp.L2TPv3{}, tt.family, tt.opts, l2tpWire(tt.family, tt.encap, tt.cookie))
+			if tt.name == "udp-ipv4" || tt.name == "ip-ipv6-cookie8" {
+				t.Run("tunnels3", func(t *testing.T) { labSessions(t, tt.family, tt.opts) })
+			}
 		})
 	}
 }

@@ -416,10 +416,18 @@ func (r *Recorder) linkSpec(link netlink.Link) string {
 		add(greKeys(l.IKey, l.OKey)...)
 		add(pmtu(l.PMtuDisc))
 	case *netlink.Iptun:
+		if l.FlowBased {
+			add("ipip", "external")
+			break
+		}
 		add("ipip", "mode", protoName(l.Proto), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		add(pmtu(l.PMtuDisc))
 		add(tunnelEncap(l.EncapType, l.EncapSport, l.EncapDport, l.EncapFlags)...)
 	case *netlink.Ip6tnl:
+		if l.FlowBased {
+			add("ip6tnl", "external")
+			break
+		}
 		add("ip6tnl", "mode", protoName(l.Proto), "local", l.Local.String(), "remote", l.Remote.String(), "ttl", strconv.Itoa(int(l.Ttl)))
 		if l.Flags&0x1 != 0 {
 			add("encaplimit", "none")
