@@ -679,7 +679,10 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			return nil, err
 		}
 		// The other CHILD_SAs' addresses (the tunnels dimension).
-		for _, ch := range children[1:] {
+		for i, ch := range children {
+			if i == env.Measured() {
+				continue
+			}
 			if err := addLoAddr(ep, ch.local(ep.Side)); err != nil {
 				return nil, err
 			}
@@ -724,27 +727,29 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			LocalAddr: ep.Addr(env.Family).String(), RemoteAddr: peer.Addr(env.Family).String(),
 			LocalID: ipsecID(ep), RemoteID: ipsecID(peer),
 			Encap: encap,
-			Children: []swanctlChild{{
-				Name: "tunbench", Mode: o.Mode,
-				LocalTS: ipsecTS(mine), RemoteTS: ipsecTS(theirs),
-				ESPProposal: espProposal(o.Cipher),
-			}},
-			PSK: sideKey,
+			PSK:   sideKey,
 		}
-		for _, ch := range children[1:] {
-			c.conn.Children = append(c.conn.Children, ipsecChildConf(ch, ep.Side, o))
+		for i, ch := range children {
+			conf := ipsecChildConf(ch, ep.Side, o)
+			if i == env.Measured() {
+				// Transport mode selects the underlay addresses.
+				conf.LocalTS, conf.RemoteTS = ipsecTS(mine), ipsecTS(theirs)
+			}
+			c.conn.Children = append(c.conn.Children, conf)
 		}
 		if err := c.load(ctx, c.conn); err != nil {
 			return nil, err
 		}
 		cs = append(cs, c)
 	}
-	// One timer: a CHILD_SA is one exchange between the two charons, the
-	// responder installing its side before it answers. The first add
-	// brings up the IKE_SA too.
+	// The CHILD_SAs come up in index order, so that the measured one is
+	// in the middle of whatever the data path searches. One timer: a
+	// CHILD_SA is one exchange between the two charons, the responder
+	// installing its side before it answers. The first add brings up
+	// the IKE_SA too.
 	var timer method.AddTimer
 	timer.Start()
-	if err := handshake(ctx, cs[0], cs[1], "tunbench"); err != nil {
+	if err := handshake(ctx, cs[0], cs[1], children[0].Name); err != nil {
 		return nil, err
 	}
 	timer.Done()

@@ -512,7 +512,7 @@ func ipsecScale(family, mode string) method.Scale {
 	s := method.Scale{Unit: ipsecScaleUnit, Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family)}
 	if maxIPsecChildren < s.Max {
 		s.Max = maxIPsecChildren
-		s.Why = fmt.Sprintf("strongSwan's vici messages hold at most 512 KiB, which one IKE_SA with its CHILD_SAs must fit in (swanctl --load-all, --list-sas): %d CHILD_SAs under one IKE_SA, with room for one more", maxIPsecChildren)
+		s.Why = "strongSwan's vici messages hold at most 512 KiB, and swanctl loads and lists one IKE_SA with all its CHILD_SAs in one message (some 360 bytes a CHILD_SA)"
 	}
 	return s
 }
@@ -551,18 +551,17 @@ func ipsecChildOf(family string, i, measured int) ipsecChild {
 	return ipsecChild{Name: ipsecChildName(i, measured), A: a.Addr(), B: b.Addr()}
 }
 
-// ipsecChildren is the plan of the n CHILD_SAs of a set-up in family:
-// the measured one (method.MeasuredTunnel) first, since initiating it
-// brings up the IKE_SA as with a single tunnel, then the others in index
-// order.
+// ipsecChildren is the plan of the n CHILD_SAs of a set-up in family,
+// in index order: the order they are initiated in, so that the measured
+// one (method.MeasuredTunnel) is neither the first nor the last a data
+// path that keeps them in order of installation searches. The first
+// brings up the IKE_SA.
 func ipsecChildren(family string, n int) []ipsecChild {
 	n = max(n, 1)
 	measured := method.MeasuredTunnel(n)
-	cs := []ipsecChild{ipsecChildOf(family, measured, measured)}
+	cs := make([]ipsecChild, n)
 	for i := range n {
-		if i != measured {
-			cs = append(cs, ipsecChildOf(family, i, measured))
-		}
+		cs[i] = ipsecChildOf(family, i, measured)
 	}
 	return cs
 }

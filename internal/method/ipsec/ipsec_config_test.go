@@ -320,18 +320,18 @@ func TestHeaderOverhead(t *testing.T) {
 	}
 }
 
-// TestIPsecChildren: the plan of N CHILD_SAs puts the measured one
-// (the single tunnel's name and addresses) first, then the others in
-// index order with the scale blocks' host addresses, each side seeing
-// its own address as local.
+// TestIPsecChildren: the plan of N CHILD_SAs is in index order, the
+// measured one in the middle with the single tunnel's name and
+// addresses, the others with the scale blocks' host addresses, each side
+// seeing its own address as local.
 func TestIPsecChildren(t *testing.T) {
 	var got []string
 	for _, ch := range ipsecChildren(method.IPv4, 3) {
 		got = append(got, fmt.Sprintf("%s %s-%s b:%s-%s", ch.Name, ch.local("a"), ch.remote("a"), ch.local("b"), ch.remote("b")))
 	}
 	want := []string{
-		"tunbench 198.19.0.1-198.19.0.2 b:198.19.0.2-198.19.0.1",
 		"t0 198.19.128.0-198.19.128.1 b:198.19.128.1-198.19.128.0",
+		"tunbench 198.19.0.1-198.19.0.2 b:198.19.0.2-198.19.0.1",
 		"t2 198.19.128.4-198.19.128.5 b:198.19.128.5-198.19.128.4",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

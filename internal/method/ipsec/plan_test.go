@@ -125,12 +125,12 @@ func TestIPsecECMPPlans(t *testing.T) {
 
 // TestIPsecTunnelsPlans is TestIPsecPlans with three tunnels
 // (Env.Tunnels), testdata/ipsec-[libipsec-]<family>-tunnels3.golden: the
-// measured CHILD_SA keeps the single tunnel's name and addresses and
-// comes up first with the IKE_SA, the two others get addresses of the
-// scale blocks on lo and a section each in swanctl.conf, are initiated
-// one by one, and both charons are asked that all three are installed
-// (the canned list-sas lists tunbench, t0 and t2); teardown removes
-// every address.
+// measured CHILD_SA (the middle one) keeps the single tunnel's name and
+// addresses, the two others get addresses of the scale blocks on lo; all
+// have a section in swanctl.conf and are initiated one by one in index
+// order, the first with the IKE_SA, and both charons are asked that all
+// three are installed (the canned list-sas lists tunbench, t0 and t2);
+// teardown removes every address.
 func TestIPsecTunnelsPlans(t *testing.T) {
 	t.Parallel()
 	listSAs, err := os.ReadFile("testdata/ipsec_list_sas_tunnels3.txt")
