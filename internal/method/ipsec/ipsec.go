@@ -49,6 +49,16 @@ import (
 // kernel-netlink "mtu" option), or in transport mode on a host route to the
 // peer.
 //
+// The tunnels dimension (Env.Tunnels = N, method.Scaler): one tunnel is
+// one CHILD_SA, all N under the one IKE_SA between the two charons, each
+// with traffic selectors of its own: host addresses on lo, the measured
+// one the single tunnel's (method.Overlay), the others
+// method.ScaleOverlay's. They are initiated one by one in index order
+// (swanctl --initiate per CHILD_SA, each add timed into Path.Adds) and
+// Setup returns once both charons list all N INSTALLED. At most
+// maxIPsecChildren (vici's message size); transport mode has one. Grow
+// adds one more within the running IKE_SA.
+//
 // Options:
 //
 //	mode      tunnel (default) | transport (xfrm only: libipsec has no transport mode)

@@ -3,6 +3,9 @@ package ipsec_test
 import (
 	"context"
 	"fmt"
+	"math"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -50,5 +53,45 @@ func BenchmarkIPsecTunnels(b *testing.B) {
 			}
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// BenchmarkIPsecTunnelPosition sets ipsec up with 1,000 CHILD_SAs and
+// pings across the first, the measured (middle) and the last installed
+// (50 echoes of 1,300 bytes, 10 ms apart, three rounds), and reports
+// each one's smallest round trip: what finding its CHILD_SA costs the
+// data path, by where it was installed. On kernel-libipsec the last
+// installed is the cheapest and the first the dearest (docs/performance.md).
+func BenchmarkIPsecTunnelPosition(b *testing.B) {
+	ipsecRequireSwan(b)
+	const n = 1000
+	re := regexp.MustCompile(`rtt min/avg/max/mdev = ([0-9.]+)/`)
+	for range b.N {
+		m := ipsec.NewIPsec()
+		l, env, _, _ := setupTunnels(b, m, method.IPv4, n, nil, ipsecWithoutESP(b))
+		for _, pos := range []struct {
+			name string
+			i    int
+		}{{"first", 0}, {"measured", env.Measured()}, {"last", n - 1}} {
+			best := math.Inf(1)
+			for range 3 {
+				a, z := method.ScaleOverlay(method.IPv4, pos.i, env.Measured())
+				out, err := l.A.Run(context.Background(), "ping", "-q", "-c", "50", "-i", "0.01", "-s", "1300", "-I", a.Addr().String(), z.Addr().String())
+				if err != nil {
+					b.Fatalf("ping across CHILD_SA %d: %v\n%s", pos.i, err, out)
+				}
+				m := re.FindSubmatch(out)
+				if m == nil {
+					b.Fatalf("no rtt in ping's output:\n%s", out)
+				}
+				v, err := strconv.ParseFloat(string(m[1]), 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				best = min(best, v*1e3)
+			}
+			b.ReportMetric(best, pos.name+"-rtt-min-us")
+		}
+		b.ReportMetric(0, "ns/op")
 	}
 }
