@@ -1005,8 +1005,8 @@ func chooseRunTable(ep *testbed.Endpoint, seed string) (runTable, error) {
 // selectors are both the run's (runSelector: an overlay address's host
 // prefix) and the xfrm states those policies' templates name (reqid,
 // source and destination alike). Table 220 and its rules, a host's
-// strongSwan's, and a host's own policies and SAs, even in the
-// benchmarking ranges, are never touched.
+// strongSwan's, and a host's own policies and SAs elsewhere in the
+// benchmarking ranges are never touched.
 func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 	var errs []error
 	lo, err := ep.NL.LinkByName("lo")
@@ -1095,9 +1095,10 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 }
 
 // runSelector reports whether n is a selector of the IPsec methods'
-// CHILD_SAs: the host prefix (/32, /128) of an overlay address. A
-// host's own IPsec policies, even between addresses of the benchmarking
-// ranges, are never one.
+// CHILD_SAs: the host prefix (/32, /128) of an overlay address
+// (overlayAddr: a single tunnel's, or one in the tunnels dimension's
+// blocks, which are tunbench's alone). A host's own IPsec policies
+// elsewhere in the benchmarking ranges are never one.
 func runSelector(n *net.IPNet) bool {
 	if n == nil {
 		return false
