@@ -689,8 +689,8 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			return nil, err
 		}
 		// The other CHILD_SAs' addresses (the tunnels dimension).
-		for i, ch := range children {
-			if i == env.Measured() {
+		for j, ch := range children {
+			if j == env.Measured() {
 				continue
 			}
 			if err := addLoAddr(ep, ch.local(ep.Side)); err != nil {
@@ -739,9 +739,9 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			Encap: encap,
 			PSK:   sideKey,
 		}
-		for i, ch := range children {
+		for j, ch := range children {
 			conf := ipsecChildConf(ch, ep.Side, o)
-			if i == env.Measured() {
+			if j == env.Measured() {
 				// Transport mode selects the underlay addresses.
 				conf.LocalTS, conf.RemoteTS = ipsecTS(mine), ipsecTS(theirs)
 			}
