@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -47,6 +48,16 @@ import (
 // overlay MTU is on the route to the peer's overlay address (charon's
 // kernel-netlink "mtu" option), or in transport mode on a host route to the
 // peer.
+//
+// The tunnels dimension (Env.Tunnels = N, method.Scaler): one tunnel is
+// one CHILD_SA, all N under the one IKE_SA between the two charons, each
+// with traffic selectors of its own: host addresses on lo, the measured
+// one the single tunnel's (method.Overlay), the others
+// method.ScaleOverlay's. They are initiated one by one in index order
+// (swanctl --initiate per CHILD_SA, each add timed into Path.Adds) and
+// Setup returns once both charons list all N INSTALLED. At most
+// maxIPsecChildren (vici's message size); transport mode has one. Grow
+// adds one more within the running IKE_SA.
 //
 // Options:
 //
@@ -265,6 +276,9 @@ type charon struct {
 	proc *method.Process
 	// tun is the kernel-libipsec TUN device ("" on the xfrm path).
 	tun string
+	// conn is the connection loaded (ipsec: Grow loads it again with one
+	// more child). It holds the PSK: never log it.
+	conn swanctlConfig
 }
 
 func (c *charon) conf() string    { return filepath.Join(c.run, "strongswan.conf") }
@@ -378,6 +392,27 @@ func (c *charon) waitInstalled(ctx context.Context, child string) (childSA, erro
 	return got, nil
 }
 
+// waitAllInstalled waits until charon lists every CHILD_SA of children
+// as INSTALLED, each once.
+func (c *charon) waitAllInstalled(ctx context.Context, children []ipsecChild) error {
+	var missing []string
+	err := method.WaitFor(ctx, ipsecHandshakeTimeout, fmt.Sprintf("%s: %d CHILD_SAs INSTALLED", c.ep.Side, len(children)), func() (bool, error) {
+		if err := c.proc.Alive(); err != nil {
+			return false, err
+		}
+		sas, err := c.listSAs(ctx)
+		if err != nil {
+			return false, err
+		}
+		missing = missingChildren(sas, children)
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return c.proc.Failure(fmt.Sprintf("%d of %d CHILD_SAs not installed (first: %s)", len(missing), len(children), strings.Join(missing[:min(len(missing), 5)], " ")), err)
+	}
+	return nil
+}
+
 // tunDevice returns the name of the TUN device charon holds open
 // (kernel-libipsec creates it as ipsec%d when it loads).
 func (c *charon) tunDevice(ctx context.Context) (string, error) {
@@ -427,15 +462,25 @@ func tunOfProcess(pid int) (string, error) {
 // handshake initiates child from a and waits until both sides have it
 // INSTALLED. A failure names the side and quotes both charons' logs.
 func handshake(ctx context.Context, a, b *charon, child string) error {
-	timeout := fmt.Sprint(int(ipsecHandshakeTimeout / time.Second))
-	if _, err := a.swanctl(ctx, "--initiate", "--child", child, "--timeout", timeout); err != nil {
-		return errors.Join(a.proc.Failure("initiate CHILD_SA "+child, err),
-			b.proc.Failure("responder of CHILD_SA "+child, nil))
+	if err := initiate(ctx, a, b, child); err != nil {
+		return err
 	}
 	for _, c := range []*charon{a, b} {
 		if _, err := c.waitInstalled(ctx, child); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// initiate initiates child from a: swanctl returns once a has it
+// established (b installed it before it answered). A failure names the
+// side and quotes both charons' logs.
+func initiate(ctx context.Context, a, b *charon, child string) error {
+	timeout := fmt.Sprint(int(ipsecHandshakeTimeout / time.Second))
+	if _, err := a.swanctl(ctx, "--initiate", "--child", child, "--timeout", timeout); err != nil {
+		return errors.Join(a.proc.Failure("initiate CHILD_SA "+child, err),
+			b.proc.Failure("responder of CHILD_SA "+child, nil))
 	}
 	return nil
 }
@@ -605,6 +650,9 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 	if err != nil {
 		return nil, err
 	}
+	if err := checkScale("ipsec", env, ipsecScale(env.Family, o.Mode)); err != nil {
+		return nil, err
+	}
 	dp, err := chooseDatapath(ctx, env, o)
 	if err != nil {
 		return nil, err
@@ -618,6 +666,7 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 	encap := o.NATT || dp == ipsecLibipsec
 	mtu := ipsecMTU(env, dp)
 	oa, ob := method.Overlay(env.Family)
+	children := ipsecChildren(env.Family, env.N())
 	path := &method.Path{Devices: map[string][]string{}, Variant: ipsecVariant(dp, encap, mtu, env.OverlayMTU), Datapath: ipsecDatapath(dp), OverlayMTU: mtu}
 	var cs []*charon
 	for i, ep := range env.Endpoints() {
@@ -638,6 +687,15 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 			}
 		} else if err := addLoAddr(ep, mine); err != nil {
 			return nil, err
+		}
+		// The other CHILD_SAs' addresses (the tunnels dimension).
+		for j, ch := range children {
+			if j == env.Measured() {
+				continue
+			}
+			if err := addLoAddr(ep, ch.local(ep.Side)); err != nil {
+				return nil, err
+			}
 		}
 		if i == 0 {
 			path.A, path.B = mine, theirs
@@ -674,27 +732,113 @@ func (m *IPsec) Setup(ctx context.Context, env *method.Env) (*method.Path, error
 		if m.configHook != nil {
 			m.configHook(ep.Side, &sideKey)
 		}
-		err = c.load(ctx, swanctlConfig{
+		c.conn = swanctlConfig{
 			Name:      "tunbench",
 			LocalAddr: ep.Addr(env.Family).String(), RemoteAddr: peer.Addr(env.Family).String(),
 			LocalID: ipsecID(ep), RemoteID: ipsecID(peer),
 			Encap: encap,
-			Children: []swanctlChild{{
-				Name: "tunbench", Mode: o.Mode,
-				LocalTS: ipsecTS(mine), RemoteTS: ipsecTS(theirs),
-				ESPProposal: espProposal(o.Cipher),
-			}},
-			PSK: sideKey,
-		})
-		if err != nil {
+			PSK:   sideKey,
+		}
+		for j, ch := range children {
+			conf := ipsecChildConf(ch, ep.Side, o)
+			if j == env.Measured() {
+				// Transport mode selects the underlay addresses.
+				conf.LocalTS, conf.RemoteTS = ipsecTS(mine), ipsecTS(theirs)
+			}
+			c.conn.Children = append(c.conn.Children, conf)
+		}
+		if err := c.load(ctx, c.conn); err != nil {
 			return nil, err
 		}
 		cs = append(cs, c)
 	}
-	if err := handshake(ctx, cs[0], cs[1], "tunbench"); err != nil {
+	// The CHILD_SAs come up in index order, so that the measured one is
+	// in the middle of whatever the data path searches. One timer: a
+	// CHILD_SA is one exchange between the two charons, the responder
+	// installing its side before it answers. The first add brings up
+	// the IKE_SA too.
+	var timer method.AddTimer
+	timer.Start()
+	if err := handshake(ctx, cs[0], cs[1], children[0].Name); err != nil {
 		return nil, err
 	}
+	timer.Done()
+	if len(children) > 1 {
+		for _, ch := range children[1:] {
+			if err := initiate(ctx, cs[0], cs[1], ch.Name); err != nil {
+				return nil, err
+			}
+			timer.Done()
+		}
+		for _, c := range cs {
+			if err := c.waitAllInstalled(ctx, children); err != nil {
+				return nil, err
+			}
+		}
+		path.Adds = timer.Adds()
+	}
 	return path, nil
+}
+
+// ipsecChildConf is the swanctl.conf section of CHILD_SA ch on side.
+func ipsecChildConf(ch ipsecChild, side string, o ipsecOptions) swanctlChild {
+	return swanctlChild{
+		Name: ch.Name, Mode: o.Mode,
+		LocalTS: ipsecTS(ch.local(side)), RemoteTS: ipsecTS(ch.remote(side)),
+		ESPProposal: espProposal(o.Cipher),
+	}
+}
+
+// Scale says what one tunnel of ipsec is (a CHILD_SA, method.Scaler) and
+// how many one IKE_SA carries here (ipsecScale).
+func (*IPsec) Scale(family string, opts method.Values) method.Scale {
+	return ipsecScale(family, opts.String("mode"))
+}
+
+// Grow adds CHILD_SA env.N() (method.Grower): its addresses on lo on
+// both sides, its section in both swanctl.conf files, loaded again on b
+// first (the responder must know it), then initiated from a within the
+// running IKE_SA. The existing CHILD_SAs stay as they are.
+func (m *IPsec) Grow(ctx context.Context, env *method.Env) (string, error) {
+	n := env.N()
+	ch := ipsecChildOf(env.Family, n, env.Measured())
+	how := fmt.Sprintf("CHILD_SA %s (%s <-> %s): swanctl --load-all with one more child on b then a, swanctl --initiate --child %s", ch.Name, ch.A, ch.B, ch.Name)
+	run := m.runs.get(env)
+	if run == nil {
+		return how, errors.New("ipsec: grow: not set up")
+	}
+	o, err := parseIPsecOptions(env.Options, false)
+	if err != nil {
+		return how, err
+	}
+	run.mu.Lock()
+	cs := slices.Clone(run.charons)
+	run.mu.Unlock()
+	if len(cs) != 2 {
+		return how, errors.New("ipsec: grow: no charon pair running")
+	}
+	for _, c := range cs {
+		if err := addLoAddr(c.ep, ch.local(c.ep.Side)); err != nil {
+			return how, err
+		}
+	}
+	for _, c := range []*charon{cs[1], cs[0]} {
+		conf := c.conn
+		conf.Children = append(slices.Clone(conf.Children), ipsecChildConf(ch, c.ep.Side, o))
+		if err := c.load(ctx, conf); err != nil {
+			return how, err
+		}
+		c.conn = conf
+	}
+	if err := initiate(ctx, cs[0], cs[1], ch.Name); err != nil {
+		return how, err
+	}
+	for _, c := range cs {
+		if _, err := c.waitInstalled(ctx, ch.Name); err != nil {
+			return how, err
+		}
+	}
+	return how, nil
 }
 
 // Rekey makes side a's charon rekey the CHILD_SA (method.Rekeyer): a new
@@ -861,8 +1005,8 @@ func chooseRunTable(ep *testbed.Endpoint, seed string) (runTable, error) {
 // selectors are both the run's (runSelector: an overlay address's host
 // prefix) and the xfrm states those policies' templates name (reqid,
 // source and destination alike). Table 220 and its rules, a host's
-// strongSwan's, and a host's own policies and SAs, even in the
-// benchmarking ranges, are never touched.
+// strongSwan's, and a host's own policies and SAs elsewhere in the
+// benchmarking ranges are never touched.
 func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 	var errs []error
 	lo, err := ep.NL.LinkByName("lo")
@@ -951,9 +1095,10 @@ func ipsecCleanNamespace(ep *testbed.Endpoint, t runTable) error {
 }
 
 // runSelector reports whether n is a selector of the IPsec methods'
-// CHILD_SAs: the host prefix (/32, /128) of an overlay address. A
-// host's own IPsec policies, even between addresses of the benchmarking
-// ranges, are never one.
+// CHILD_SAs: the host prefix (/32, /128) of an overlay address
+// (overlayAddr: a single tunnel's, or one in the tunnels dimension's
+// blocks, which are tunbench's alone). A host's own IPsec policies
+// elsewhere in the benchmarking ranges are never one.
 func runSelector(n *net.IPNet) bool {
 	if n == nil {
 		return false
@@ -966,9 +1111,21 @@ func runSelector(n *net.IPNet) bool {
 }
 
 // overlayAddr reports whether a is one of the overlay addresses the
-// IPsec methods put on lo and select their traffic by.
+// IPsec methods put on lo and select their traffic by: a single tunnel's
+// (method.Overlay), or one of the tunnels dimension's other CHILD_SAs
+// (method.ScaleOverlay's blocks).
 func overlayAddr(a netip.Addr) bool {
-	return a == method.OverlayA4.Addr() || a == method.OverlayB4.Addr() || a == method.OverlayA6.Addr() || a == method.OverlayB6.Addr()
+	return a == method.OverlayA4.Addr() || a == method.OverlayB4.Addr() || a == method.OverlayA6.Addr() || a == method.OverlayB6.Addr() ||
+		method.ScaleBlock4.Contains(a) || method.ScaleBlock6.Contains(a)
+}
+
+// checkScale refuses env's tunnel count above s.Max (validation refuses
+// it first; this keeps a direct caller from half a set-up).
+func checkScale(name string, env *method.Env, s method.Scale) error {
+	if env.N() > s.Max {
+		return fmt.Errorf("%s: tunnels %d: at most %d (one tunnel is one %s; %s)", name, env.N(), s.Max, s.Unit, s.Why)
+	}
+	return nil
 }
 
 // addLoAddr adds addr as a host address on lo.

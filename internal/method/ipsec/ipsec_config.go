@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -482,4 +483,120 @@ func installedChild(sas []ikeSA, name string) (childSA, bool) {
 		}
 	}
 	return childSA{}, false
+}
+
+// The tunnels dimension (method.Scaler): one tunnel of ipsec is one
+// CHILD_SA, all under the one IKE_SA between the two charons, each with
+// traffic selectors of its own (a host address pair on lo).
+
+// ipsecScaleUnit is what one tunnel of ipsec is.
+const ipsecScaleUnit = "CHILD_SA"
+
+// maxIPsecChildren bounds the CHILD_SAs of one ipsec set-up. Both limits
+// come from vici, the only interface to charon, whose messages are at
+// most 512 KiB (VICI_MESSAGE_SIZE_MAX, both directions): swanctl loads a
+// connection with all its children in one message, and lists an IKE_SA
+// with all its CHILD_SAs in one event, about 300 bytes a CHILD_SA
+// (names, SPIs, algorithms, counters, times, selectors), so that beyond
+// some 1,500 children swanctl --list-sas can no longer read the IKE_SA
+// back. The bound leaves room for the reconf test's one more and for
+// longer IPv6 selectors.
+const maxIPsecChildren = 1024
+
+// ipsecScale is the Scale of ipsec for family and mode.
+func ipsecScale(family, mode string) method.Scale {
+	if mode == "transport" {
+		return method.Scale{Unit: ipsecScaleUnit, Max: 1,
+			Why: "transport mode protects the traffic between the two underlay addresses, one pair of traffic selectors: use mode tunnel for more CHILD_SAs"}
+	}
+	s := method.Scale{Unit: ipsecScaleUnit, Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family)}
+	if maxIPsecChildren < s.Max {
+		s.Max = maxIPsecChildren
+		s.Why = "strongSwan's vici messages hold at most 512 KiB, and swanctl loads and lists one IKE_SA with all its CHILD_SAs in one message (some 360 bytes a CHILD_SA)"
+	}
+	return s
+}
+
+// ecmpScale is the Scale of ipsec-ecmp: its own tunnels option already
+// sets how many tunnels carry the one overlay pair behind the ECMP
+// route, so the dimension is refused.
+func ecmpScale() method.Scale {
+	return method.Scale{Unit: "tunnel", Max: 1,
+		Why: fmt.Sprintf("ipsec-ecmp's tunnels are its own option tunnels (1-%d), all carrying one overlay address pair behind one ECMP route: set options tunnels for that, or use ipsec for N CHILD_SAs", maxIPsecTunnels)}
+}
+
+// ipsecChild is one CHILD_SA of an ipsec set-up: its name and the
+// overlay addresses of sides a and b it selects (host addresses on lo).
+type ipsecChild struct {
+	Name string
+	A, B netip.Addr
+}
+
+// ipsecChildName is the name of CHILD_SA i of a set-up whose measured
+// CHILD_SA is measured: "tunbench" for the measured one, as with a single
+// tunnel (Rekey names it), "t<i>" for the others (short: every name is
+// in each vici message that lists them).
+func ipsecChildName(i, measured int) string {
+	if i == measured {
+		return "tunbench"
+	}
+	return "t" + strconv.Itoa(i)
+}
+
+// ipsecChildOf is CHILD_SA i of a set-up in family whose measured
+// CHILD_SA is measured, with method.ScaleOverlay's addresses (index N
+// is the one Grow adds).
+func ipsecChildOf(family string, i, measured int) ipsecChild {
+	a, b := method.ScaleOverlay(family, i, measured)
+	return ipsecChild{Name: ipsecChildName(i, measured), A: a.Addr(), B: b.Addr()}
+}
+
+// ipsecChildren is the plan of the n CHILD_SAs of a set-up in family,
+// in index order: the order they are initiated in, so that the measured
+// one (method.MeasuredTunnel) is neither the first nor the last a data
+// path that keeps them in order of installation searches. The first
+// brings up the IKE_SA.
+func ipsecChildren(family string, n int) []ipsecChild {
+	n = max(n, 1)
+	measured := method.MeasuredTunnel(n)
+	cs := make([]ipsecChild, n)
+	for i := range n {
+		cs[i] = ipsecChildOf(family, i, measured)
+	}
+	return cs
+}
+
+// local and remote are c's addresses as side sees them.
+func (c ipsecChild) local(side string) netip.Addr {
+	if side == "b" {
+		return c.B
+	}
+	return c.A
+}
+
+func (c ipsecChild) remote(side string) netip.Addr {
+	if side == "b" {
+		return c.A
+	}
+	return c.B
+}
+
+// missingChildren are the names of the CHILD_SAs of want that sas do not
+// list as INSTALLED exactly once, in want's order.
+func missingChildren(sas []ikeSA, want []ipsecChild) []string {
+	count := map[string]int{}
+	for _, sa := range sas {
+		for _, c := range sa.Children {
+			if c.State == "INSTALLED" {
+				count[c.Name]++
+			}
+		}
+	}
+	var missing []string
+	for _, c := range want {
+		if count[c.Name] != 1 {
+			missing = append(missing, c.Name)
+		}
+	}
+	return missing
 }

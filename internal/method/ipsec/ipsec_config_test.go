@@ -3,8 +3,10 @@ package ipsec
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -315,5 +317,54 @@ func TestHeaderOverhead(t *testing.T) {
 		if got := method.HeaderOverhead(tc.m, tc.family, tc.opts, tc.variant); got != tc.want {
 			t.Errorf("%s %s %v %q: %d, want %d", tc.m.Name(), tc.family, tc.opts, tc.variant, got, tc.want)
 		}
+	}
+}
+
+// TestIPsecChildren: the plan of N CHILD_SAs is in index order, the
+// measured one in the middle with the single tunnel's name and
+// addresses, the others with the scale blocks' host addresses, each side
+// seeing its own address as local.
+func TestIPsecChildren(t *testing.T) {
+	var got []string
+	for _, ch := range ipsecChildren(method.IPv4, 3) {
+		got = append(got, fmt.Sprintf("%s %s-%s b:%s-%s", ch.Name, ch.local("a"), ch.remote("a"), ch.local("b"), ch.remote("b")))
+	}
+	want := []string{
+		"t0 198.19.128.0-198.19.128.1 b:198.19.128.1-198.19.128.0",
+		"tunbench 198.19.0.1-198.19.0.2 b:198.19.0.2-198.19.0.1",
+		"t2 198.19.128.4-198.19.128.5 b:198.19.128.5-198.19.128.4",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ipsecChildren(ipv4, 3) (-want +got):\n%s", diff)
+	}
+	if cs := ipsecChildren(method.IPv6, 1); len(cs) != 1 || cs[0].Name != "tunbench" || cs[0].A != method.OverlayA6.Addr() {
+		t.Errorf("ipsecChildren(ipv6, 1) = %+v, want the single tunnel's", cs)
+	}
+	grown := ipsecChildOf(method.IPv6, 3, 1)
+	if grown.Name != "t3" || grown.A.String() != "2001:2:0:8003::1" {
+		t.Errorf("the grown CHILD_SA of 3 is %+v", grown)
+	}
+}
+
+// TestMissingChildren reads list-sas output of three CHILD_SAs: none of
+// them is missing, a fourth is, and so is one listed twice.
+func TestMissingChildren(t *testing.T) {
+	out, err := os.ReadFile("testdata/ipsec_list_sas_tunnels3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sas, err := parseListSAs(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := missingChildren(sas, ipsecChildren(method.IPv4, 3)); m != nil {
+		t.Errorf("missing %v of three installed", m)
+	}
+	if m := missingChildren(sas, ipsecChildren(method.IPv4, 4)); !slices.Equal(m, []string{"t1", "t3"}) {
+		t.Errorf("missing %v of four (measured t2 = tunbench), want t1 t3", m)
+	}
+	twice := append(sas, sas...)
+	if m := missingChildren(twice, ipsecChildren(method.IPv4, 3)); len(m) != 3 {
+		t.Errorf("missing %v when each is listed twice, want all three", m)
 	}
 }

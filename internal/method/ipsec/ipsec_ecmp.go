@@ -61,6 +61,10 @@ func (*IPsecECMP) HeaderOverhead(family string, opts map[string]string, variant 
 	return ipsecHeaderOverhead(family, opts, variant)
 }
 
+// Scale refuses the tunnels dimension (method.Scaler; ecmpScale): the
+// method's tunnels are its own option.
+func (*IPsecECMP) Scale(string, method.Values) method.Scale { return ecmpScale() }
+
 // Options declares the scenario options (see Option).
 func (*IPsecECMP) Options() []method.Option { return ipsecDeclared(true) }
 
@@ -129,6 +133,9 @@ type ecmpSetup struct {
 func (m *IPsecECMP) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	o, err := parseIPsecOptions(env.Options, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkScale("ipsec-ecmp", env, ecmpScale()); err != nil {
 		return nil, err
 	}
 	dp, err := chooseDatapath(ctx, env, o)

@@ -45,3 +45,6 @@ const (
 	RunTableBase = runTableBase
 	RunTableSpan = runTableSpan
 )
+
+// MaxChildren is the most CHILD_SAs ipsec sets up.
+const MaxChildren = maxIPsecChildren

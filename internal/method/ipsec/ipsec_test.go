@@ -33,7 +33,7 @@ import (
 )
 
 // ipsecRequireSwan skips t when charon or swanctl is missing.
-func ipsecRequireSwan(t *testing.T) {
+func ipsecRequireSwan(t testing.TB) {
 	t.Helper()
 	if err := method.Check(method.KernelFunc(func(string, string) (bool, error) { return true, nil }), ipsec.NewIPsec().Requirements()); err != nil {
 		testenv.SkipMissing(t, "strongSwan missing: %v", err)
@@ -58,7 +58,7 @@ func ipsecRequireESP(t *testing.T) {
 // else this one with ESP faked away by the returned faults (put them in
 // Env.Faults), so the tests of the kernel-libipsec fallback and of its
 // refusals run on any kernel.
-func ipsecWithoutESP(t *testing.T) *method.Faults {
+func ipsecWithoutESP(t testing.TB) *method.Faults {
 	t.Helper()
 	cfg, err := hostinfo.LoadKernelConfig()
 	if err == nil && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET_ESP") && !hostinfo.HasKernelFeature(cfg, "CONFIG_INET6_ESP") {

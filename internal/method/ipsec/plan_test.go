@@ -122,3 +122,40 @@ func TestIPsecECMPPlans(t *testing.T) {
 		}
 	}
 }
+
+// TestIPsecTunnelsPlans is TestIPsecPlans with three tunnels
+// (Env.Tunnels), testdata/ipsec-[libipsec-]<family>-tunnels3.golden: the
+// measured CHILD_SA (the middle one) keeps the single tunnel's name and
+// addresses, the two others get addresses of the scale blocks on lo; all
+// have a section in swanctl.conf and are initiated one by one in index
+// order, the first with the IKE_SA, and both charons are asked that all
+// three are installed (the canned list-sas lists tunbench, t0 and t2);
+// teardown removes every address.
+func TestIPsecTunnelsPlans(t *testing.T) {
+	t.Parallel()
+	listSAs, err := os.ReadFile("testdata/ipsec_list_sas_tunnels3.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noESP := &method.Faults{KernelLacks: []string{"CONFIG_INET_ESP", "CONFIG_INET6_ESP"}}
+	for _, tt := range []struct {
+		variant string
+		faults  *method.Faults
+	}{
+		{"", nil},
+		{"libipsec-", noESP},
+	} {
+		for _, family := range []string{method.IPv4, method.IPv6} {
+			t.Run(tt.variant+family, func(t *testing.T) {
+				t.Parallel()
+				m := ipsec.NewIPsec()
+				rec := methodtest.RecordEnv(m, family, nil)
+				rec.Env.Faults = tt.faults
+				rec.Env.Tunnels = 3
+				answerCharon(t, rec.A, string(listSAs))
+				answerCharon(t, rec.B, string(listSAs))
+				testbedtest.Golden(t, "ipsec-"+tt.variant+family+"-tunnels3", methodtest.Record(t, m, rec), *update)
+			})
+		}
+	}
+}
