@@ -132,3 +132,52 @@ func TestTunnelsTakeAways(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelsInHTML: the report of a tunnels run has a tunnels column in
+// its summary table, the tunnels table with the shared kernel named, the
+// tunnels section with its four figures, and every take-away links to a
+// figure that is there.
+func TestTunnelsInHTML(t *testing.T) {
+	run, cells := fixture.ScaleRun()
+	b, err := Build([]RunRecords{{Run: run, Cells: cells}}, "report-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf strings.Builder
+	if err := b.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	html := buf.String()
+	for _, want := range []string{
+		"<th>streams</th><th>tunnels</th>", `<td data-v="100">100</td>`,
+		`<h3 id="` + run.ID + `-tunnels">Tunnels</h3>`, "<b>shared</b> kernel: both sides ran on one kernel",
+		`<td class="l" data-v="peer">peer</td>`,
+		"<h3>Tunnels: throughput, set-up, memory and reconf against their number</h3>",
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	for _, c := range tunnelsOnly(b.Runs[0].Charts) {
+		if !strings.Contains(html, `<figure id="`+c.ID+`">`) {
+			t.Errorf("figure %s missing from the HTML", c.ID)
+		}
+	}
+	for _, ta := range b.Runs[0].TakeAways.Claims {
+		if !strings.Contains(html, `id="`+ta.Figure+`"`) {
+			t.Errorf("take-away %q links to %s, which the HTML lacks", ta.Text, ta.Figure)
+		}
+	}
+	run, cells = fixture.LocalRun()
+	b, err = Build([]RunRecords{{Run: run, Cells: cells}}, "report-files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := b.WriteHTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "<th>tunnels</th>") || strings.Contains(buf.String(), "-tunnels\">Tunnels</h3>") {
+		t.Error("a run without the tunnels dimension has a tunnels column or table")
+	}
+}
