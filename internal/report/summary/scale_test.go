@@ -74,3 +74,21 @@ func TestScaleSummary(t *testing.T) {
 		t.Error("native at one tunnel has a scale summary")
 	}
 }
+
+// TestTunnelsSiteMatrices: on the ssh testbed, a method's pairs at 1 and
+// at 100 tunnels are two matrices, the second named by its count.
+func TestTunnelsSiteMatrices(t *testing.T) {
+	run := result.Run{ID: "ssh0041", Testbed: "ssh"}
+	var cells []result.Cell
+	for _, n := range []int{0, 100} {
+		for _, ab := range [][2]string{{"fra", "nyc"}, {"nyc", "fra"}} {
+			p := result.Params{Family: "ipv4", UnderlayMTU: 1500, Streams: 1, Tunnels: n, SiteA: ab[0], SiteB: ab[1]}
+			cells = append(cells, result.Cell{Method: "vxlan", Key: "vxlan/" + ab[0] + ">" + ab[1] + "/" + Tunnels(n), Params: p,
+				Repetition: 1, Status: result.StatusOK, Throughput: &result.Throughput{BitsPerSecond: 1e9}})
+		}
+	}
+	ms := SiteMatrices(Aggregate(run, cells))
+	if len(ms) != 2 || ms[0].Params != "ipv4, MTU 1500, 1 stream" || ms[1].Params != "ipv4, MTU 1500, 1 stream, 100 tunnels" {
+		t.Errorf("site matrices %+v, want one per tunnel count", ms)
+	}
+}
