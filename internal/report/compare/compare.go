@@ -232,6 +232,22 @@ var compareMetrics = []metric{
 	{"recover", summary.UnitSeconds, false, true, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.Recovery })},
 	{"recover lost", summary.UnitRequests, false, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.Lost })},
 	{"rekey outage", summary.UnitSeconds, false, false, connectFigure(func(c *summary.ConnectSummary) summary.Figure { return c.RekeyOutage })},
+	// The tunnels dimension: set-up of the N tunnels and the reconf
+	// test's blocked time, lower is better, secondary (shown, never
+	// deciding).
+	{"set-up", summary.UnitSeconds, false, false, scaleFigure(func(s *summary.ScaleSummary) summary.Figure { return s.Setup })},
+	{"reconf blocked", summary.UnitSeconds, false, false, scaleFigure(func(s *summary.ScaleSummary) summary.Figure { return s.ReconfBlocked })},
+}
+
+// scaleFigure reads a figure of the tunnels dimension; none when the row
+// has no scale or reconf record.
+func scaleFigure(get func(*summary.ScaleSummary) summary.Figure) func(summary.Summary) summary.Figure {
+	return func(s summary.Summary) summary.Figure {
+		if s.Scale == nil {
+			return summary.Figure{}
+		}
+		return get(s.Scale)
+	}
 }
 
 // connectFigure reads a figure of the connect and recover tests; none

@@ -91,6 +91,10 @@ var WideCSVHeader = []string{
 	"connect_setup_s", "connect_handshake_s", "connect_total_s",
 	"recover_down_s", "recover_s", "recover_lost_requests", "recover_outage_s",
 	"rekey_outage_s", "rekey_lost_requests",
+	// Issue 41: the tunnels dimension, what setting the tunnels up cost,
+	// and the reconf test.
+	"tunnels", "tunnel_unit", "setup_s", "add_p50_s", "add_p99_s", "teardown_s",
+	"memory_per_tunnel_bytes", "shared_kernel", "reconf_blocked_s", "reconf_lost_requests",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -143,7 +147,29 @@ func wideRow(run result.Run, c result.Cell) []string {
 	)
 	row = append(row, csvTestColumns(c)...)
 	row = append(row, p.CongestionControl, c.Meta.CongestionControl, summary.CellDatapath(c))
-	return append(row, connectColumns(c)...)
+	row = append(row, connectColumns(c)...)
+	return append(row, scaleColumns(c)...)
+}
+
+// scaleColumns are the tunnels dimension's CSV fields: the count (1 in
+// records older than it), then the scale record's figures and the reconf
+// test's, empty where not measured (add percentiles also when the method
+// timed no add; reconf also when it failed).
+func scaleColumns(c result.Cell) []string {
+	row := []string{strconv.Itoa(max(c.Params.Tunnels, 1))}
+	if k := c.Scale; k != nil {
+		p50, p99 := "", ""
+		if k.Adds > 0 {
+			p50, p99 = flt(k.AddP50), flt(k.AddP99)
+		}
+		row = append(row, k.Unit, flt(k.Setup), p50, p99, flt(k.Teardown), flt(k.PerTunnel), strconv.FormatBool(k.SharedKernel))
+	} else {
+		row = append(row, "", "", "", "", "", "", "")
+	}
+	if r := c.Reconf; r != nil && r.Error == "" {
+		return append(row, flt(r.Blocked), strconv.FormatInt(r.Lost, 10))
+	}
+	return append(row, "", "")
 }
 
 // connectColumns are the connect and recover tests' CSV fields: empty
@@ -255,8 +281,10 @@ var CSVHeader = []string{
 	"site_a", "site_b", "congestion_control", "congestion_control_used",
 	"frame_bytes", "process_port",
 	"metric", "value", "unit", "error",
-	// Issue 34: where the method's packets were processed (added last).
+	// Issue 34: where the method's packets were processed.
 	"datapath",
+	// Issue 41: the tunnels dimension (added last).
+	"tunnels",
 }
 
 // Units of the tidy CSV.
@@ -297,6 +325,8 @@ func measuredValues(c result.Cell) []measuredValue {
 	m.mtuProbe(c.MTUProbe)
 	m.connect(c.Connect)
 	m.recovery(c.Recover)
+	m.scale(c.Scale)
+	m.reconf(c.Reconf)
 	for _, u := range c.UDPSizes {
 		m.udpSize(u)
 	}
@@ -447,6 +477,41 @@ func (m *measured) recovery(r *result.Recover) {
 	}
 }
 
+// scale adds what setting up the cell's tunnels cost: set-up, teardown,
+// the adds' percentiles (when the method timed adds), the memory before
+// and after and per tunnel, and whether both sides shared one kernel.
+func (m *measured) scale(k *result.Scale) {
+	if k == nil {
+		return
+	}
+	m.f("scale_setup", unitSeconds, k.Setup)
+	m.f("scale_teardown", unitSeconds, k.Teardown)
+	m.i("scale_adds", unitCount, int64(k.Adds))
+	if k.Adds > 0 {
+		m.f("scale_add_p50", unitSeconds, k.AddP50)
+		m.f("scale_add_p99", unitSeconds, k.AddP99)
+	}
+	m.i("scale_slab_before", unitBytes, k.SlabBefore)
+	m.i("scale_slab_after", unitBytes, k.SlabAfter)
+	m.i("scale_daemon_rss", unitBytes, k.DaemonRSS)
+	m.f("memory_per_tunnel", unitBytes, k.PerTunnel)
+	m.b("scale_shared_kernel", k.SharedKernel)
+}
+
+// reconf adds the reconf test's values when it ran without error.
+func (m *measured) reconf(r *result.Reconf) {
+	if r == nil || r.Error != "" {
+		return
+	}
+	m.i("reconf_sent", unitCount, r.Sent)
+	m.i("reconf_lost", unitCount, r.Lost)
+	m.f("reconf_outage", unitSeconds, r.Outage)
+	m.f("reconf_blocked", unitSeconds, r.Blocked)
+	m.f("reconf_grow_command", unitSeconds, r.Took)
+	m.f("reconf_throughput", unitBitPerSecond, r.BitsPerSecond)
+	m.f("reconf_min_interval_throughput", unitBitPerSecond, r.MinIntervalBitsPerSecond)
+}
+
 // udpSize adds the values of one frame size of the udp_sizes test (with
 // the frame size): its fixed-rate result, then its NDR/PDR search.
 func (m *measured) udpSize(u result.UDPSize) {
@@ -562,7 +627,8 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 			values = []measuredValue{{}}
 		}
 		for _, v := range values {
-			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error, summary.CellDatapath(c))
+			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error, summary.CellDatapath(c),
+				strconv.Itoa(max(p.Tunnels, 1)))
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
 			}

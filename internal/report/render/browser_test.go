@@ -17,6 +17,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/tunbench/tunbench/internal/report/internal/fixture"
 	"github.com/tunbench/tunbench/internal/testenv"
 )
 
@@ -49,7 +50,10 @@ func TestReportInBrowser(t *testing.T) {
 	for i := range ref.Cells {
 		ref.Cells[i].RunID = ref.Run.ID
 	}
-	runs = append(runs, RunRecords{Run: run, Cells: cells}, ref)
+	// And the tunnels dimension's run: its figures, tunnels column and
+	// Tunnels table.
+	scaleRun, scaleCells := fixture.ScaleRun()
+	runs = append(runs, RunRecords{Run: run, Cells: cells}, ref, RunRecords{Run: scaleRun, Cells: scaleCells})
 	b, htmlPath := writeReport(t, dir, runs, true)
 
 	var (

@@ -92,6 +92,7 @@ var Sections = []struct{ ID, Heading string }{
 	{SectionLineRate, "% of line rate against iperf3 processes"},
 	{SectionUDPSizes, "Packet-size sweep"},
 	{SectionConnect, "Connect and recover"},
+	{SectionTunnels, "Tunnels: throughput, set-up, memory and reconf against their number"},
 	{SectionMTU, "Underlay MTU"},
 	{SectionMSS, "TCP maximum segment size"},
 	{SectionOffloads, "Offloads"},
@@ -141,6 +142,9 @@ func describe(p result.Params, v summary.Varying) string {
 	if v.CC {
 		ps = append(ps, "with "+summary.CCName(p.CongestionControl))
 	}
+	if v.Tunnels {
+		ps = append(ps, "with "+summary.Tunnels(p.Tunnels))
+	}
 	if v.MSS && p.MSS > 0 {
 		ps = append(ps, fmt.Sprintf("with MSS %d", p.MSS))
 	}
@@ -189,9 +193,13 @@ func offloadsName(p result.Params) string {
 
 // restSuffix names, in a title, the parameters beyond family, MTU,
 // offloads, streams and congestion control that a cell may carry:
-// pinning, MSS, direction, WAN condition and the ssh sites.
+// more than one tunnel, pinning, MSS, direction, WAN condition and the
+// ssh sites.
 func restSuffix(p result.Params) string {
 	var ps []string
+	if p.Tunnels > 1 {
+		ps = append(ps, summary.Tunnels(p.Tunnels))
+	}
 	if p.Pin {
 		ps = append(ps, "pinned")
 	}
@@ -355,6 +363,7 @@ var figureKinds = []func(chartInput) []Chart{
 		}
 		return out
 	},
+	func(in chartInput) []Chart { return tunnelsCharts(in.run.ID, in.rows) },
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimMTU) },
 	func(in chartInput) []Chart { return dimensionCharts(in.run.ID, in.rows, dimOffloads) },
 	seedCharts,

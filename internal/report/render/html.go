@@ -350,7 +350,9 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 		}
 		return out
 	},
-	"sections": func() any { return Sections },
+	"sections":   func() any { return Sections },
+	"hasTunnels": hasTunnels,
+	"tunnelN":    tunnelN,
 	"hasCeiling": func(r BuiltRun) bool {
 		return slices.ContainsFunc(r.Rows, func(s summary.Summary) bool { return s.Tests != nil && s.Tests.PercentOfCeiling.N > 0 })
 	},
@@ -512,15 +514,16 @@ Runs: {{range $i, $r := .Runs}}{{if $i}}, {{end}}<a href="#{{$r.Run.ID}}">{{$r.R
 <h3 id="{{summaryAnchor .Run.ID}}">Summary</h3>
 <p class="muted">Click a column heading to sort. Marks: <b>!</b> unstable (CV above 10%), <b>~</b> approximate CPU split, <b>*</b> busy background, <b>^</b> one core at 95% or more while the others had room.</p>
 <div class="tw"><table class="sortable">
-<thead><tr><th class="l">method</th><th class="l">family</th><th>underlay MTU</th><th>overlay MTU</th><th class="l">offloads</th><th>streams</th><th>Gbit/s ± CI95</th><th>% native</th><th>p50 µs</th><th>p99 µs</th><th>snd CPU</th><th>rcv CPU</th><th>softirq</th><th>Gbit/s/core</th>{{if hasCeiling $run}}<th>% ceiling</th>{{end}}{{if hasCost $run}}<th>snd ns/pkt</th><th>rcv ns/pkt</th>{{end}}<th>n</th></tr></thead>
+<thead><tr><th class="l">method</th><th class="l">family</th><th>underlay MTU</th><th>overlay MTU</th><th class="l">offloads</th><th>streams</th>{{if hasTunnels $run}}<th>tunnels</th>{{end}}<th>Gbit/s ± CI95</th><th>% native</th><th>p50 µs</th><th>p99 µs</th><th>snd CPU</th><th>rcv CPU</th><th>softirq</th><th>Gbit/s/core</th>{{if hasCeiling $run}}<th>% ceiling</th>{{end}}{{if hasCost $run}}<th>snd ns/pkt</th><th>rcv ns/pkt</th>{{end}}<th>n</th></tr></thead>
 <tbody>
-{{range .Rows}}<tr><td class="l" data-v="{{.Label}}">{{.Label}}{{if .BackgroundBusy}}<span class="mark bad" title="busy background">*</span>{{end}}{{if rowOneCore .}}<span class="mark bad" title="one core at 95% or more while the others had room: see Host CPU">^</span>{{end}}</td><td class="l" data-v="{{.Params.Family}}">{{.Params.Family}}</td><td data-v="{{.Params.UnderlayMTU}}">{{.Params.UnderlayMTU}}</td><td data-v="{{.Params.OverlayMTU}}">{{.Params.OverlayMTU}}</td><td class="l" data-v="{{onoff .Params.Offloads}}">{{onoff .Params.Offloads}}</td><td data-v="{{.Params.Streams}}">{{.Params.Streams}}</td>{{cellNum .Throughput 2 false}}{{pctNative .PercentNative}}{{cellNum .P50RTT 1 false}}{{cellNum .P99RTT 1 false}}{{cellNum .SenderCPU 2 (approx .)}}{{cellNum .ReceiverCPU 2 (approx .)}}{{cellNum .SoftirqCores 2 false}}{{cellNum .GbpsPerCore 2 false}}{{if hasCeiling $run}}{{cellNum (testFig . "ceiling") 1 false}}{{end}}{{if hasCost $run}}{{cellNum (testFig . "snd-ns") 0 false}}{{cellNum (testFig . "rcv-ns") 0 false}}{{end}}<td data-v="{{.OK}}">{{.OK}}/{{.Repetitions}}</td></tr>
+{{range .Rows}}<tr><td class="l" data-v="{{.Label}}">{{.Label}}{{if .BackgroundBusy}}<span class="mark bad" title="busy background">*</span>{{end}}{{if rowOneCore .}}<span class="mark bad" title="one core at 95% or more while the others had room: see Host CPU">^</span>{{end}}</td><td class="l" data-v="{{.Params.Family}}">{{.Params.Family}}</td><td data-v="{{.Params.UnderlayMTU}}">{{.Params.UnderlayMTU}}</td><td data-v="{{.Params.OverlayMTU}}">{{.Params.OverlayMTU}}</td><td class="l" data-v="{{onoff .Params.Offloads}}">{{onoff .Params.Offloads}}</td><td data-v="{{.Params.Streams}}">{{.Params.Streams}}</td>{{if hasTunnels $run}}<td data-v="{{tunnelN .Params}}">{{tunnelN .Params}}</td>{{end}}{{cellNum .Throughput 2 false}}{{pctNative .PercentNative}}{{cellNum .P50RTT 1 false}}{{cellNum .P99RTT 1 false}}{{cellNum .SenderCPU 2 (approx .)}}{{cellNum .ReceiverCPU 2 (approx .)}}{{cellNum .SoftirqCores 2 false}}{{cellNum .GbpsPerCore 2 false}}{{if hasCeiling $run}}{{cellNum (testFig . "ceiling") 1 false}}{{end}}{{if hasCost $run}}{{cellNum (testFig . "snd-ns") 0 false}}{{cellNum (testFig . "rcv-ns") 0 false}}{{end}}<td data-v="{{.OK}}">{{.OK}}/{{.Repetitions}}</td></tr>
 {{end}}</tbody></table></div>
 <details><summary>Definitions</summary><ul>{{range defs $run}}<li>{{.}}</li>{{end}}
 <li>softirq: machine-wide softirq time per wall second, in cores.</li>{{if hasCeiling $run}}
 <li>% ceiling: throughput over the goodput the headers allow at this MTU on the known line rate (docs/methods.md); only when the line rate is known, never on veth.</li>{{end}}{{if hasCost $run}}
 <li>ns/pkt: CPU nanoseconds of the sender's/receiver's processes per packet the underlay device counted over the same interval (GSO/GRO packets count once).</li>{{end}}</ul></details>
 {{template "hostcpu" $run}}
+{{template "tunnels" $run}}
 {{reference $run ""}}{{range sections}}{{$figs := figs $run .ID}}{{if $figs}}
 <h3>{{.Heading}}</h3>
 <div class="figs">

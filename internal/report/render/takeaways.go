@@ -182,6 +182,8 @@ func GenerateTakeAways(run result.Run, cells []result.Cell, charts []Chart) Take
 	lineRateClaims(tc)
 	udpClaims(tc)
 	connectClaims(tc)
+	// The tunnels dimension: set-up growth and throughput at the largest N.
+	scaleClaims(tc, cells)
 
 	// The effect of one parameter on each method: MTU, offloads, streams, MSS.
 	t.Claims = append(t.Claims, dimensionClaims(run.ID, rows, v, goodThroughput, tc.link)...)

@@ -41,6 +41,7 @@ func TestFiguresUniquePerParameter(t *testing.T) {
 			p.CongestionControl = map[bool]string{false: "cubic", true: "bbr"}[second]
 		}},
 		{"pin", func(p *result.Params, second bool) { p.Pin = second }},
+		{"tunnels", func(p *result.Params, second bool) { p.Tunnels = map[bool]int{false: 10, true: 1000}[second] }},
 	} {
 		t.Run(v.name, func(t *testing.T) {
 			for _, base := range []struct {

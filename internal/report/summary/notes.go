@@ -14,6 +14,12 @@ import (
 const EmulatedNote = "emulated: figures measure function, not performance " +
 	"(the endpoints ran in a software-emulated VM)"
 
+// TunnelsNativeNote says what % native means for a row with more than
+// one tunnel.
+const TunnelsNativeNote = "% native with N tunnels: against native at one tunnel with the same other parameters " +
+	"(native sets up no tunnel, so it has no N); the share a method keeps as N grows is its % native at N " +
+	"over its % native at 1."
+
 // Markers appended to figures in the table.
 const (
 	markUnstable = "!" // CV above 10%
@@ -27,6 +33,9 @@ const (
 // also depends on the method, becomes a column.
 type Varying struct {
 	Family, Underlay, overlay, Offloads, Streams, CC bool
+	// Tunnels: the tunnels dimension (in headings and names as "100
+	// tunnels").
+	Tunnels bool
 	// MSS: the MSS asked of the load tool (in headings through
 	// extraParams; in sentences through describe).
 	MSS bool
@@ -50,6 +59,7 @@ func VaryingParams(rows []Summary) Varying {
 		v.Offloads = v.Offloads || p.Offloads != p0.Offloads
 		v.Streams = v.Streams || p.Streams != p0.Streams
 		v.CC = v.CC || p.CongestionControl != p0.CongestionControl
+		v.Tunnels = v.Tunnels || TunnelCount(p) != TunnelCount(p0)
 		v.MSS = v.MSS || p.MSS != p0.MSS
 		v.OffloadSet = v.OffloadSet || p.OffloadSet != p0.OffloadSet
 		v.Pin = v.Pin || p.Pin != p0.Pin
@@ -87,6 +97,9 @@ func RowName(r Summary, v Varying) string {
 	if v.CC {
 		ps = append(ps, CCName(r.Params.CongestionControl))
 	}
+	if v.Tunnels {
+		ps = append(ps, Tunnels(r.Params.Tunnels))
+	}
 	ps = append(ps, extraParams(r.Params)...)
 	if len(ps) == 0 {
 		return r.Label
@@ -100,6 +113,15 @@ func Streams(n int) string {
 		return "1 stream"
 	}
 	return fmt.Sprintf("%d streams", n)
+}
+
+// Tunnels names a tunnel count: "1 tunnel", "100 tunnels" (0, in records
+// older than the tunnels dimension, is one).
+func Tunnels(n int) string {
+	if n <= 1 {
+		return "1 tunnel"
+	}
+	return fmt.Sprintf("%d tunnels", n)
 }
 
 // OnOff writes a switch as "on" or "off".
@@ -258,6 +280,9 @@ func Definitions(v Varying) []string {
 	}
 	if v.overlay {
 		d = append(d, "ovl MTU: MTU of the overlay (tunnel) device, in bytes; the underlay MTU is in the heading.")
+	}
+	if v.Tunnels {
+		d = append(d, TunnelsNativeNote)
 	}
 	return d
 }

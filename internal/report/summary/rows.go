@@ -31,11 +31,34 @@ type BaselineKey struct {
 	// CongestionControl: a method compares with native under the same
 	// algorithm.
 	CongestionControl string
+	// Tunnels is the tunnels dimension (result.Params.Tunnels), 0 for one
+	// tunnel: rows with N tunnels group, head and draw apart from those
+	// with one, but % native compares them with native at one tunnel
+	// (NativeKey): native sets up no tunnel, so it has no N.
+	Tunnels int
 }
 
 // BaselineOf is the baseline key of a row with parameters p.
 func BaselineOf(p result.Params) BaselineKey {
-	return BaselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl}
+	return BaselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl, TunnelCount(p)}
+}
+
+// TunnelCount is a cell's tunnels dimension as the baseline key holds it:
+// 0 for one tunnel (Params.Tunnels 0 or 1), else the count.
+func TunnelCount(p result.Params) int {
+	if p.Tunnels > 1 {
+		return p.Tunnels
+	}
+	return 0
+}
+
+// NativeKey is the key of the native row a row with parameters p
+// compares with for % native: its baseline key at one tunnel. A row with
+// 100 tunnels compares with native under the same other parameters.
+func NativeKey(p result.Params) BaselineKey {
+	k := BaselineOf(p)
+	k.Tunnels = 0
+	return k
 }
 
 // sortRows groups rows by baseline key in order of first appearance and
@@ -129,15 +152,15 @@ func setPercentNative(rows []Summary) {
 	native := map[BaselineKey]float64{}
 	for _, r := range rows {
 		k := BaselineOf(r.Params)
-		if _, dup := native[k]; dup {
-			continue // the first native row is the baseline
+		if _, dup := native[k]; dup || k.Tunnels != 0 {
+			continue // the first native row at one tunnel is the baseline
 		}
 		if r.Method == NativeMethod && r.Throughput.N > 0 && r.Throughput.Mean > 0 {
 			native[k] = r.Throughput.Mean
 		}
 	}
 	for i := range rows {
-		base, ok := native[BaselineOf(rows[i].Params)]
+		base, ok := native[NativeKey(rows[i].Params)]
 		if !ok || rows[i].Throughput.N == 0 {
 			continue
 		}
@@ -175,6 +198,9 @@ func (k BaselineKey) Slug() string {
 	}
 	if k.SiteA != "" || k.SiteB != "" {
 		s += "-" + SlugLabel(k.SiteA) + "-to-" + SlugLabel(k.SiteB)
+	}
+	if k.Tunnels > 1 {
+		s += fmt.Sprintf("-t%d", k.Tunnels)
 	}
 	return s
 }

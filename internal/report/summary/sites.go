@@ -32,7 +32,11 @@ func SiteMatrices(rows []Summary) []SiteMatrix {
 		}
 		p := r.Params
 		p.SiteA, p.SiteB = "", ""
-		params := strings.Join(append([]string{p.Family, fmt.Sprintf("MTU %d", p.UnderlayMTU), Streams(p.Streams)}, extraParams(p)...), ", ")
+		ps := []string{p.Family, fmt.Sprintf("MTU %d", p.UnderlayMTU), Streams(p.Streams)}
+		if p.Tunnels > 1 {
+			ps = append(ps, Tunnels(p.Tunnels))
+		}
+		params := strings.Join(append(ps, extraParams(p)...), ", ")
 		key := r.Label + "\x00" + params
 		g := groups[key]
 		if g == nil {

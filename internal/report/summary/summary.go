@@ -132,6 +132,10 @@ type Summary struct {
 	// Tests are the figures of the parallel and latency_under_load tests
 	// and the derived figures; nil for cells that have none.
 	Tests *TestSummary `json:"tests,omitempty"`
+	// Scale is the tunnels dimension's cost (set-up, adds, teardown,
+	// memory per tunnel) and the reconf test; nil for cells that have
+	// neither.
+	Scale *ScaleSummary `json:"scale,omitempty"`
 }
 
 // Problem is one repetition that did not produce figures.
@@ -246,6 +250,7 @@ func summarize(run result.Run, key string, reps []result.Cell) Summary {
 		s.Unstable = s.Unstable || f.Unstable()
 	}
 	summarizeTests(&s, reps)
+	s.Scale = summarizeScale(reps)
 	cpus, test := rowCPUs(reps)
 	if s.HostBusy = hostBusy(cpus); len(s.HostBusy) > 0 {
 		s.HostBusyTest = test

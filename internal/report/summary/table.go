@@ -62,6 +62,9 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	if err := writeTestTables(&b, rows, v); err != nil {
 		return err
 	}
+	if err := writeScaleTables(&b, rows, v); err != nil {
+		return err
+	}
 	if err := writeUDPCPUTable(&b, rows, v); err != nil {
 		return err
 	}
@@ -75,6 +78,7 @@ func Table(w io.Writer, run result.Run, cells []result.Cell, opt TableOptions) e
 	b.WriteString("\n")
 	WriteWrapped(&b, Definitions(v), "")
 	WriteWrapped(&b, testDefinitions(rows), "")
+	WriteWrapped(&b, scaleDefinitions(rows), "")
 	WriteWrapped(&b, hostCPUDefinitions(rows), "")
 	return write(w, b.String())
 }
@@ -199,6 +203,9 @@ func paramsHeading(p result.Params, v Varying) string {
 	}
 	if v.CC {
 		ps = append(ps, CCName(p.CongestionControl))
+	}
+	if v.Tunnels {
+		ps = append(ps, Tunnels(p.Tunnels))
 	}
 	ps = append(ps, extraParams(p)...)
 	if len(ps) == 0 {

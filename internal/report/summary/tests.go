@@ -225,14 +225,14 @@ func setParallelPercentNative(rows []Summary) {
 	native := map[BaselineKey]float64{}
 	for _, r := range rows {
 		k := BaselineOf(r.Params)
-		if _, dup := native[k]; dup || r.Method != NativeMethod || r.Tests == nil || r.Tests.Parallel.N == 0 {
+		if _, dup := native[k]; dup || k.Tunnels != 0 || r.Method != NativeMethod || r.Tests == nil || r.Tests.Parallel.N == 0 {
 			continue
 		}
 		native[k] = r.Tests.Parallel.Mean
 	}
 	for i := range rows {
 		t := rows[i].Tests
-		base, ok := native[BaselineOf(rows[i].Params)]
+		base, ok := native[NativeKey(rows[i].Params)]
 		if !ok || base <= 0 || t == nil || t.Parallel.N == 0 {
 			continue
 		}
@@ -251,7 +251,7 @@ func setUDPPercentNative(rows []Summary) {
 	}
 	native := map[key]float64{}
 	for _, r := range rows {
-		if r.Method != NativeMethod || r.Tests == nil {
+		if r.Method != NativeMethod || r.Tests == nil || TunnelCount(r.Params) != 0 {
 			continue
 		}
 		for _, u := range r.Tests.UDP {
@@ -267,7 +267,7 @@ func setUDPPercentNative(rows []Summary) {
 		}
 		for j := range rows[i].Tests.UDP {
 			u := &rows[i].Tests.UDP[j]
-			base, ok := native[key{BaselineOf(rows[i].Params), u.FrameBytes}]
+			base, ok := native[key{NativeKey(rows[i].Params), u.FrameBytes}]
 			if !ok || base <= 0 || u.Gbps.N == 0 {
 				continue
 			}
