@@ -94,6 +94,9 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 								for _, cc := range ccs {
 									for _, streams := range s.Streams {
 										for _, tunnels := range s.TunnelCounts() {
+											if tunnels > 1 && oneTunnel(o, m, f, s.Options[m]) {
+												continue
+											}
 											p := result.Params{
 												Family:            f,
 												UnderlayMTU:       mtu,
@@ -171,6 +174,14 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		}
 	}
 	return steps
+}
+
+// oneTunnel reports whether method m sets up one tunnel only in family f
+// (scenario.OneTunnelOnly): it is left out of the sweep's counts above
+// one, as a family a method lacks is, when o knows the methods' scale.
+func oneTunnel(o Overheads, m, f string, opts map[string]string) bool {
+	c, ok := o.(scenario.Catalog)
+	return ok && scenario.OneTunnelOnly(c, m, f, opts)
 }
 
 func supports(fs []string, f string) bool {

@@ -99,3 +99,37 @@ func TestTunnelsDimension(t *testing.T) {
 		t.Errorf("params' tunnels %d and %d, want 0 (one) and 100", steps[0].Params.Tunnels, steps[1].Params.Tunnels)
 	}
 }
+
+// scaleCatalog is overheads with the methods' scale: vxlan sets up many
+// tunnels, the rest one.
+type scaleCatalog struct{ overheads }
+
+func (scaleCatalog) Names() []string                              { return []string{"native", "vxlan", "ipip"} }
+func (scaleCatalog) CheckOptions(string, map[string]string) error { return nil }
+func (scaleCatalog) Tunnels(m, _ string, _ map[string]string) (int, string, string) {
+	if m == "vxlan" {
+		return 16384, "VXLAN device", "the address plan"
+	}
+	return 1, "tunnel", m + " sets up one tunnel"
+}
+
+// TestOneTunnelMethodsAtOneOnly: in a sweep of tunnel counts, a method
+// that sets up one tunnel (native, the baseline) runs at 1 only, as a
+// family a method lacks is left out.
+func TestOneTunnelMethodsAtOneOnly(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"native", "vxlan"}
+	s.Tunnels = []int{1, 100}
+	s.Repetitions = 1
+	if err := s.Validate(scaleCatalog{}); err != nil {
+		t.Fatalf("Validate: %v", err)
+	}
+	want := []string{
+		"1/3 native family=ipv4 mtu=1500 overlay_mtu=1500 offloads=on streams=1 cc=cubic rep=1",
+		"2/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 cc=cubic rep=1",
+		"3/3 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=1 tunnels=100 cc=cubic rep=1",
+	}
+	if diff := cmp.Diff(want, plan.Lines(plan.Build(s, scaleCatalog{}))); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+}

@@ -745,12 +745,32 @@ func (s Scenario) validateTunnels(c Catalog, bad func(field, format string, args
 				continue
 			}
 			max, unit, why := sc.Tunnels(m, f, s.Options[m])
-			if most > max {
+			switch {
+			case max == 1 && slices.Contains(s.TunnelCounts(), 1):
+				// A one-tunnel method in a sweep that has 1 (native as
+				// the baseline) runs at one tunnel only (OneTunnelOnly).
+			case max == 1:
+				bad("tunnels", "%v: %s over %s sets up one tunnel only (%s): add 1 to tunnels (it then runs at 1 only) or drop %s",
+					s.Tunnels, m, f, why, m)
+			case most > max:
 				bad("tunnels", "%d: %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop %s",
 					most, m, f, max, unit, why, max, m)
 			}
 		}
 	}
+}
+
+// OneTunnelOnly reports whether method m, in family f, runs at one tunnel
+// only in a sweep of tunnel counts: it sets up one (its Scale's Max is
+// 1), like native, the baseline, and is measured at the sweep's count 1.
+// Validation refuses a sweep without 1 for such a method.
+func OneTunnelOnly(c Catalog, m, f string, opts map[string]string) bool {
+	sc, ok := c.(ScaleCatalog)
+	if !ok {
+		return false
+	}
+	max, _, _ := sc.Tunnels(m, f, opts)
+	return max == 1
 }
 
 // duplicateInt returns a value listed twice in xs, 0 when none is.

@@ -159,7 +159,9 @@ func TestValidateErrors(t *testing.T) {
 		{"tunnels twice", "tunnels: [10, 10]", []string{"tunnels: 10 is listed twice"}},
 		{"tunnels above a method's maximum", "methods: [vxlan, srv6]\ntunnels: [1, 20000]", []string{
 			"tunnels: 20000: vxlan over ipv4 sets up at most 16384 (one tunnel is one VXLAN device; the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs): lower tunnels to 16384 or drop vxlan",
-			"tunnels: 20000: srv6 over ipv4 sets up at most 1 (one tunnel is one tunnel; srv6 sets up one tunnel between two endpoints)"}},
+		}},
+		{"tunnels without 1 for a one-tunnel method", "methods: [vxlan, srv6]\ntunnels: [10, 100]", []string{
+			"tunnels: [10 100]: srv6 over ipv4 sets up one tunnel only (srv6 sets up one tunnel between two endpoints): add 1 to tunnels (it then runs at 1 only) or drop srv6"}},
 		{"congestion control twice", "congestion_control: [bbr, bbr]", []string{`congestion_control: "bbr" is listed twice`}},
 	}
 	for _, tt := range tests {
