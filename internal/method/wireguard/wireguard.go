@@ -6,7 +6,8 @@ package wireguard
 // Every run generates fresh keys in Go: one private key per side and one
 // preshared key. Both sides get the same configuration shape (wgtypes.Config):
 // its private key, the listen port, and the other side as the only peer,
-// reached at its underlay address and allowed only its overlay address.
+// reached at its underlay address and allowed only its overlay address
+// (with the tunnels dimension, side a's device holds N peers: scale.go).
 // The kernel device is configured through wgctrl (generic netlink, opened
 // inside the side's namespace). The userspace daemons are configured through
 // the cross-platform userspace API (the text protocol of
@@ -993,10 +994,10 @@ func wgPeerAllowing(d *wgtypes.Device, addr netip.Addr) *wgtypes.Peer {
 
 // wgRekey forces a new handshake (method.Rekeyer): side a removes its
 // peer (side b's, among the fillers of a scaled set-up), dropping the
-// session keys, and adds it back as it was (public
-// key, preshared key read from the side directory, endpoint, allowed
-// IPs); a's next packet starts a new handshake, which b answers. It
-// returns what it did, naming no key.
+// session keys, and adds it back as it was (public key, preshared key
+// read from the side directory, endpoint, allowed IPs); a's next packet
+// starts a new handshake, which b answers. It returns what it did,
+// naming no key.
 func wgRekey(env *method.Env, name string, ctl wgControl) (string, error) {
 	const how = "remove and re-add the peer on side a (new handshake)"
 	d, err := ctl.device()
