@@ -342,3 +342,57 @@ func TestBoringTunScaled(t *testing.T) {
 		t.Run(family, func(t *testing.T) { runScaled(t, m, family) })
 	}
 }
+
+// TestWGBatches: a configuration of many peers goes in requests of
+// wgBatch peers, the first with the device's key, port and
+// replace_peers, the others with peers only, every peer once, in order.
+func TestWGBatches(t *testing.T) {
+	key := testKey(t, 1)
+	port := 51820
+	n := 2*wireguard.WGBatch + 88
+	cfg := wgtypes.Config{PrivateKey: &key, ListenPort: &port, ReplacePeers: true}
+	for i := range n {
+		cfg.Peers = append(cfg.Peers, wgtypes.PeerConfig{PublicKey: testKey(t, byte(i))})
+	}
+	got := wireguard.WGBatches(cfg, wireguard.WGBatch)
+	if len(got) != 3 || len(got[0].Peers) != wireguard.WGBatch || len(got[2].Peers) != 88 {
+		t.Fatalf("%d peers: %d batches, want 3 (%d, %d, 88)", n, len(got), wireguard.WGBatch, wireguard.WGBatch)
+	}
+	if got[0].PrivateKey == nil || got[0].ListenPort == nil || !got[0].ReplacePeers {
+		t.Error("the first batch lacks the device's key, port or replace_peers")
+	}
+	var peers []wgtypes.PeerConfig
+	for i, b := range got {
+		if i > 0 && (b.PrivateKey != nil || b.ListenPort != nil || b.ReplacePeers) {
+			t.Errorf("batch %d sets the device again (a later replace_peers would drop the peers before it)", i)
+		}
+		peers = append(peers, b.Peers...)
+	}
+	if !slices.EqualFunc(peers, cfg.Peers, func(a, b wgtypes.PeerConfig) bool { return a.PublicKey == b.PublicKey }) {
+		t.Error("the batches do not hold every peer once, in order")
+	}
+	one := wgtypes.Config{PrivateKey: &key, Peers: cfg.Peers[:1]}
+	if got := wireguard.WGBatches(one, wireguard.WGBatch); len(got) != 1 || got[0].PrivateKey == nil || len(got[0].Peers) != 1 {
+		t.Errorf("one peer: %+v, want the configuration itself", got)
+	}
+}
+
+// TestWGFillerEndpoints: every filler of the largest set-up (and the one
+// Grow adds to a smaller one) has an endpoint of its own inside the
+// filler block, away from the testbeds' underlay addresses.
+func TestWGFillerEndpoints(t *testing.T) {
+	for _, f := range []string{method.IPv4, method.IPv6} {
+		block := netip.MustParsePrefix("198.18.64.0/18")
+		if f == method.IPv6 {
+			block = netip.MustParsePrefix("2001:2:0:4000::/64")
+		}
+		seen := map[netip.Addr]bool{}
+		for i := range method.MaxScaleTunnels(f) {
+			a := wireguard.WGFillerEndpoint(f, i)
+			if !block.Contains(a) || seen[a] || (f == method.IPv6 && a == block.Addr()) {
+				t.Fatalf("%s: filler %d at %s: outside %s, taken, or the IPv6 subnet's anycast address", f, i, a, block)
+			}
+			seen[a] = true
+		}
+	}
+}
