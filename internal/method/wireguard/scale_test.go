@@ -306,8 +306,9 @@ func checkScaledPeers(t *testing.T, l *localns.Local, env *method.Env, path *met
 // runScaled is the real run of a userspace WireGuard with 100 tunnels:
 // 100 peers on a, one on b, each read back; a ping crosses the measured
 // peer (the fillers have no far end: they carry nothing by design); Grow
-// adds peer 101, which is read back too, and the ping still crosses;
-// teardown leaves the links as before (setupScaled).
+// adds peer 101, which is read back too, and the ping still crosses, as
+// it does after a rekey of the real peer; teardown leaves the links as
+// before (setupScaled).
 func runScaled(t *testing.T, m method.Method, family string) {
 	const n = 100
 	l, env, path := setupScaled(t, m, family, n)
@@ -325,6 +326,12 @@ func runScaled(t *testing.T, m method.Method, family string) {
 	t.Logf("Grow: %s", how)
 	checkScaledPeers(t, l, env, path, n+1, secrets)
 	methodtest.Ping(t, l, path)
+	// The recover test's rekey finds side b's peer among the fillers.
+	if _, err := m.(method.Rekeyer).Rekey(context.Background(), env); err != nil {
+		t.Fatalf("Rekey with %d peers: %v", n+1, err)
+	}
+	methodtest.Ping(t, l, path)
+	checkScaledPeers(t, l, env, path, n+1, secrets)
 }
 
 func TestWireGuardGoScaled(t *testing.T) {
