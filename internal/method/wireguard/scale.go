@@ -51,15 +51,20 @@ var (
 	wgFillerBlock6 = netip.MustParsePrefix("2001:2:0:4000::/64")
 )
 
-// wgBatch is the number of peers configured in one request.
+// wgBatch is the number of peers configured in one request: enough that
+// a request's own cost (a connection, an op's round trip to a remote
+// host) is small beside its peers', few enough that the per-peer adds
+// keep some resolution and a request ends well within the UAPI
+// exchange's 10 s deadline on a busy machine.
 const wgBatch = 256
 
-// The most peers each implementation takes on one device, where it is
-// below the address plan's: the kernel's MAX_PEERS_PER_DEVICE is 1 << 20
-// and wireguard-go's MaxPeers 1 << 16, both above the plan's 16384 and
-// 32768; boringtun 0.7.1 has no limit of its own below 2^24 - 1 (its
-// 24-bit peer index), and took 40,000 peers on one device here
-// (docs/performance.md), so the plan bounds all three.
+// wgScale is the Scale of every WireGuard method: one tunnel is one
+// peer, at most as many as the address plan holds. Each implementation
+// takes more on one device: the kernel's MAX_PEERS_PER_DEVICE is 1 << 20
+// and wireguard-go's MaxPeers 1 << 16, above the plan's 16384 and 32768;
+// boringtun 0.7.1 has no limit of its own below 2^24 - 1 (its 24-bit
+// peer index) and took 40,000 peers on one device here
+// (docs/performance.md).
 func wgScale(family string) method.Scale {
 	return method.Scale{Unit: "peer", Max: method.MaxScaleTunnels(family),
 		Why: method.ScaleWhy(family) + ", a peer's allowed IP each"}
