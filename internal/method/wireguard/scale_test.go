@@ -403,3 +403,22 @@ func TestWGFillerEndpoints(t *testing.T) {
 		}
 	}
 }
+
+// TestWireGuardTunnelsAboveMax: Setup itself refuses more peers than
+// Scale allows, before anything is created (validation refuses them
+// first).
+func TestWireGuardTunnelsAboveMax(t *testing.T) {
+	t.Parallel()
+	for _, tt := range wgMethods {
+		m := tt.m()
+		var cfg [2]wgtypes.Config
+		rec := recordWG(m, tt.program, tt.version, method.IPv4, method.MaxScaleTunnels(method.IPv4)+1, &cfg)
+		_, err := m.Setup(t.Context(), rec.Env)
+		if err == nil || !strings.Contains(err.Error(), m.Name()+": 16385 tunnels: at most 16384 (one tunnel is one peer;") {
+			t.Errorf("%s: Setup of 16385 peers: %v, want a refusal", m.Name(), err)
+		}
+		if lines := append(rec.A.Lines(), rec.B.Lines()...); len(lines) != 0 {
+			t.Errorf("%s: a refused Setup changed the hosts: %q", m.Name(), lines)
+		}
+	}
+}

@@ -101,6 +101,10 @@ func wgPlan(env *method.Env, name string) ([2]*wgSide, error) {
 	if err != nil {
 		return sides, err
 	}
+	// Validation refuses more tunnels first; this guards a direct call.
+	if s := wgScale(env.Family); env.N() > s.Max {
+		return sides, fmt.Errorf("%s: %d tunnels: at most %d (one tunnel is one %s; %s)", name, env.N(), s.Max, s.Unit, s.Why)
+	}
 	port := opts.Int("port")
 	psk, err := wgtypes.GenerateKey()
 	if err != nil {
