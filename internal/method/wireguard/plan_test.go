@@ -60,16 +60,25 @@ func wgSetLine(a wgConfigureArgs) string {
 }
 
 // answerWireGuard makes r answer the wgctrl ops of kernel WireGuard: a
-// configuration is recorded as "wg set", a device read shows a completed
-// handshake, a handshake trigger is recorded as the datagram it sends.
-// The configuration is stored in *cfg.
+// configuration is recorded as "wg set", a device read shows every peer
+// configured with a completed handshake, a handshake trigger is recorded
+// as the datagram it sends. The first configuration is stored in *cfg,
+// with the peers of the later ones (batches) appended.
 func answerWireGuard(r *testbedtest.Recorder, cfg *wgtypes.Config) {
+	var peers []wgtypes.Peer
 	testbedtest.AnswerOp(r, "wireguard.configure", func(a wgConfigureArgs) (string, struct{}, error) {
-		*cfg = a.Cfg
+		if a.Cfg.PrivateKey != nil {
+			*cfg = a.Cfg
+		} else {
+			cfg.Peers = append(cfg.Peers, a.Cfg.Peers...)
+		}
+		for _, p := range a.Cfg.Peers {
+			peers = append(peers, wgtypes.Peer{PublicKey: p.PublicKey, AllowedIPs: p.AllowedIPs, LastHandshakeTime: time.Unix(1, 0)})
+		}
 		return wgSetLine(a), struct{}{}, nil
 	})
 	testbedtest.AnswerOp(r, "wireguard.device", func(dev string) (string, *wgtypes.Device, error) {
-		return "", &wgtypes.Device{Name: dev, Peers: []wgtypes.Peer{{LastHandshakeTime: time.Unix(1, 0)}}}, nil
+		return "", &wgtypes.Device{Name: dev, Peers: peers}, nil
 	})
 	testbedtest.AnswerOp(r, "wireguard.tun", func(dev string) (string, struct{}, error) {
 		return "ip tuntap add dev " + dev + " mode tun multi_queue", struct{}{}, r.Know(dev, "tun")
@@ -138,11 +147,14 @@ type uapiArgs struct{ Sock, Req string }
 // uapiKey is a key in a UAPI request.
 var uapiKey = regexp.MustCompile(`(private_key|public_key|preshared_key)=[0-9a-f]{64}`)
 
+// uapiPeer is a peer's public key in a UAPI request.
+var uapiPeer = regexp.MustCompile(`public_key=[0-9a-f]{64}`)
+
 // answerUserspace makes r answer a userspace WireGuard daemon: program
 // prints version, the daemon (started through unshare) creates its
 // device and socket and removes the device as it exits, a UAPI set is
-// recorded as "uapi set" with its lines (keys <key>), a UAPI get shows a
-// handshake. A daemon started on a device that exists (one tunbench
+// recorded as "uapi set" with its lines (keys <key>), a UAPI get shows
+// every peer set with a handshake. A daemon started on a device that exists (one tunbench
 // created, recorded as "ip tuntap add") attaches to it and leaves it
 // behind when it exits.
 func answerUserspace(r *testbedtest.Recorder, program, version string) {
@@ -165,10 +177,16 @@ func answerUserspace(r *testbedtest.Recorder, program, version string) {
 		return testbedtest.Answer{Err: fmt.Errorf("unexpected command %q", argv)}
 	})
 	testbedtest.AnswerOp(r, "unix.accepts", func(string) (string, bool, error) { return "", true, nil })
+	var peers []string
 	testbedtest.AnswerOp(r, "wireguard.uapi", func(a uapiArgs) (string, []string, error) {
 		if strings.HasPrefix(a.Req, "get=1") {
-			return "", []string{"public_key=" + strings.Repeat("0", 64), "last_handshake_time_sec=1", "last_handshake_time_nsec=0"}, nil
+			var get []string
+			for _, p := range peers {
+				get = append(get, p, "last_handshake_time_sec=1", "last_handshake_time_nsec=0")
+			}
+			return "", get, nil
 		}
+		peers = append(peers, uapiPeer.FindAllString(a.Req, -1)...)
 		req := uapiKey.ReplaceAllString(strings.TrimSpace(a.Req), "$1="+testbedtest.KeyText)
 		return "uapi " + filepath.Base(a.Sock) + " " + strings.ReplaceAll(req, "\n", " "), nil, nil
 	})

@@ -6,7 +6,8 @@ package wireguard
 // Every run generates fresh keys in Go: one private key per side and one
 // preshared key. Both sides get the same configuration shape (wgtypes.Config):
 // its private key, the listen port, and the other side as the only peer,
-// reached at its underlay address and allowed only its overlay address.
+// reached at its underlay address and allowed only its overlay address
+// (with the tunnels dimension, side a's device holds N peers: scale.go).
 // The kernel device is configured through wgctrl (generic netlink, opened
 // inside the side's namespace). The userspace daemons are configured through
 // the cross-platform userspace API (the text protocol of
@@ -86,15 +87,23 @@ type wgSide struct {
 	dir  string       // private side directory (0700)
 	addr netip.Prefix // overlay address on the device
 	cfg  wgtypes.Config
+	// peer is the public key of the real peer (the other side), among
+	// the fillers on side a of a scaled set-up (scale.go).
+	peer wgtypes.Key
 }
 
 // wgPlan generates fresh keys, writes them 0600 into the side directories
-// <env.Dir>/<method>-<side>, and returns both sides' configuration.
+// <env.Dir>/<method>-<side>, and returns both sides' configuration. With
+// env.N() > 1, side a's device holds the filler peers too (scale.go).
 func wgPlan(env *method.Env, name string) ([2]*wgSide, error) {
 	var sides [2]*wgSide
 	opts, err := method.ParseDeclared(name, []method.Option{method.WGPortOption}, env.Options)
 	if err != nil {
 		return sides, err
+	}
+	// Validation refuses more tunnels first; this guards a direct call.
+	if s := wgScale(env.Family); env.N() > s.Max {
+		return sides, fmt.Errorf("%s: %d tunnels: at most %d (one tunnel is one %s; %s)", name, env.N(), s.Max, s.Unit, s.Why)
 	}
 	port := opts.Int("port")
 	psk, err := wgtypes.GenerateKey()
@@ -128,6 +137,7 @@ func wgPlan(env *method.Env, name string) ([2]*wgSide, error) {
 			dev:  wgDevName(env, ep),
 			dir:  dir,
 			addr: overlay[i],
+			peer: priv[1-i].PublicKey(),
 			cfg: wgtypes.Config{
 				PrivateKey:   &priv[i],
 				ListenPort:   &listen,
@@ -140,6 +150,12 @@ func wgPlan(env *method.Env, name string) ([2]*wgSide, error) {
 					AllowedIPs:        []net.IPNet{*testbed.PrefixNet(method.HostPrefix(overlay[1-i].Addr()))},
 				}},
 			},
+		}
+	}
+	if n := env.N(); n > 1 {
+		a := &sides[0].cfg
+		if a.Peers, err = wgPeers(env.Family, n, env.Measured(), port, a.Peers[0], wgtypes.GenerateKey); err != nil {
+			return sides, fmt.Errorf("%s: %w", env.A.Side, err)
 		}
 	}
 	return sides, nil
@@ -520,12 +536,28 @@ func wgKick(from *wgSide, to netip.Addr) error {
 	return nil
 }
 
-// wgHandshakeState describes a side's peer for error messages.
-func wgHandshakeState(d *wgtypes.Device) string {
-	if d == nil || len(d.Peers) == 0 {
+// wgRealPeer is the peer of d with public key key (the other side), or
+// nil. A side's device has that one peer but on side a of a scaled
+// set-up, which has fillers too (scale.go).
+func wgRealPeer(d *wgtypes.Device, key wgtypes.Key) *wgtypes.Peer {
+	if d == nil {
+		return nil
+	}
+	for i := range d.Peers {
+		if d.Peers[i].PublicKey == key {
+			return &d.Peers[i]
+		}
+	}
+	return nil
+}
+
+// wgHandshakeState describes a side's peer with public key key for error
+// messages.
+func wgHandshakeState(d *wgtypes.Device, key wgtypes.Key) string {
+	p := wgRealPeer(d, key)
+	if p == nil {
 		return "no peer configured"
 	}
-	p := d.Peers[0]
 	hs := "never"
 	if !p.LastHandshakeTime.IsZero() {
 		hs = p.LastHandshakeTime.Format(time.RFC3339)
@@ -535,7 +567,10 @@ func wgHandshakeState(d *wgtypes.Device) string {
 
 // wgWaitHandshake makes side a initiate a handshake with b and waits until
 // both sides report one. On timeout the error names each side without a
-// handshake, with its peer counters; fail adds a side's daemon log.
+// handshake, with its peer counters; fail adds a side's daemon log. A
+// side a with many peers (scale.go) is read only once b has its
+// handshake, which comes first: reading N peers every 20 ms would slow
+// the daemon it waits for.
 func wgWaitHandshake(ctx context.Context, sides [2]*wgSide, ctl [2]wgControl, timeout time.Duration, fail func(i int, what string) error) error {
 	done := [2]bool{}
 	var last [2]*wgtypes.Device
@@ -547,13 +582,13 @@ func wgWaitHandshake(ctx context.Context, sides [2]*wgSide, ctl [2]wgControl, ti
 			kickErr = wgKick(sides[0], sides[1].addr.Addr())
 			nextKick = time.Now().Add(time.Second)
 		}
-		for i := range sides {
-			if done[i] {
+		for _, i := range []int{1, 0} {
+			if done[i] || (i == 0 && !done[1] && len(sides[0].cfg.Peers) > 1) {
 				continue
 			}
 			d, err := ctl[i].device()
 			last[i], lastErr[i] = d, err
-			if err == nil && len(d.Peers) > 0 && !d.Peers[0].LastHandshakeTime.IsZero() {
+			if err == nil && wgHandshook(d, sides[i].peer) {
 				done[i] = true
 			}
 		}
@@ -569,10 +604,13 @@ func wgWaitHandshake(ctx context.Context, sides [2]*wgSide, ctl [2]wgControl, ti
 		}
 		peer := sides[1-i].ep.Side
 		what := fmt.Sprintf("no wireguard handshake on %s with %s within %s", s.dev, peer, timeout)
+		if last[i] == nil && lastErr[i] == nil {
+			last[i], lastErr[i] = ctl[i].device()
+		}
 		if lastErr[i] != nil {
 			what += fmt.Sprintf(" (reading %s: %v)", s.dev, lastErr[i])
 		} else {
-			what += " (" + wgHandshakeState(last[i]) + ")"
+			what += " (" + wgHandshakeState(last[i], s.peer) + ")"
 		}
 		if i == 0 && kickErr != nil {
 			what += fmt.Sprintf(" (%v)", kickErr)
@@ -583,6 +621,13 @@ func wgWaitHandshake(ctx context.Context, sides [2]*wgSide, ctl [2]wgControl, ti
 		errs = append(errs, ctx.Err())
 	}
 	return errors.Join(errs...)
+}
+
+// wgHandshook reports whether d's peer with public key key has had a
+// handshake.
+func wgHandshook(d *wgtypes.Device, key wgtypes.Key) bool {
+	p := wgRealPeer(d, key)
+	return p != nil && !p.LastHandshakeTime.IsZero()
 }
 
 // errMalformed stands for a parse error whose message would quote the
@@ -870,6 +915,7 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 	}
 	var procs [2]*method.Process
 	var ctl [2]wgControl
+	var adds []time.Duration
 	for i, s := range sides {
 		if u.d.tunFirst {
 			if err := wgCreateTUN(s); err != nil {
@@ -888,9 +934,11 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 			}
 		}
 		ctl[i] = wgUAPI{ep: s.ep, sock: wgSocket(s)}
-		if err := ctl[i].configure(s.cfg); err != nil {
+		d, err := wgConfigure(ctl[i], s.cfg)
+		if err != nil {
 			return nil, procs[i].Failure("configure "+s.dev, err)
 		}
+		adds = append(adds, d...)
 	}
 	fail := func(i int, what string) error { return procs[i].Failure(what, nil) }
 	if err := wgWaitHandshake(ctx, sides, ctl, orDefault(u.handshakeTimeout), fail); err != nil {
@@ -902,6 +950,7 @@ func (u *wgUserspace) setup(ctx context.Context, env *method.Env) (*method.Path,
 		Devices: map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
 		Daemons: []method.Daemon{procs[0].Daemon(), procs[1].Daemon()},
 		Variant: u.variant(ctx, env),
+		Adds:    scaledAdds(env, adds),
 	}, nil
 }
 
@@ -935,21 +984,35 @@ func (u *wgUserspace) teardown(env *method.Env) error {
 	return errors.Join(errs...)
 }
 
+// wgPeerAllowing is the peer of d whose allowed IPs hold addr, or nil.
+func wgPeerAllowing(d *wgtypes.Device, addr netip.Addr) *wgtypes.Peer {
+	for i, p := range d.Peers {
+		for _, n := range p.AllowedIPs {
+			if n.Contains(net.IP(addr.AsSlice())) {
+				return &d.Peers[i]
+			}
+		}
+	}
+	return nil
+}
+
 // wgRekey forces a new handshake (method.Rekeyer): side a removes its
-// peer, dropping the session keys, and adds it back as it was (public
-// key, preshared key read from the side directory, endpoint, allowed
-// IPs); a's next packet starts a new handshake, which b answers. It
-// returns what it did, naming no key.
+// peer (side b's, among the fillers of a scaled set-up), dropping the
+// session keys, and adds it back as it was (public key, preshared key
+// read from the side directory, endpoint, allowed IPs); a's next packet
+// starts a new handshake, which b answers. It returns what it did,
+// naming no key.
 func wgRekey(env *method.Env, name string, ctl wgControl) (string, error) {
 	const how = "remove and re-add the peer on side a (new handshake)"
 	d, err := ctl.device()
 	if err != nil {
 		return how, fmt.Errorf("a: read %s: %w", name, err)
 	}
-	if len(d.Peers) != 1 {
-		return how, fmt.Errorf("a: %s has %d peers, want 1", name, len(d.Peers))
+	_, ob := method.Overlay(env.Family)
+	p := wgPeerAllowing(d, ob.Addr())
+	if p == nil {
+		return how, fmt.Errorf("a: %s has no peer allowed %s among its %d (side b's peer)", name, ob.Addr(), len(d.Peers))
 	}
-	p := d.Peers[0]
 	dir, err := method.SideDir(env, name, env.A)
 	if err != nil {
 		return how, err

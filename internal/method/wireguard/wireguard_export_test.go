@@ -49,3 +49,10 @@ func WithFaults(m method.Method, timeout time.Duration, wrongPeerKey bool) metho
 // WGSocket is the host path of the control socket of dev in a side
 // directory.
 func WGSocket(sideDir, dev string) string { return wgSocket(&wgSide{dir: sideDir, dev: dev}) }
+
+var (
+	WGBatches        = wgBatches
+	WGFillerEndpoint = wgFillerEndpoint
+)
+
+const WGBatch = wgBatch

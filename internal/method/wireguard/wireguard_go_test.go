@@ -11,7 +11,7 @@ import (
 
 // requireProgram skips t, with the install instruction, when the method's
 // program is missing.
-func requireProgram(t *testing.T, m method.Method, program string) {
+func requireProgram(t testing.TB, m method.Method, program string) {
 	t.Helper()
 	for _, r := range m.Requirements() {
 		if r.Program == program {

@@ -48,13 +48,15 @@ func (WireGuard) Requirements() []method.Requirement {
 }
 
 // Setup creates a WireGuard device on each side with the overlay MTU and
-// address, configures keys and peers, and waits for the first handshake.
+// address, configures keys and peers (side a env.N() of them: scale.go),
+// and waits for the first handshake.
 func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, error) {
 	sides, err := wgPlan(env, "wireguard")
 	if err != nil {
 		return nil, err
 	}
 	var ctl [2]wgControl
+	var adds []time.Duration
 	for i, s := range sides {
 		link := &netlink.Wireguard{LinkAttrs: netlink.LinkAttrs{Name: s.dev, MTU: env.OverlayMTU}}
 		plan := method.Plan{Links: []method.PlanLink{{Link: link, Config: "CONFIG_WIREGUARD", MTU: env.OverlayMTU, Addr: s.addr}}}
@@ -62,9 +64,11 @@ func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, er
 			return nil, err
 		}
 		ctl[i] = wgKernel{ep: s.ep, dev: s.dev}
-		if err := ctl[i].configure(s.cfg); err != nil {
+		d, err := wgConfigure(ctl[i], s.cfg)
+		if err != nil {
 			return nil, fmt.Errorf("%s: configure %s: %w", s.ep.Side, s.dev, err)
 		}
+		adds = append(adds, d...)
 	}
 	fail := func(i int, what string) error {
 		return fmt.Errorf("%s: kernel wireguard: %s", sides[i].ep.Side, what)
@@ -78,6 +82,7 @@ func (m WireGuard) Setup(ctx context.Context, env *method.Env) (*method.Path, er
 		Devices:  map[string][]string{"a": {sides[0].dev, env.A.Dev}, "b": {sides[1].dev, env.B.Dev}},
 		Variant:  "kernel",
 		Datapath: method.DatapathKernel,
+		Adds:     scaledAdds(env, adds),
 	}, nil
 }
 
