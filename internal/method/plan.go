@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
@@ -21,8 +22,12 @@ type Plan struct {
 	Links []PlanLink
 	// Addrs are added to devices that exist already (lo).
 	Addrs []PlanAddr
-	// Routes are added last, in order.
+	// Routes are added after the addresses, in order.
 	Routes []PlanRoute
+	// Neighs are neighbour and bridge FDB entries, added last, in order,
+	// on devices that exist by then. They live on their device and go
+	// with it: Undo deletes the device, not each entry.
+	Neighs []PlanNeigh
 }
 
 // PlanLink is a device to create.
@@ -56,6 +61,14 @@ type PlanAddr struct {
 	Addr netip.Prefix
 }
 
+// PlanNeigh is a neighbour entry ("ip neigh add") or, with Family
+// AF_BRIDGE and flag NTF_SELF, a bridge FDB entry ("bridge fdb add")
+// whose LinkIndex is the index of device Dev (looked up by Apply).
+type PlanNeigh struct {
+	Dev   string
+	Neigh netlink.Neigh
+}
+
 // PlanRoute is a route whose LinkIndex is the index of device Dev (looked
 // up by Apply).
 type PlanRoute struct {
@@ -73,7 +86,7 @@ func (l PlanLink) kind() string {
 }
 
 // Apply carries p out on ep, env's endpoint: links, then addresses, then
-// routes. It stops at the first error; Undo removes what was done.
+// routes, then neighbour entries. It stops at the first error; Undo removes what was done.
 func (p Plan) Apply(env *Env, ep *testbed.Endpoint) error {
 	for _, l := range p.Links {
 		if err := applyLink(env, ep, l); err != nil {
@@ -98,6 +111,25 @@ func (p Plan) Apply(env *Env, ep *testbed.Endpoint) error {
 		route.LinkIndex = link.Attrs().Index
 		if err := RouteAdd(ep, &route); err != nil {
 			return err
+		}
+	}
+	index := map[string]int{}
+	for _, n := range p.Neighs {
+		if _, ok := index[n.Dev]; !ok {
+			link, err := ep.NL.LinkByName(n.Dev)
+			if err != nil {
+				return fmt.Errorf("%s: find %s: %w", ep.Side, n.Dev, err)
+			}
+			index[n.Dev] = link.Attrs().Index
+		}
+		neigh := n.Neigh
+		neigh.LinkIndex = index[n.Dev]
+		if err := ep.NL.NeighAdd(&neigh); err != nil {
+			what := "neighbour " + neigh.IP.String()
+			if neigh.Family == unix.AF_BRIDGE {
+				what = "fdb entry " + neigh.HardwareAddr.String()
+			}
+			return fmt.Errorf("%s: add %s dev %s: %w", ep.Side, what, n.Dev, err)
 		}
 	}
 	return nil
@@ -158,15 +190,28 @@ func createLink(ep *testbed.Endpoint, l PlanLink) error {
 	return ep.NL.LinkAdd(link)
 }
 
+// Join is p followed by q: their links, addresses, routes and neighbour
+// entries, in order.
+func (p Plan) Join(q Plan) Plan {
+	return Plan{
+		Links:  append(slices.Clip(p.Links), q.Links...),
+		Addrs:  append(slices.Clip(p.Addrs), q.Addrs...),
+		Routes: append(slices.Clip(p.Routes), q.Routes...),
+		Neighs: append(slices.Clip(p.Neighs), q.Neighs...),
+	}
+}
+
 // Undo takes p back on ep: it deletes the routes (every route to each
 // planned destination), the addresses and the links. What is missing
 // already is fine, so Undo after a failed or partial Apply, or twice,
-// succeeds.
+// succeeds. It lists each family's routes once, so that a plan of
+// thousands of routes (the tunnels dimension) is not thousands of dumps.
 func (p Plan) Undo(ep *testbed.Endpoint) error {
 	if ep == nil || ep.NL == nil {
 		return nil
 	}
 	var errs []error
+	listed := map[int]map[string][]netlink.Route{} // family -> destination -> routes
 	for _, r := range p.Routes {
 		dst := r.Route.Dst
 		if dst == nil {
@@ -176,16 +221,26 @@ func (p Plan) Undo(ep *testbed.Endpoint) error {
 		if dst.IP.To4() == nil {
 			family = netlink.FAMILY_V6
 		}
-		routes, err := ep.NL.RouteListFiltered(family, &netlink.Route{Dst: dst}, netlink.RT_FILTER_DST)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: list routes to %s: %w", ep.Side, dst, err))
-			continue
+		if listed[family] == nil {
+			routes, err := ep.NL.RouteListFiltered(family, &netlink.Route{}, 0)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: list routes: %w", ep.Side, err))
+				continue
+			}
+			listed[family] = map[string][]netlink.Route{}
+			for _, rt := range routes {
+				if rt.Dst != nil {
+					listed[family][rt.Dst.String()] = append(listed[family][rt.Dst.String()], rt)
+				}
+			}
 		}
-		for _, rt := range routes {
+		key := dst.String()
+		for _, rt := range listed[family][key] {
 			if err := ep.NL.RouteDel(&rt); err != nil {
 				errs = append(errs, fmt.Errorf("%s: delete route %s: %w", ep.Side, rt, err))
 			}
 		}
+		delete(listed[family], key)
 	}
 	for _, a := range p.Addrs {
 		if link, err := ep.NL.LinkByName(a.Dev); err == nil {

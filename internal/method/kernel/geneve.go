@@ -2,9 +2,11 @@ package kernel
 
 import (
 	"context"
+	"fmt"
 	"net"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
 )
 
@@ -37,33 +39,53 @@ func (Geneve) Requirements() []method.Requirement {
 	return []method.Requirement{{Kernel: "CONFIG_GENEVE", Module: "geneve"}}
 }
 
-// Setup creates one Geneve device per side with the overlay address on it.
+// Scale is what one tunnel is, a Geneve device per side with VNI vni+i,
+// and how many fit: the address plan's, or fewer when the VNIs above vni
+// run out.
+func (Geneve) Scale(family string, opts method.Values) method.Scale {
+	return maxVNIDevices(family, "Geneve device", opts.Int("vni"))
+}
+
+// geneveDevices are Geneve's tunnels: tunnel i is a Geneve device per
+// side toward the peer's underlay address, VNI vni+i. The kernel's
+// Geneve device has no local address: the route to the remote picks the
+// source.
+var geneveDevices = vniDevices{base: geneveSuffix, letter: "-g", link: func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink {
+	local, remote := ep.Addr(env.Family), env.Peer(ep).Addr(env.Family)
+	return method.PlanLink{
+		Link: &netlink.Geneve{
+			LinkAttrs: netlink.LinkAttrs{Name: name},
+			ID:        vni,
+			Remote:    net.IP(remote.AsSlice()),
+			Dport:     method.GenevePort,
+			Ttl:       tunnelTTL,
+		},
+		Kind:   "geneve",
+		Detail: fmt.Sprintf("from %s to %s", local, remote),
+		Config: "CONFIG_GENEVE",
+	}
+}}
+
+// Setup creates env.N() Geneve devices per side (one at N = 1), the
+// measured one with the overlay address.
 func (g Geneve) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	opts, err := method.ParseOptions(g, env.Options)
 	if err != nil {
 		return nil, err
 	}
-	vni := opts.Int("vni")
-	return setupTunnel(env, kernelTunnel{
-		kind:     "geneve",
-		suffix:   geneveSuffix,
-		underlay: env.Family,
-		config:   "CONFIG_GENEVE",
-		// The kernel's Geneve device has no local address: the route to
-		// the remote picks the source.
-		link: func(name string, _, remote net.IP) netlink.Link {
-			return &netlink.Geneve{
-				LinkAttrs: netlink.LinkAttrs{Name: name},
-				ID:        uint32(vni),
-				Remote:    remote,
-				Dport:     method.GenevePort,
-				Ttl:       tunnelTTL,
-			}
-		},
-	})
+	return geneveDevices.setup(env, opts.Int("vni"), "geneve", g.Scale(env.Family, opts))
 }
 
-// Teardown deletes both Geneve devices.
+// Grow adds Geneve device env.N() on both sides (method.Grower).
+func (g Geneve) Grow(_ context.Context, env *method.Env) (string, error) {
+	opts, err := method.ParseOptions(g, env.Options)
+	if err != nil {
+		return "", err
+	}
+	return geneveDevices.grow(env, opts.Int("vni"), "Geneve device")
+}
+
+// Teardown deletes every Geneve device of both sides.
 func (Geneve) Teardown(_ context.Context, env *method.Env) error {
-	return teardownTunnel(env, geneveSuffix)
+	return geneveDevices.teardown(env)
 }

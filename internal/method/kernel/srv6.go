@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -54,17 +55,50 @@ func (SRv6) Requirements() []method.Requirement {
 // sids are the SIDs of sides a and b.
 var sids = [2]netip.Addr{SIDA, SIDB}
 
-// plan is SRv6's plan for each side of env (a, b): the overlay host
-// address on lo, a route to the peer's SID over the underlay, an encap
-// route to the peer's overlay address, and a seg6local route that
-// decapsulates packets for its own SID. It is pure.
-func (SRv6) plan(env *method.Env) [2]method.Plan {
-	oa, ob := method.Overlay(env.Family)
+// Scale is what one tunnel is, a segment (a SID per side, the encap
+// route toward the far one and the decapsulation at each), and how many
+// fit: the address plan's; the SID block holds far more, and the kernel
+// bounds neither the seg6 routes nor the seg6local ones.
+func (SRv6) Scale(family string, _ method.Values) method.Scale {
+	return method.Scale{Unit: "segment", Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family)}
+}
+
+// srv6SID is side s's SID of tunnel i: the single tunnel's (SIDA, SIDB)
+// for the measured one, 2001:2:0:ff:a::i and 2001:2:0:ff:b::i for the
+// others, all in the SID block 2001:2:0:ff::/64.
+func srv6SID(s, i, measured int) netip.Addr {
+	if i == measured {
+		return sids[s]
+	}
+	a := SIDA.As16()
+	a[8], a[9] = 0, 0x0a+byte(s)
+	a[12], a[13], a[14], a[15] = byte(i>>24), byte(i>>16), byte(i>>8), byte(i)
+	return netip.AddrFrom16(a)
+}
+
+// plan is SRv6's plan for each side of env (a, b), one per tunnel:
+// tunnel i's (tunnel) in index order. It is pure.
+func (m SRv6) plan(env *method.Env) [][2]method.Plan {
+	plans := make([][2]method.Plan, env.N())
+	for i := range plans {
+		plans[i] = m.tunnel(env, i)
+	}
+	return plans
+}
+
+// tunnel is tunnel i's plan for each side of env (a, b): the overlay
+// host address on lo, a route to the peer's SID over the underlay, an
+// encap route to the peer's overlay address, and a seg6local route that
+// decapsulates packets for its own SID. The measured tunnel has the
+// single tunnel's SIDs and addresses, the others their own (srv6SID,
+// method.ScaleOverlay). It is pure.
+func (SRv6) tunnel(env *method.Env, t int) [2]method.Plan {
+	oa, ob := method.ScaleOverlay(env.Family, t, env.Measured())
 	overlay := [2]netip.Addr{oa.Addr(), ob.Addr()}
 	var plans [2]method.Plan
 	for i, ep := range env.Endpoints() {
 		mine, theirs := overlay[i], overlay[1-i]
-		peerSID, ownSID := sids[1-i], sids[i]
+		peerSID, ownSID := srv6SID(1-i, t, env.Measured()), srv6SID(i, t, env.Measured())
 		var gw net.IP
 		if peer := env.Peer(ep); peer != nil {
 			gw = net.IP(peer.Addr6.Addr().AsSlice())
@@ -116,7 +150,8 @@ func (SRv6) plan(env *method.Env) [2]method.Plan {
 	return plans
 }
 
-// Setup applies the plan on each side.
+// Setup applies the plan on each side: every tunnel of side a, timed,
+// then side b's.
 func (m SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 	// The segments are IPv6 whatever the measured family: both sides need
 	// an IPv6 underlay address (an ssh site names it with ipv6:).
@@ -125,30 +160,89 @@ func (m SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 			return nil, fmt.Errorf("srv6: %s has no IPv6 underlay address on %s: SRv6 carries every family over IPv6; give the site one (ssh: ipv6: on the site)", hostName(ep), ep.Dev)
 		}
 	}
+	if s := m.Scale(env.Family, method.Values{}); env.N() > s.Max {
+		return nil, fmt.Errorf("tunnels: %d segments over %s, at most %d (%s): lower tunnels", env.N(), env.Family, s.Max, s.Why)
+	}
 	plans := m.plan(env)
+	var adds []time.Duration
 	for i, ep := range env.Endpoints() {
-		if err := plans[i].Apply(env, ep); err != nil {
-			return nil, err
+		var t method.AddTimer
+		t.Start()
+		for _, p := range plans {
+			if err := p[i].Apply(env, ep); err != nil {
+				return nil, err
+			}
+			t.Done()
 		}
+		adds = append(adds, t.Adds()...)
 	}
 	oa, ob := method.Overlay(env.Family)
-	return &method.Path{
+	p := &method.Path{
 		A:       oa.Addr(),
 		B:       ob.Addr(),
 		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
 		Variant: map[string]string{method.IPv4: "End.DX4", method.IPv6: "End.DT6"}[env.Family],
-	}, nil
+	}
+	if env.N() > 1 {
+		p.Adds = adds
+	}
+	return p, nil
 }
 
-// Teardown takes the plan back: the routes and the lo addresses go with
-// the namespace anyway, but a method leaves the testbed as it found it.
+// Grow adds tunnel env.N() on both sides (method.Grower).
+func (m SRv6) Grow(_ context.Context, env *method.Env) (string, error) {
+	i := env.N()
+	plans := m.tunnel(env, i)
+	for s, ep := range env.Endpoints() {
+		if err := plans[s].Apply(env, ep); err != nil {
+			return "", err
+		}
+	}
+	oa, ob := method.ScaleOverlay(env.Family, i, env.Measured())
+	return fmt.Sprintf("added segment %d (SIDs %s and %s, %s - %s) on both sides",
+		i, srv6SID(0, i, env.Measured()), srv6SID(1, i, env.Measured()), oa.Addr(), ob.Addr()), nil
+}
+
+// Teardown takes the plan back, every tunnel's at once, and the one Grow
+// added where its address is on lo: the routes and the lo addresses go
+// with the namespace anyway, but a method leaves the testbed as it found
+// it.
 func (m SRv6) Teardown(_ context.Context, env *method.Env) error {
 	plans := m.plan(env)
+	grown := m.tunnel(env, env.N())
 	var errs []error
 	for i, ep := range env.Endpoints() {
-		errs = append(errs, plans[i].Undo(ep))
+		var all method.Plan
+		for _, p := range plans {
+			all = all.Join(p[i])
+		}
+		if hasAddr(ep, "lo", grown[i].Addrs[0].Addr) {
+			all = all.Join(grown[i])
+		}
+		errs = append(errs, all.Undo(ep))
 	}
 	return errors.Join(errs...)
+}
+
+// hasAddr reports whether device dev of ep has address a.
+func hasAddr(ep *testbed.Endpoint, dev string, a netip.Prefix) bool {
+	if ep == nil || ep.NL == nil {
+		return false
+	}
+	link, err := ep.NL.LinkByName(dev)
+	if err != nil {
+		return false
+	}
+	addrs, err := ep.NL.AddrList(link, method.FamilyOf(a.Addr()))
+	if err != nil {
+		return false
+	}
+	for _, x := range addrs {
+		if x.IP.Equal(net.IP(a.Addr().AsSlice())) {
+			return true
+		}
+	}
+	return false
 }
 
 // hostName names ep's side and, when it is on another machine, that host.

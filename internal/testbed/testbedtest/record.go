@@ -371,6 +371,12 @@ func (r *Recorder) LinkAdd(link netlink.Link) error {
 		return fmt.Errorf("recorder: link %s exists: %w", a.Name, unix.EEXIST)
 	}
 	line := "ip link add " + a.Name
+	if a.HardwareAddr != nil {
+		line += " address " + a.HardwareAddr.String()
+	}
+	if a.Group != 0 {
+		line += " group " + strconv.FormatUint(uint64(a.Group), 10)
+	}
 	if a.MTU != 0 {
 		line += " mtu " + strconv.Itoa(a.MTU)
 	}
@@ -779,8 +785,28 @@ func (r *Recorder) RuleDel(rule *netlink.Rule) error {
 	return nil
 }
 
+// neigh records a neighbour entry as "ip neigh" writes it, or a bridge
+// FDB entry (AF_BRIDGE) as "bridge fdb" does.
 func (r *Recorder) neigh(verb string, n *netlink.Neigh) error {
-	r.record("ip neigh %s %s lladdr %s dev %s", verb, n.IP, n.HardwareAddr, r.nameOf(n.LinkIndex))
+	if n.Family == unix.AF_BRIDGE {
+		line := fmt.Sprintf("bridge fdb %s %s dev %s", verb, n.HardwareAddr, r.nameOf(n.LinkIndex))
+		if n.IP != nil {
+			line += " dst " + n.IP.String()
+		}
+		if n.Flags&unix.NTF_SELF != 0 {
+			line += " self"
+		}
+		if n.State&unix.NUD_PERMANENT != 0 {
+			line += " permanent"
+		}
+		r.record("%s", line)
+		return nil
+	}
+	line := fmt.Sprintf("ip neigh %s %s lladdr %s dev %s", verb, n.IP, n.HardwareAddr, r.nameOf(n.LinkIndex))
+	if n.State&unix.NUD_PERMANENT != 0 {
+		line += " nud permanent"
+	}
+	r.record("%s", line)
 	return nil
 }
 
