@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"slices"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
@@ -190,15 +189,18 @@ func createLink(ep *testbed.Endpoint, l PlanLink) error {
 	return ep.NL.LinkAdd(link)
 }
 
-// Join is p followed by q: their links, addresses, routes and neighbour
-// entries, in order.
-func (p Plan) Join(q Plan) Plan {
-	return Plan{
-		Links:  append(slices.Clip(p.Links), q.Links...),
-		Addrs:  append(slices.Clip(p.Addrs), q.Addrs...),
-		Routes: append(slices.Clip(p.Routes), q.Routes...),
-		Neighs: append(slices.Clip(p.Neighs), q.Neighs...),
+// JoinPlans is one plan of ps in order: their links, addresses, routes
+// and neighbour entries, each in the order the plans give them (the
+// plans of N tunnels, undone at once).
+func JoinPlans(ps ...Plan) Plan {
+	var j Plan
+	for _, p := range ps {
+		j.Links = append(j.Links, p.Links...)
+		j.Addrs = append(j.Addrs, p.Addrs...)
+		j.Routes = append(j.Routes, p.Routes...)
+		j.Neighs = append(j.Neighs, p.Neighs...)
 	}
+	return j
 }
 
 // Undo takes p back on ep: it deletes the routes (every route to each

@@ -212,14 +212,14 @@ func (m SRv6) Teardown(_ context.Context, env *method.Env) error {
 	grown := m.tunnel(env, env.N())
 	var errs []error
 	for i, ep := range env.Endpoints() {
-		var all method.Plan
+		side := make([]method.Plan, 0, len(plans)+1)
 		for _, p := range plans {
-			all = all.Join(p[i])
+			side = append(side, p[i])
 		}
 		if hasAddr(ep, "lo", grown[i].Addrs[0].Addr) {
-			all = all.Join(grown[i])
+			side = append(side, grown[i])
 		}
-		errs = append(errs, all.Undo(ep))
+		errs = append(errs, method.JoinPlans(side...).Undo(ep))
 	}
 	return errors.Join(errs...)
 }
