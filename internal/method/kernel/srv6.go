@@ -191,6 +191,9 @@ func (m SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 
 // Grow adds tunnel env.N() on both sides (method.Grower).
 func (m SRv6) Grow(_ context.Context, env *method.Env) (string, error) {
+	if err := growRoom(env); err != nil {
+		return "", err
+	}
 	i := env.N()
 	plans := m.tunnel(env, i)
 	for s, ep := range env.Endpoints() {

@@ -114,8 +114,20 @@ func (d vniDevices) setup(env *method.Env, vni int, variant string, scale method
 	return p, nil
 }
 
+// growRoom refuses to grow a set-up that fills the address plan: the
+// tunnel Grow adds would have addresses outside it (method.ScaleOverlay).
+func growRoom(env *method.Env) error {
+	if env.N() >= method.MaxScaleTunnels(env.Family) {
+		return fmt.Errorf("grow: %d tunnels fill the address plan (%s): no room for one more; measure the reconfiguration at fewer tunnels", env.N(), method.ScaleWhy(env.Family))
+	}
+	return nil
+}
+
 // grow adds tunnel env.N() on both sides.
 func (d vniDevices) grow(env *method.Env, vni int, unit string) (string, error) {
+	if err := growRoom(env); err != nil {
+		return "", err
+	}
 	i := env.N()
 	plans := d.plan(env, vni, i)
 	for s, ep := range env.Endpoints() {

@@ -155,6 +155,9 @@ func vxlanFDB(env *method.Env, vni int, scale method.Scale) (*method.Path, error
 
 // growVXLANFDB adds FDB remote env.N() (a filler) on both sides.
 func growVXLANFDB(env *method.Env) (string, error) {
+	if err := growRoom(env); err != nil {
+		return "", err
+	}
 	i := env.N()
 	for s, ep := range env.Endpoints() {
 		if err := vxlanFDBTunnel(env, s, i).Apply(env, ep); err != nil {

@@ -349,3 +349,22 @@ func TestScaledThroughAgents(t *testing.T) {
 		}
 	}
 }
+
+// TestGrowRefusedWhenFull: a set-up that fills the address plan has no
+// room for the tunnel Grow adds (its addresses would leave the
+// benchmarking ranges), and Grow says so without touching either host.
+func TestGrowRefusedWhenFull(t *testing.T) {
+	t.Parallel()
+	for _, c := range scaleCases {
+		for _, family := range c.m.Families() {
+			rec := methodtest.RecordEnv(c.m, family, c.opts)
+			rec.Env.Tunnels = method.MaxScaleTunnels(family)
+			if _, err := c.m.(method.Grower).Grow(context.Background(), rec.Env); err == nil || !strings.Contains(err.Error(), "fill the address plan") {
+				t.Errorf("%s %s: Grow at %d tunnels: %v, want a refusal", c.name, family, rec.Env.Tunnels, err)
+			}
+			if lines := append(rec.A.Lines(), rec.B.Lines()...); len(lines) != 0 {
+				t.Errorf("%s %s: a refused Grow changed the hosts: %q", c.name, family, lines)
+			}
+		}
+	}
+}
