@@ -50,7 +50,7 @@ func (Geneve) Scale(family string, opts method.Values) method.Scale {
 // side toward the peer's underlay address, VNI vni+i. The kernel's
 // Geneve device has no local address: the route to the remote picks the
 // source.
-var geneveDevices = vniDevices{base: geneveSuffix, letter: "-g", link: func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink {
+var geneveDevices = vniDevices{base: geneveSuffix, stem: "gn", link: func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink {
 	local, remote := ep.Addr(env.Family), env.Peer(ep).Addr(env.Family)
 	return method.PlanLink{
 		Link: &netlink.Geneve{
@@ -73,7 +73,7 @@ func (g Geneve) Setup(_ context.Context, env *method.Env) (*method.Path, error) 
 	if err != nil {
 		return nil, err
 	}
-	return geneveDevices.setup(env, opts.Int("vni"), "geneve", g.Scale(env.Family, opts))
+	return geneveDevices.setup(g, env, opts.Int("vni"), "geneve", g.Scale(env.Family, opts))
 }
 
 // Grow adds Geneve device env.N() on both sides (method.Grower).

@@ -160,8 +160,8 @@ func (m SRv6) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 			return nil, fmt.Errorf("srv6: %s has no IPv6 underlay address on %s: SRv6 carries every family over IPv6; give the site one (ssh: ipv6: on the site)", hostName(ep), ep.Dev)
 		}
 	}
-	if s := m.Scale(env.Family, method.Values{}); env.N() > s.Max {
-		return nil, fmt.Errorf("tunnels: %d segments over %s, at most %d (%s): lower tunnels", env.N(), env.Family, s.Max, s.Why)
+	if err := checkTunnels(m, env, m.Scale(env.Family, method.Values{})); err != nil {
+		return nil, err
 	}
 	plans := m.plan(env)
 	var adds []time.Duration

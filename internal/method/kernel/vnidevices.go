@@ -28,8 +28,9 @@ import (
 // vniDevices says how a VNI method makes the device of one tunnel.
 type vniDevices struct {
 	// base is the name suffix of the measured tunnel's device ("-vx");
-	// letter starts the others' ("-v" + 4 hex digits of the index).
-	base, letter string
+	// stem names the others (fillerName: "-vx" + 4 hex digits of the
+	// index).
+	base, stem string
 	// link is side ep's device of tunnel i, called name, with VNI vni.
 	link func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink
 }
@@ -39,7 +40,7 @@ func (d vniDevices) name(env *method.Env, i int) string {
 	if i == env.Measured() {
 		return env.Prefix + d.base
 	}
-	return fmt.Sprintf("%s%s%04x", env.Prefix, d.letter, i)
+	return fillerName(env.Prefix, d.stem, i)
 }
 
 // maxVNIDevices is the most tunnels a VNI method sets up with first VNI
@@ -79,10 +80,11 @@ func (d vniDevices) plan(env *method.Env, vni, i int) [2]method.Plan {
 	return plans
 }
 
-// setup creates env.N() tunnels, side a's then side b's, each timed.
-func (d vniDevices) setup(env *method.Env, vni int, variant string, scale method.Scale) (*method.Path, error) {
-	if n := env.N(); n > scale.Max {
-		return nil, fmt.Errorf("tunnels: %d %ss over %s, at most %d (%s): lower tunnels", n, scale.Unit, env.Family, scale.Max, scale.Why)
+// setup creates env.N() tunnels of m, side a's then side b's, each
+// timed.
+func (d vniDevices) setup(m method.Method, env *method.Env, vni int, variant string, scale method.Scale) (*method.Path, error) {
+	if err := checkTunnels(m, env, scale); err != nil {
+		return nil, err
 	}
 	plans := make([][2]method.Plan, env.N())
 	for i := range plans {

@@ -62,8 +62,8 @@ func vxlanName(env *method.Env) string { return env.Prefix + "-vx" }
 
 // vxlanDevices are the tunnels of scale=devices: tunnel i is a VXLAN
 // device per side, bound to the underlay device, toward the peer's
-// underlay address, VNI vni+i.
-var vxlanDevices = vniDevices{base: "-vx", letter: "-v", link: func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink {
+// underlay address, VNI vni+i, named tb<id>-vx and four hex digits.
+var vxlanDevices = vniDevices{base: "-vx", stem: "vx", link: func(env *method.Env, ep *testbed.Endpoint, name string, vni uint32) method.PlanLink {
 	return method.PlanLink{
 		Link: &netlink.Vxlan{
 			LinkAttrs: netlink.LinkAttrs{Name: name, MTU: env.OverlayMTU},
@@ -88,9 +88,9 @@ func (m VXLAN) Setup(_ context.Context, env *method.Env) (*method.Path, error) {
 		return nil, err
 	}
 	if opts.String("scale") == scaleFDB {
-		return vxlanFDB(env, opts.Int("vni"), m.Scale(env.Family, opts))
+		return vxlanFDB(m, env, opts.Int("vni"), m.Scale(env.Family, opts))
 	}
-	return vxlanDevices.setup(env, opts.Int("vni"), "kernel", m.Scale(env.Family, opts))
+	return vxlanDevices.setup(m, env, opts.Int("vni"), "kernel", m.Scale(env.Family, opts))
 }
 
 // Grow adds tunnel env.N() on both sides: a VXLAN device, or an FDB

@@ -120,9 +120,9 @@ func vxlanFDBTunnel(env *method.Env, s, i int) method.Plan {
 
 // vxlanFDB sets scale=fdb up: each side's device, then its N tunnels'
 // entries, each timed (the first with the device).
-func vxlanFDB(env *method.Env, vni int, scale method.Scale) (*method.Path, error) {
-	if n := env.N(); n > scale.Max {
-		return nil, fmt.Errorf("tunnels: %d %ss over %s, at most %d (%s): lower tunnels", n, scale.Unit, env.Family, scale.Max, scale.Why)
+func vxlanFDB(m method.Method, env *method.Env, vni int, scale method.Scale) (*method.Path, error) {
+	if err := checkTunnels(m, env, scale); err != nil {
+		return nil, err
 	}
 	var adds []time.Duration
 	for s, ep := range env.Endpoints() {

@@ -136,7 +136,7 @@ func TestScaleRefusals(t *testing.T) {
 	for _, m := range []method.Method{kernel.VXLAN{}, kernel.Geneve{}, kernel.SRv6{}} {
 		rec := methodtest.RecordEnv(m, method.IPv4, nil)
 		rec.Env.Tunnels = method.MaxScaleTunnels(method.IPv4) + 1
-		if _, err := m.Setup(context.Background(), rec.Env); err == nil || !strings.Contains(err.Error(), "lower tunnels") {
+		if _, err := m.Setup(context.Background(), rec.Env); err == nil || !strings.Contains(err.Error(), "tunnels: at most") {
 			t.Errorf("%s Setup of %d tunnels: %v, want a refusal", m.Name(), rec.Env.Tunnels, err)
 		}
 		if lines := append(rec.A.Lines(), rec.B.Lines()...); len(lines) != 0 {
@@ -341,7 +341,7 @@ func TestScaledThroughAgents(t *testing.T) {
 					}
 				}
 				for _, to := range targets {
-					if out, err := pair.A.Run(ctx, "ping", "-c", "1", "-W", "3", to.String()); err != nil {
+					if out, err := pair.A.Run(ctx, "ping", "-c", "2", "-i", "0.2", "-W", "3", to.String()); err != nil {
 						t.Errorf("ping %s from a through the agent: %v\n%s", to, err, out)
 					}
 				}
