@@ -3,7 +3,6 @@ package kernel
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -74,30 +73,6 @@ func planTunnel(env *method.Env, kt kernelTunnel) [2]method.Plan {
 		plans[i] = method.Plan{Links: []method.PlanLink{l}}
 	}
 	return plans
-}
-
-// setupTunnel applies kt's plan on both sides.
-func setupTunnel(env *method.Env, kt kernelTunnel) (*method.Path, error) {
-	plans := planTunnel(env, kt)
-	for i, ep := range env.Endpoints() {
-		if err := plans[i].Apply(env, ep); err != nil {
-			return nil, err
-		}
-	}
-	oa, ob := method.Overlay(env.Family)
-	name := tunnelName(env, kt.suffix)
-	return &method.Path{
-		A:       oa.Addr(),
-		B:       ob.Addr(),
-		Devices: map[string][]string{"a": {name, env.A.Dev}, "b": {name, env.B.Dev}},
-		Variant: kt.kind,
-	}, nil
-}
-
-// teardownTunnel deletes the device on both sides.
-func teardownTunnel(env *method.Env, suffix string) error {
-	name := tunnelName(env, suffix)
-	return errors.Join(method.DelLinks(env.A, name), method.DelLinks(env.B, name))
 }
 
 // tunnelTTL is the outer TTL or hop limit of every kernel tunnel, set

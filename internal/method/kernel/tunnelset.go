@@ -88,7 +88,8 @@ func planTunnels(env *method.Env, set tunnelSet) (base [2]method.Plan, tunnels [
 
 // setupTunnels applies set's plan for env on side a, then on side b,
 // timing each tunnel's add (Path.Adds). With one tunnel it does exactly
-// what setupTunnel does. measured is the measured tunnel's description.
+// what applying planTunnel on each side does. measured is the measured
+// tunnel's description.
 func setupTunnels(env *method.Env, set tunnelSet, measured kernelTunnel) (*method.Path, error) {
 	base, tunnels := planTunnels(env, set)
 	var adds []*method.AddTimer
