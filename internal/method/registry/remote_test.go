@@ -41,8 +41,15 @@ func TestMethodsThroughAgents(t *testing.T) {
 		}
 		for _, fam := range m.Families() {
 			t.Run(m.Name()+"/"+fam, func(t *testing.T) {
-				throughAgents(t, m, fam, nil)
+				throughAgents(t, m, fam, nil, 1)
 			})
+			// A method that sets up many tunnels does it through the
+			// agents too: three, the load crossing the middle one.
+			if defaults, err := method.ParseOptions(m, nil); err == nil && method.ScaleOf(m, fam, defaults).Max >= 3 {
+				t.Run(m.Name()+"/"+fam+"/tunnels3", func(t *testing.T) {
+					throughAgents(t, m, fam, nil, 3)
+				})
+			}
 		}
 	}
 }
@@ -79,14 +86,15 @@ func TestLabMethodsThroughAgents(t *testing.T) {
 		}
 		for _, fam := range m.Families() {
 			t.Run(m.Name()+"/"+fam, func(t *testing.T) {
-				throughAgents(t, m, fam, tc.opts)
+				throughAgents(t, m, fam, tc.opts, 1)
 			})
 		}
 	}
 }
 
-// throughAgents runs m for family fam between two isolated agents.
-func throughAgents(t *testing.T, m method.Method, fam string, opts map[string]string) {
+// throughAgents runs m for family fam between two isolated agents, with
+// tunnels tunnels (the load crossing the measured one).
+func throughAgents(t *testing.T, m method.Method, fam string, opts map[string]string, tunnels int) {
 	for _, r := range m.Requirements() {
 		if r.Program != "" {
 			testenv.NeedProgram(t, r.Program, r.Install)
@@ -97,7 +105,7 @@ func throughAgents(t *testing.T, m method.Method, fam string, opts map[string]st
 		t.Fatalf("the agent's run directory %s is visible to this process: the agents are not isolated", pair.A.Dir)
 	}
 	env := &method.Env{A: pair.A, B: pair.B, Family: fam, UnderlayMTU: 1500,
-		OverlayMTU: 1500 - m.Overhead(fam), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir, Options: opts}
+		OverlayMTU: 1500 - m.Overhead(fam), Prefix: testbed.DevicePrefix(l.ID), Dir: pair.Dir, Options: opts, Tunnels: tunnels}
 	ctx := context.Background()
 	links := func() [][]string { return [][]string{methodtest.LinkState(t, l.A), methodtest.LinkState(t, l.B)} }
 	beforeLinks, beforeProcs := links(), hostProcesses(t, pair)
