@@ -300,6 +300,8 @@ func (s Step) Measured() float64 {
 			sum += connectSeconds
 		case scenario.TestRecover:
 			sum += p.RecoverDown + recoverSeconds
+		case scenario.TestReconf:
+			sum += p.Duration + reconfSeconds
 		case scenario.TestUDPSizes:
 			if u := p.UDP; u != nil {
 				per := p.Duration
@@ -327,6 +329,11 @@ const connectSeconds = 0.5
 // the stream's lead (1 s), recovery and tail (about 1 s), and the rekey
 // stream of the methods that rekey (lead, 2 s, tail).
 const recoverSeconds = 6
+
+// reconfSeconds is the planned time of reconf beyond its duration (the
+// throughput and request streams run for the cell's duration): starting
+// the servers, the request stream's tail and its stragglers.
+const reconfSeconds = 1
 
 // loadedLead is how long the load of latency_under_load runs before the
 // loaded latency measurement starts, on top of its warm-up (seconds).

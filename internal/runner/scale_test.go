@@ -8,6 +8,7 @@ import (
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/rr"
 	"github.com/tunbench/tunbench/internal/scenario"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -89,5 +90,29 @@ func TestMeminfoField(t *testing.T) {
 	}
 	if _, err := meminfoField(data, "VmRSS"); err == nil {
 		t.Error("a missing field gave no error")
+	}
+}
+
+// The reconf record's arithmetic: the effective blocked time is the
+// requests lost times their interval; the lowest one-second interval
+// leaves out warm-up intervals and iperf3's last sliver.
+func TestReconfRecord(t *testing.T) {
+	rec := &result.Reconf{Interval: 0.01}
+	fillReconf(rec, &rr.StreamReport{Interval: 0.01, Sent: 1000, Answered: 963, Lost: 37, Outage: 0.41})
+	if rec.Sent != 1000 || rec.Lost != 37 || rec.Outage != 0.41 || math.Abs(rec.Blocked-0.37) > 1e-12 {
+		t.Errorf("record %+v: want 1000 sent, 37 lost, outage 0.41 s, blocked 0.37 s", rec)
+	}
+	ivs := []result.Interval{
+		{Start: 0, End: 1, BitsPerSecond: 1e6, Omitted: true},
+		{Start: 1, End: 2, BitsPerSecond: 9e9},
+		{Start: 2, End: 3, BitsPerSecond: 4e9},
+		{Start: 3, End: 4, BitsPerSecond: 8e9},
+		{Start: 4, End: 4.05, BitsPerSecond: 1e8},
+	}
+	if got := lowestInterval(ivs); got != 4e9 {
+		t.Errorf("lowest interval %v, want 4e9 (not the warm-up's, not the last 50 ms)", got)
+	}
+	if got := lowestInterval(nil); got != 0 {
+		t.Errorf("lowest of none %v, want 0", got)
 	}
 }

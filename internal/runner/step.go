@@ -392,6 +392,12 @@ func (s *stepRun) measureTest(mctx context.Context, test string) {
 		if err != nil {
 			s.fail(fmt.Errorf("recover: %w", err))
 		}
+	case scenario.TestReconf:
+		rec, err := measureReconf(mctx, tb, s.m, s.env, path, p)
+		cell.Reconf = rec
+		if err != nil {
+			s.fail(fmt.Errorf("reconf: %w", err))
+		}
 	case scenario.TestUDPSizes:
 		sizes, err := measureUDPSizes(mctx, tb, path, p, cell.Params.OverlayMTU)
 		cell.UDPSizes = sizes
