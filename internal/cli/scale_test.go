@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/scenario"
 )
 
 // TestTunnelsRefused: a tunnel count a method cannot set up, or one
@@ -92,5 +95,30 @@ func TestMethodsOptionsTunnels(t *testing.T) {
 		if !seen[m] {
 			t.Errorf("--json tunnels lack %s", m)
 		}
+	}
+}
+
+// TestDryRunEstimatesTunnels: the dry run's summary says what the
+// tunnels dimension adds to the estimate, labelled estimated; a matrix
+// of one tunnel says nothing of it.
+func TestDryRunEstimatesTunnels(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"vxlan"}
+	s.Tunnels = []int{1, 1000}
+	s.Repetitions = 1
+	var out strings.Builder
+	if err := dryRun(&out, s, registry.Builtin(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if want := "plus an estimated 42s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)"; !strings.Contains(out.String(), want) {
+		t.Errorf("dry run:\n%s\nlacks %q", out.String(), want)
+	}
+	s.Tunnels = nil
+	out.Reset()
+	if err := dryRun(&out, s, registry.Builtin(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "tunnels dimension") {
+		t.Errorf("dry run of one tunnel speaks of the dimension:\n%s", out.String())
 	}
 }
