@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +11,11 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method/registry"
+	"github.com/tunbench/tunbench/internal/report/export"
+	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
+	"github.com/tunbench/tunbench/internal/testenv"
 )
 
 // TestTunnelsRefused: a tunnel count a method cannot set up, or one
@@ -121,4 +126,52 @@ func TestDryRunEstimatesTunnels(t *testing.T) {
 	if strings.Contains(out.String(), "tunnels dimension") {
 		t.Errorf("dry run of one tunnel speaks of the dimension:\n%s", out.String())
 	}
+}
+
+// TestScaleAndReconfEndToEnd: vxlan with ten tunnels and the reconf test
+// on this host. The stored cell (read back from the database) carries
+// the scale record, its teardown included, and the reconf record: the
+// grown tunnel named, the request stream's arithmetic, the throughput
+// and its lowest interval. It needs a method.Grower: vxlan's (branch
+// scale-vxlan).
+func TestScaleAndReconfEndToEnd(t *testing.T) {
+	t.Parallel()
+	testbedtest.RequireNetAdmin(t)
+	testenv.NeedProgram(t, "iperf3", "apt-get install -y --no-install-recommends iperf3")
+	dir := t.TempDir()
+	db := filepath.Join(dir, "r.db")
+	code, stdout, stderr := run(t, "run", "--db", db, "--export", filepath.Join(dir, "run.json"), "--quiet",
+		"--methods", "vxlan", "--tunnels", "10", "--tests", "tcp_stream,reconf", "--duration", "3s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+	if code != 0 {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, out, stderr := run(t, "results", "export", "latest", "--db", db)
+	if code != 0 {
+		t.Fatalf("results export: exit %d: %s", code, stderr)
+	}
+	var doc export.Document
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Cells) != 1 || doc.Cells[0].Status != result.StatusOK {
+		t.Fatalf("cells %+v: want one ok cell", doc.Cells)
+	}
+	c := doc.Cells[0]
+	if s := c.Scale; s == nil || s.Tunnels != 10 || s.Unit == "" || s.Setup <= 0 || s.Teardown <= 0 || s.Adds < 10 ||
+		s.AddP50 <= 0 || s.AddP99 < s.AddP50 || s.SlabBefore <= 0 || s.SlabAfter <= 0 || !s.SharedKernel {
+		t.Errorf("stored scale record %+v: want 10 tunnels, set-up and teardown timed, the adds' percentiles, the shared kernel's slab", s)
+	}
+	r := c.Reconf
+	if r == nil {
+		t.Fatal("no reconf record stored")
+	}
+	if r.How == "" || r.Took <= 0 || r.Interval != 0.01 || r.Sent < 200 || r.Lost < 0 || r.Lost > r.Sent ||
+		math.Abs(r.Blocked-float64(r.Lost)*r.Interval) > 1e-9 || r.Outage <= 0 || r.Error != "" {
+		t.Errorf("reconf record %+v: want how and took, about 300 requests at 10 ms, blocked = lost x interval", r)
+	}
+	if r.BitsPerSecond <= 0 || r.MinIntervalBitsPerSecond <= 0 || r.MinIntervalBitsPerSecond > 2*r.BitsPerSecond {
+		t.Errorf("reconf throughput %v bit/s, lowest interval %v: want both measured", r.BitsPerSecond, r.MinIntervalBitsPerSecond)
+	}
+	t.Logf("vxlan, 10 tunnels: set-up %.4f s, teardown %.4f s, add p50 %.3f ms; reconf: %s in %.4f s, %d of %d lost, outage %.1f ms, %.2f Gbit/s (lowest second %.2f)",
+		c.Scale.Setup, c.Scale.Teardown, 1e3*c.Scale.AddP50, r.How, r.Took, r.Lost, r.Sent, 1e3*r.Outage, r.BitsPerSecond/1e9, r.MinIntervalBitsPerSecond/1e9)
 }
