@@ -3,17 +3,21 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method/registry"
 	"github.com/tunbench/tunbench/internal/report/export"
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
 )
@@ -174,4 +178,84 @@ func TestScaleAndReconfEndToEnd(t *testing.T) {
 	}
 	t.Logf("vxlan, 10 tunnels: set-up %.4f s, teardown %.4f s, add p50 %.3f ms; reconf: %s in %.4f s, %d of %d lost, outage %.1f ms, %.2f Gbit/s (lowest second %.2f)",
 		c.Scale.Setup, c.Scale.Teardown, 1e3*c.Scale.AddP50, r.How, r.Took, r.Lost, r.Sent, 1e3*r.Outage, r.BitsPerSecond/1e9, r.MinIntervalBitsPerSecond/1e9)
+}
+
+// TestScaleKilledDuringSetupIsCleaned: a run SIGKILLed while it sets up
+// 1,000 vxlan tunnels, then "tunbench clean": nothing of it is left (its
+// namespaces with every tunnel in them, its run directory, any device of
+// its prefix on the host). Serial: clean removes every killed run's
+// state, which another run's start would clean first. It needs vxlan's
+// Scaler (branch scale-vxlan).
+func TestScaleKilledDuringSetupIsCleaned(t *testing.T) {
+	bin := tunbenchBinary(t)
+	cmd := exec.Command(bin, "run", "--db", filepath.Join(t.TempDir(), "r.db"), "--quiet",
+		"--methods", "vxlan", "--tunnels", "1000", "--duration", "30s", "--latency", "0s", "--reps", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	// The run's id is its lock's name; the set-up is under way once side
+	// a's namespace holds more than its underlay and loopback.
+	var id string
+	var links [2]int
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) && links[0] <= 10 {
+		if id == "" {
+			id = runLockOf(cmd.Process.Pid)
+		} else {
+			for i, side := range []string{"a", "b"} {
+				links[i] = linkCount(testbed.NamespaceName(id, side))
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if links[0] <= 10 {
+		t.Fatalf("run %q never began to set its tunnels up", id)
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	_ = cmd.Wait()
+	t.Logf("killed run %s with %d links in side a's namespace and %d in b's (1,000 tunnels each when set up)", id, links[0], links[1])
+	code, out, stderr := run(t, "clean")
+	if code != 0 {
+		t.Fatalf("clean: exit %d: %s", code, stderr)
+	}
+	for _, side := range []string{"a", "b"} {
+		ns := testbed.NamespaceName(id, side)
+		if _, err := os.Stat("/run/netns/" + ns); err == nil {
+			t.Errorf("namespace %s survived clean:\n%s", ns, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(testbed.DefaultRoot, id)); err == nil {
+		t.Errorf("run directory %s survived clean", filepath.Join(testbed.DefaultRoot, id))
+	}
+	if host, err := exec.Command("ip", "-o", "link", "show").Output(); err != nil {
+		t.Fatal(err)
+	} else if strings.Contains(string(host), testbed.DevicePrefix(id)) {
+		t.Errorf("devices of prefix %s left on the host after clean:\n%s", testbed.DevicePrefix(id), host)
+	}
+}
+
+// runLockOf is the id of the run whose lock process pid holds open
+// (/run/tunbench/locks/ID.lock), "" while it holds none.
+func runLockOf(pid int) string {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		if dir, name := filepath.Split(target); dir == filepath.Join(testbed.DefaultRoot, "locks")+"/" && strings.HasSuffix(name, ".lock") {
+			return strings.TrimSuffix(name, ".lock")
+		}
+	}
+	return ""
+}
+
+// linkCount is the number of links in namespace ns (0 without it).
+func linkCount(ns string) int {
+	out, err := exec.Command("ip", "-n", ns, "-o", "link", "show").Output()
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(out), "\n")
 }
