@@ -24,9 +24,10 @@ import (
 
 // TestTunnelsRefused: a tunnel count a method cannot set up, or one
 // outside the dimension, is refused by the built binary with the exit
-// status of bad input, naming the field, the method's maximum, what one
-// tunnel is and why, before anything is created: no database, and (run
-// in this process, whose namespaces localns counts) no namespace.
+// status of bad input, naming the field, that the method sets up one
+// tunnel only and why, and the fix, before anything is created: no
+// database, and (run in this process, whose namespaces localns counts)
+// no namespace.
 func TestTunnelsRefused(t *testing.T) {
 	bin := tunbenchBinary(t)
 	for _, tc := range []struct {
@@ -35,11 +36,11 @@ func TestTunnelsRefused(t *testing.T) {
 		want []string
 	}{
 		{"native has one", []string{"--methods", "native", "--tunnels", "10"}, []string{
-			"tunnels: 10: native over ipv4 sets up at most 1 (one tunnel is one underlay path; native is the underlay itself, with no tunnel to repeat",
-			"lower tunnels to 1 or drop native"}},
+			"tunnels: [10]: native over ipv4 sets up one tunnel only (native is the underlay itself, with no tunnel to repeat",
+			"add 1 to tunnels (it then runs at 1 only) or drop native"}},
 		{"zero", []string{"--methods", "native", "--tunnels", "0"}, []string{"tunnels: 0 tunnels: use 1 to 100000"}},
 		{"above the dimension", []string{"--methods", "native", "--tunnels", "200000"}, []string{"tunnels: 200000 tunnels: use 1 to 100000",
-			"tunnels: 200000: native over ipv4 sets up at most 1"}},
+			"tunnels: [200000]: native over ipv4 sets up one tunnel only"}},
 		{"reconf needs a grower", []string{"--methods", "native", "--tests", "reconf"}, []string{
 			"tests: reconf adds one tunnel to a running set-up and native cannot (it is no method.Grower): drop reconf or drop native"}},
 	} {
@@ -112,14 +113,14 @@ func TestMethodsOptionsTunnels(t *testing.T) {
 // of one tunnel says nothing of it.
 func TestDryRunEstimatesTunnels(t *testing.T) {
 	s := scenario.Default()
-	s.Methods = []string{"vxlan"}
+	s.Methods = []string{"ipsec"}
 	s.Tunnels = []int{1, 1000}
 	s.Repetitions = 1
 	var out strings.Builder
 	if err := dryRun(&out, s, registry.Builtin(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "plus an estimated 42s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)"; !strings.Contains(out.String(), want) {
+	if want := "plus an estimated 20s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)"; !strings.Contains(out.String(), want) {
 		t.Errorf("dry run:\n%s\nlacks %q", out.String(), want)
 	}
 	s.Tunnels = nil
@@ -132,12 +133,11 @@ func TestDryRunEstimatesTunnels(t *testing.T) {
 	}
 }
 
-// TestScaleAndReconfEndToEnd: vxlan with ten tunnels and the reconf test
-// on this host. The stored cell (read back from the database) carries
-// the scale record, its teardown included, and the reconf record: the
-// grown tunnel named, the request stream's arithmetic, the throughput
-// and its lowest interval. It needs a method.Grower: vxlan's (branch
-// scale-vxlan).
+// TestScaleAndReconfEndToEnd: wireguard-go with ten peers and the reconf
+// test on this host. The stored cell (read back from the database)
+// carries the scale record, its teardown and the daemons' memory
+// included, and the reconf record: the grown peer named, the request
+// stream's arithmetic, the throughput and its lowest interval.
 func TestScaleAndReconfEndToEnd(t *testing.T) {
 	t.Parallel()
 	testbedtest.RequireNetAdmin(t)
@@ -145,7 +145,7 @@ func TestScaleAndReconfEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "r.db")
 	code, stdout, stderr := run(t, "run", "--db", db, "--export", filepath.Join(dir, "run.json"), "--quiet",
-		"--methods", "vxlan", "--tunnels", "10", "--tests", "tcp_stream,reconf", "--duration", "3s", "--omit", "0s", "--latency", "0s", "--reps", "1")
+		"--methods", "wireguard-go", "--tunnels", "10", "--tests", "tcp_stream,reconf", "--duration", "3s", "--omit", "0s", "--latency", "0s", "--reps", "1")
 	if code != 0 {
 		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -162,8 +162,8 @@ func TestScaleAndReconfEndToEnd(t *testing.T) {
 	}
 	c := doc.Cells[0]
 	if s := c.Scale; s == nil || s.Tunnels != 10 || s.Unit == "" || s.Setup <= 0 || s.Teardown <= 0 || s.Adds < 10 ||
-		s.AddP50 <= 0 || s.AddP99 < s.AddP50 || s.SlabBefore <= 0 || s.SlabAfter <= 0 || !s.SharedKernel {
-		t.Errorf("stored scale record %+v: want 10 tunnels, set-up and teardown timed, the adds' percentiles, the shared kernel's slab", s)
+		s.AddP50 <= 0 || s.AddP99 < s.AddP50 || s.SlabBefore <= 0 || s.SlabAfter <= 0 || !s.SharedKernel || s.DaemonRSS <= 0 {
+		t.Errorf("stored scale record %+v: want 10 tunnels, set-up and teardown timed, the adds' percentiles, the shared kernel's slab, the daemons' memory", s)
 	}
 	r := c.Reconf
 	if r == nil {
@@ -176,48 +176,60 @@ func TestScaleAndReconfEndToEnd(t *testing.T) {
 	if r.BitsPerSecond <= 0 || r.MinIntervalBitsPerSecond <= 0 || r.MinIntervalBitsPerSecond > 2*r.BitsPerSecond {
 		t.Errorf("reconf throughput %v bit/s, lowest interval %v: want both measured", r.BitsPerSecond, r.MinIntervalBitsPerSecond)
 	}
-	t.Logf("vxlan, 10 tunnels: set-up %.4f s, teardown %.4f s, add p50 %.3f ms; reconf: %s in %.4f s, %d of %d lost, outage %.1f ms, %.2f Gbit/s (lowest second %.2f)",
+	if !strings.Contains(r.How, "peer 10") {
+		t.Errorf("reconf how %q: want the eleventh peer (index 10) named", r.How)
+	}
+	t.Logf("wireguard-go, 10 peers: set-up %.4f s, teardown %.4f s, add p50 %.3f ms; reconf: %s in %.4f s, %d of %d lost, outage %.1f ms, %.2f Gbit/s (lowest second %.2f)",
 		c.Scale.Setup, c.Scale.Teardown, 1e3*c.Scale.AddP50, r.How, r.Took, r.Lost, r.Sent, 1e3*r.Outage, r.BitsPerSecond/1e9, r.MinIntervalBitsPerSecond/1e9)
 }
 
 // TestScaleKilledDuringSetupIsCleaned: a run SIGKILLed while it sets up
-// 1,000 vxlan tunnels, then "tunbench clean": nothing of it is left (its
-// namespaces with every tunnel in them, its run directory, any device of
-// its prefix on the host). Serial: clean removes every killed run's
-// state, which another run's start would clean first. It needs vxlan's
-// Scaler (branch scale-vxlan).
+// 1,000 wireguard-go peers, then "tunbench clean": nothing of it is left
+// (its wireguard-go daemons and every process in its namespaces, the
+// namespaces with every device and peer in them, its run directory, any
+// device of its prefix on the host). Serial: clean removes every killed
+// run's state, which another run's start would clean first.
 func TestScaleKilledDuringSetupIsCleaned(t *testing.T) {
 	bin := tunbenchBinary(t)
 	cmd := exec.Command(bin, "run", "--db", filepath.Join(t.TempDir(), "r.db"), "--quiet",
-		"--methods", "vxlan", "--tunnels", "1000", "--duration", "30s", "--latency", "0s", "--reps", "1")
+		"--methods", "wireguard-go", "--tunnels", "1000", "--duration", "30s", "--latency", "0s", "--reps", "1")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	// The run's id is its lock's name; the set-up is under way once side
-	// a's namespace holds more than its underlay and loopback.
+	// a's namespace holds the WireGuard device beside its underlay and
+	// loopback: the peers are configured on it after.
 	var id string
-	var links [2]int
+	var links int
 	deadline := time.Now().Add(60 * time.Second)
-	for time.Now().Before(deadline) && links[0] <= 10 {
+	for time.Now().Before(deadline) && links < 3 {
 		if id == "" {
 			id = runLockOf(cmd.Process.Pid)
 		} else {
-			for i, side := range []string{"a", "b"} {
-				links[i] = linkCount(testbed.NamespaceName(id, side))
-			}
+			links = linkCount(testbed.NamespaceName(id, "a"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if links[0] <= 10 {
+	if links < 3 {
 		t.Fatalf("run %q never began to set its tunnels up", id)
+	}
+	var procs []string
+	for _, side := range []string{"a", "b"} {
+		procs = append(procs, nsPids(testbed.NamespaceName(id, side))...)
 	}
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	t.Logf("killed run %s with %d links in side a's namespace and %d in b's (1,000 tunnels each when set up)", id, links[0], links[1])
+	t.Logf("killed run %s with the WireGuard device up and %d processes in its namespaces", id, len(procs))
 	code, out, stderr := run(t, "clean")
 	if code != 0 {
 		t.Fatalf("clean: exit %d: %s", code, stderr)
+	}
+	for _, p := range procs {
+		if alive(p) {
+			comm, _ := os.ReadFile("/proc/" + p + "/comm")
+			t.Errorf("process %s (%s) of the killed run is alive after clean returned", p, strings.TrimSpace(string(comm)))
+		}
 	}
 	for _, side := range []string{"a", "b"} {
 		ns := testbed.NamespaceName(id, side)
