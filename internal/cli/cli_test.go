@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 // that leaves a killed run's state on the machine to look at it, or runs
 // "tunbench clean" over every killed run (the chaos suites, the ssh crash
 // and clean tests, TestResumeAfterSIGKILL, the Kubernetes clean tests,
-// TestConcurrentRunsShareOneDatabase): every run's start cleans killed
+// TestConcurrentRunsShareOneDatabase, TestScaleKilledDuringSetupIsCleaned): every run's start cleans killed
 // runs' leftovers (runner.Session), so beside other runs such a test
 // finds its killed run's state already gone, or half gone (in parallel
 // they failed so in a clean-clone run). The Kubernetes tests that stay

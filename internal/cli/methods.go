@@ -74,7 +74,8 @@ run it. When it cannot, the reason names the missing kernel option (such a
 method still runs in the kernel lab: --testbed vm) or the missing program
 with the command that installs it.`,
 		Example: `  tunbench methods
-  tunbench methods --options ipsec      # the options ipsec takes
+  tunbench methods --options ipsec      # the options ipsec takes, what one of its tunnels is, its maximum
+  tunbench methods --options all --json
   tunbench methods --options all`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -104,7 +105,7 @@ with the command that installs it.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
-	cmd.Flags().StringVar(&options, "options", "", "list the options METHOD takes (name, values, default, help), or of all methods")
+	cmd.Flags().StringVar(&options, "options", "", "list the options METHOD takes (name, values, default, help), what one of its tunnels is and how many it sets up (--tunnels) and why, or of all methods")
 	return cmd
 }
 
@@ -144,8 +145,62 @@ func declaredOptions(reg *method.Registry, name string) ([]optionStatus, error) 
 	return out, nil
 }
 
+// scaleStatus is what one tunnel of a method is and how many it sets up
+// (method.Scaler), in the families listed: "tunbench methods --options"
+// shows one row per method, or one per family when they differ.
+type scaleStatus struct {
+	Method   string   `json:"method"`
+	Families []string `json:"families"`
+	Unit     string   `json:"unit"`
+	Max      int      `json:"max"`
+	Why      string   `json:"why"`
+}
+
+// declaredScales lists the scale of the method called name, or of every
+// method for "all", with its default options.
+func declaredScales(reg *method.Registry, name string) ([]scaleStatus, error) {
+	ms := reg.All()
+	if name != "all" {
+		m, err := reg.Get(name)
+		if err != nil {
+			return nil, fmt.Errorf("--options: %w (or all)", err)
+		}
+		ms = []method.Method{m}
+	}
+	var out []scaleStatus
+	for _, m := range ms {
+		opts, err := method.ParseOptions(m, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%s: default options: %w", m.Name(), err)
+		}
+		first := len(out)
+		for _, f := range m.Families() {
+			sc := method.ScaleOf(m, f, opts)
+			if i := slices.IndexFunc(out[first:], func(s scaleStatus) bool {
+				return s.Unit == sc.Unit && s.Max == sc.Max && s.Why == sc.Why
+			}); i >= 0 {
+				out[first+i].Families = append(out[first+i].Families, f)
+				continue
+			}
+			out = append(out, scaleStatus{Method: m.Name(), Families: []string{f}, Unit: sc.Unit, Max: sc.Max, Why: sc.Why})
+		}
+	}
+	return out, nil
+}
+
+// optionsJSON is "tunbench methods --options --json": the options and
+// what one tunnel is.
+type optionsJSON struct {
+	Options []optionStatus `json:"options"`
+	Tunnels []scaleStatus  `json:"tunnels"`
+}
+
 func printOptions(w io.Writer, reg *method.Registry, name string, asJSON bool) error {
 	opts, err := declaredOptions(reg, name)
+	if err != nil {
+		return err
+	}
+	scales, err := declaredScales(reg, name)
 	if err != nil {
 		return err
 	}
@@ -155,7 +210,7 @@ func printOptions(w io.Writer, reg *method.Registry, name string, asJSON bool) e
 		if opts == nil {
 			opts = []optionStatus{}
 		}
-		return enc.Encode(opts)
+		return enc.Encode(optionsJSON{Options: opts, Tunnels: scales})
 	}
 	if len(opts) == 0 {
 		if _, err := fmt.Fprintf(w, "%s takes no options\n", name); err != nil {
@@ -171,7 +226,21 @@ func printOptions(w io.Writer, reg *method.Registry, name string, asJSON bool) e
 			return err
 		}
 	}
+	if err := printScales(w, scales); err != nil {
+		return err
+	}
 	return printListens(w, reg, name)
+}
+
+// printScales prints declaredScales' rows.
+func printScales(w io.Writer, scales []scaleStatus) error {
+	fmt.Fprintln(w, "\nTunnels between the endpoints (--tunnels; default options; docs/scale.md):")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "METHOD\tFAMILIES\tONE TUNNEL IS ONE\tMAX\tWHY")
+	for _, s := range scales {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", s.Method, strings.Join(s.Families, ", "), s.Unit, s.Max, s.Why)
+	}
+	return tw.Flush()
 }
 
 // listenRow is one socket a method opens, as "tunbench methods --options"

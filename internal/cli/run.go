@@ -101,6 +101,7 @@ that --skip-unavailable skips are not failures.`,
 		Example: `  tunbench run
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
   tunbench run --cc cubic,bbr
+  tunbench run --methods vxlan,wireguard-go --tunnels 1,100,1000 --tests tcp_stream,reconf
   tunbench run -f examples/paper-parallel.yaml --dry-run
   tunbench run -f examples/paper-singlestream.yaml --scale 0.1 --skip-unavailable
   tunbench run --resume latest

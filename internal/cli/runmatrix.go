@@ -33,9 +33,14 @@ func dryRun(w io.Writer, s scenario.Scenario, reg *method.Registry, stored []res
 		measured += st.Measured()
 	}
 	est := time.Duration(plan.Estimate(steps) * float64(time.Second)).Round(time.Second)
-	fmt.Fprintf(w, "%d cells x %d repetitions = %d steps; tests %v; estimated duration %s (load tools %s, plus about %.1f s a step to set up and tear down)\n",
+	tunnels := ""
+	if t := plan.TunnelsEstimate(steps); t > 0 {
+		tunnels = fmt.Sprintf(", plus an estimated %s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)",
+			time.Duration(t*float64(time.Second)).Round(time.Second))
+	}
+	fmt.Fprintf(w, "%d cells x %d repetitions = %d steps; tests %v; estimated duration %s (load tools %s, plus about %.1f s a step to set up and tear down%s)\n",
 		len(cells), s.Repetitions, len(steps), s.Tests, est,
-		time.Duration(measured*float64(time.Second)).Round(time.Second), plan.StepOverhead)
+		time.Duration(measured*float64(time.Second)).Round(time.Second), plan.StepOverhead, tunnels)
 	return nil
 }
 

@@ -2,8 +2,8 @@ package method
 
 // Catalog is a registry as the scenario's validation and the plan see
 // it (scenario.Catalog, scenario.UnderlayCatalog,
-// scenario.TestbedCatalog, scenario.TestsCatalog and
-// scenario.ScaleCatalog).
+// scenario.TestbedCatalog, scenario.TestsCatalog, scenario.ScaleCatalog
+// and scenario.GrowCatalog).
 type Catalog struct{ R *Registry }
 
 // Names lists the registered methods.
@@ -70,6 +70,17 @@ func (c Catalog) Tunnels(name, family string, opts map[string]string) (max int, 
 	}
 	s := ScaleOf(m, family, vals)
 	return s.Max, s.Unit, s.Why
+}
+
+// Grows reports whether name can add one more tunnel to a running
+// set-up (Grower; scenario.GrowCatalog), what the reconf test does.
+func (c Catalog) Grows(name string) bool {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return false
+	}
+	_, ok := m.(Grower)
+	return ok
 }
 
 // Underlay is the family of the underlay addresses name needs to carry

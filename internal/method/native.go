@@ -10,6 +10,13 @@ func (Native) Implementation() string { return "underlay veth, no tunnel" }
 func (Native) Overhead(string) int    { return 0 }
 func (Native) Families() []string     { return []string{IPv4, IPv6} }
 
+// Scale says native sets up one path (method.Scaler): it is the
+// underlay itself, with no tunnel to repeat.
+func (Native) Scale(string, Values) Scale {
+	return Scale{Unit: "underlay path", Max: 1,
+		Why: "native is the underlay itself, with no tunnel to repeat: it is measured once, the baseline beside the other methods' N"}
+}
+
 // Options declares the scenario options (see Option).
 func (Native) Options() []Option { return nil }
 

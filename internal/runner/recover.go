@@ -91,14 +91,11 @@ func measureRecover(ctx context.Context, tb *testbed.Pair, m method.Method, env 
 // stream's lead.
 func measureRekey(ctx context.Context, ep *testbed.Endpoint, rk method.Rekeyer, env *method.Env, argv []string) *result.Rekey {
 	out := &result.Rekey{}
-	cmd := ep.Command(ctx, argv...)
-	var buf bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	if err := ep.Start(cmd); err != nil {
+	st, err := startStream(ctx, ep, argv)
+	if err != nil {
 		out.Error = err.Error()
 		return out
 	}
-	defer ep.Forget(cmd)
 	var rkErr error
 	select {
 	case <-time.After(recoverLead):
@@ -108,19 +105,50 @@ func measureRekey(ctx context.Context, ep *testbed.Endpoint, rk method.Rekeyer, 
 	case <-ctx.Done():
 		rkErr = ctx.Err()
 	}
-	waitErr := cmd.Wait()
-	var r rr.StreamReport
-	if jerr := json.Unmarshal(lastLine(buf.Bytes()), &r); jerr != nil {
-		out.Error = errors.Join(rkErr, fmt.Errorf("rr stream %q: %v: %s", joinArgs(argv), errors.Join(waitErr, jerr), trim(buf.String()))).Error()
+	r, err := st.wait()
+	if err != nil && r == nil {
+		out.Error = errors.Join(rkErr, err).Error()
 		return out
 	}
 	out.Sent, out.Lost, out.Outage = r.Sent, r.Lost, r.Outage
-	if err := errors.Join(rkErr, waitErr); err != nil {
+	if err := errors.Join(rkErr, err); err != nil {
 		out.Error = err.Error()
 	} else if r.Error != "" {
 		out.Error = r.Error
 	}
 	return out
+}
+
+// rrStream is "tunbench rr stream" running on an endpoint, for a test
+// that acts while it runs (the recover test's rekey, reconf).
+type rrStream struct {
+	ep   *testbed.Endpoint
+	cmd  *testbed.Cmd
+	argv []string
+	out  bytes.Buffer
+}
+
+// startStream starts the request stream argv on ep.
+func startStream(ctx context.Context, ep *testbed.Endpoint, argv []string) (*rrStream, error) {
+	st := &rrStream{ep: ep, argv: argv}
+	st.cmd = ep.Command(ctx, argv...)
+	st.cmd.Stdout, st.cmd.Stderr = &st.out, &st.out
+	if err := ep.Start(st.cmd); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+// wait waits for the stream's end and returns its report: nil when it
+// printed none (the error says why), else with the error of its exit.
+func (st *rrStream) wait() (*rr.StreamReport, error) {
+	waitErr := st.cmd.Wait()
+	st.ep.Forget(st.cmd)
+	var r rr.StreamReport
+	if jerr := json.Unmarshal(lastLine(st.out.Bytes()), &r); jerr != nil {
+		return nil, fmt.Errorf("rr stream %q: %v: %s", joinArgs(st.argv), errors.Join(waitErr, jerr), trim(st.out.String()))
+	}
+	return &r, waitErr
 }
 
 // journalLinkUp records, before the flap, the entries that put ep's

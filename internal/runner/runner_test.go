@@ -69,6 +69,7 @@ type fakeHost struct {
 	oneShot   bool
 	serverPid int
 	clientRan bool
+	slabReads int
 }
 
 func (h *fakeHost) Local() bool { return false }
@@ -171,6 +172,12 @@ func (h *fakeHost) read(path string) []byte {
 		return []byte(fmt.Sprintf("cpu  %d 0 %d %d 0 0 0 0 0 0\ncpu0 %d 0 %d %d 0 0 0 0 0 0\n", h.ticks, h.ticks, 4*h.ticks, h.ticks, h.ticks, 4*h.ticks))
 	case strings.HasSuffix(path, "/net/tcp"):
 		return []byte(fmt.Sprintf("  sl  local_address rem_address   st\n   0: 00000000:%04X 00000000:0000 0A\n", iperf3Port))
+	case path == "/proc/meminfo":
+		// The slab grows by a page a read: the scaled cell's tunnels.
+		h.slabReads++
+		return []byte(fmt.Sprintf("MemTotal:        2000000 kB\nSlab:             %d kB\nSReclaimable:      1000 kB\n", 100000+4*h.slabReads))
+	case strings.HasSuffix(path, "/status"):
+		return []byte("Name:\tfaked\nVmPeak:\t  9000 kB\nVmRSS:\t    2048 kB\n")
 	case strings.HasSuffix(path, "/net/tcp6"):
 		return []byte("  sl  local_address rem_address   st\n")
 	case strings.HasSuffix(path, "/stat"):

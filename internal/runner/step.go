@@ -78,6 +78,14 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 			s.fail(fmt.Errorf("connect: %w", err))
 		}
 	}
+	// A scaled cell (the tunnels dimension) records what its tunnels
+	// cost: the slab is read before the set-up and after it.
+	scaled := st.Params.Tunnels > 1
+	var slabBefore scaleMemory
+	var slabErr error
+	if scaled {
+		slabBefore, slabErr = readSlab(s.tb)
+	}
 	setupStart := time.Now()
 	err = s.setUpMethod()
 	setupEnd := time.Now()
@@ -87,6 +95,9 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		echo.stop()
 		s.fail(fmt.Errorf("set up %s: %w", m.Name(), err))
 		return cell
+	}
+	if scaled {
+		s.recordScale(setupEnd.Sub(setupStart), slabBefore, slabErr)
 	}
 	if probe != nil {
 		if err := echo.listen(ctx, s.path.B); err != nil {
@@ -216,10 +227,29 @@ func (s *stepRun) setUpMethod() error {
 }
 
 // tearDownMethod tears the method down, even when the run is being
-// interrupted.
+// interrupted. A scaled cell records how long it took: runStep's defers
+// run before it returns the cell, which the run stores after.
 func (s *stepRun) tearDownMethod() {
-	if err := s.m.Teardown(context.WithoutCancel(s.ctx), s.env); err != nil {
+	start := time.Now()
+	err := s.m.Teardown(context.WithoutCancel(s.ctx), s.env)
+	if sc := s.cell.Scale; sc != nil {
+		sc.Teardown = time.Since(start).Seconds()
+	}
+	if err != nil {
 		s.fail(fmt.Errorf("tear down %s: %w", s.m.Name(), err))
+	}
+}
+
+// recordScale records the cost of a scaled set-up that took setup: the
+// slab read before it (or why it could not be), the slab and the
+// daemons' memory now, and the method's timed adds. Memory that cannot
+// be read fails the cell: a zero would read as free.
+func (s *stepRun) recordScale(setup time.Duration, before scaleMemory, beforeErr error) {
+	after, afterErr := readSlab(s.tb)
+	rss, rssErr := daemonRSS(s.tb, s.path)
+	s.cell.Scale = newScale(s.env.N(), s.scaleUnit(), setup, s.path.Adds, before, after, rss)
+	if err := errors.Join(beforeErr, afterErr, rssErr); err != nil {
+		s.fail(fmt.Errorf("scale: memory: %w", err))
 	}
 }
 
@@ -361,6 +391,12 @@ func (s *stepRun) measureTest(mctx context.Context, test string) {
 		cell.Recover = rec
 		if err != nil {
 			s.fail(fmt.Errorf("recover: %w", err))
+		}
+	case scenario.TestReconf:
+		rec, err := measureReconf(mctx, tb, s.m, s.env, path, p)
+		cell.Reconf = rec
+		if err != nil {
+			s.fail(fmt.Errorf("reconf: %w", err))
 		}
 	case scenario.TestUDPSizes:
 		sizes, err := measureUDPSizes(mctx, tb, path, p, cell.Params.OverlayMTU)

@@ -247,10 +247,11 @@ const (
 	TestMTUProbe         = "mtu_probe"
 	TestConnect          = "connect"
 	TestRecover          = "recover"
+	TestReconf           = "reconf"
 )
 
 // Tests lists every test name, in the order they are documented.
-var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe, TestConnect, TestRecover}
+var Tests = []string{TestTCPStream, TestTCPRR, TestParallel, TestLatencyUnderLoad, TestUDPSizes, TestMTUProbe, TestConnect, TestRecover, TestReconf}
 
 // Directions of the TCP tests.
 const (
@@ -302,6 +303,13 @@ type TestbedCatalog interface {
 // with opts, what one tunnel is (unit) and what bounds max (why).
 type ScaleCatalog interface {
 	Tunnels(method, family string, opts map[string]string) (max int, unit, why string)
+}
+
+// GrowCatalog is implemented by catalogs that know which methods can
+// add one more tunnel to a running set-up (method.Grower), what the
+// reconf test does.
+type GrowCatalog interface {
+	Grows(method string) bool
 }
 
 // MaxTunnels is the most tunnels the scenario may ask of any method.
@@ -511,6 +519,9 @@ func (s Scenario) Validate(c Catalog) error {
 	}
 	s.validateOverhead(c, p.bad)
 	s.validateTunnels(c, p.bad)
+	if s.HasTest(TestReconf) {
+		s.validateReconf(c, p.bad)
+	}
 	return errors.Join(p.errs...)
 }
 
@@ -771,6 +782,55 @@ func OneTunnelOnly(c Catalog, m, f string, opts map[string]string) bool {
 	}
 	max, _, _ := sc.Tunnels(m, f, opts)
 	return max == 1
+}
+
+// validateReconf checks that every method of a scenario with the reconf
+// test can add one more tunnel to a running set-up (GrowCatalog), and
+// that the largest tunnel count plus that one is within what it sets up
+// (ScaleCatalog; validateTunnels refuses a count already above it).
+func (s Scenario) validateReconf(c Catalog, bad func(field, format string, args ...any)) {
+	gc, ok := c.(GrowCatalog)
+	if !ok {
+		return
+	}
+	var growers []string
+	for _, m := range c.Names() {
+		if gc.Grows(m) {
+			growers = append(growers, m)
+		}
+	}
+	can := "none does yet"
+	if len(growers) > 0 {
+		can = "those that can: " + strings.Join(growers, ", ")
+	}
+	most := slices.Max(s.TunnelCounts())
+	sc, _ := c.(ScaleCatalog)
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) || c.CheckOptions(m, s.Options[m]) != nil {
+			continue
+		}
+		if !gc.Grows(m) {
+			bad("tests", "reconf adds one tunnel to a running set-up and %s cannot (it is no method.Grower): drop reconf or drop %s (%s)", m, m, can)
+			continue
+		}
+		if sc == nil {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			max, unit, why := sc.Tunnels(m, f, s.Options[m])
+			switch {
+			case max == 1:
+				// It runs at one tunnel only (OneTunnelOnly).
+				bad("tests", "reconf adds a second tunnel, and %s over %s sets up one only (%s): drop reconf or drop %s", m, f, why, m)
+			case most == max:
+				bad("tunnels", "%d: reconf adds one more, and %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop reconf",
+					most, m, f, max, unit, why, max-1)
+			}
+		}
+	}
 }
 
 // duplicateInt returns a value listed twice in xs, 0 when none is.

@@ -80,6 +80,9 @@ func (catalog) CheckOptions(m string, opts map[string]string) error {
 
 // Tunnels stands in for the registry's scale (method.Scaler): vxlan sets
 // up 16384 devices over IPv4, the rest one tunnel.
+// Grows stands in for the registry's growers (method.Grower): vxlan.
+func (catalog) Grows(m string) bool { return m == "vxlan" }
+
 func (catalog) Tunnels(m, f string, _ map[string]string) (int, string, string) {
 	if m == "vxlan" && f == "ipv4" {
 		return 16384, "VXLAN device", "the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs"
@@ -162,6 +165,12 @@ func TestValidateErrors(t *testing.T) {
 		}},
 		{"tunnels without 1 for a one-tunnel method", "methods: [vxlan, srv6]\ntunnels: [10, 100]", []string{
 			"tunnels: [10 100]: srv6 over ipv4 sets up one tunnel only (srv6 sets up one tunnel between two endpoints): add 1 to tunnels (it then runs at 1 only) or drop srv6"}},
+		{"reconf without a grower", "methods: [native, vxlan]\ntests: [reconf]", []string{
+			"tests: reconf adds one tunnel to a running set-up and native cannot (it is no method.Grower): drop reconf or drop native (those that can: vxlan)"}},
+		{"reconf with a grower of one tunnel", "methods: [vxlan]\nfamilies: [ipv6]\ntests: [reconf]", []string{
+			"tests: reconf adds a second tunnel, and vxlan over ipv6 sets up one only (vxlan sets up one tunnel between two endpoints): drop reconf or drop vxlan"}},
+		{"reconf at a method's maximum", "methods: [vxlan]\ntests: [tcp_stream, reconf]\ntunnels: [100, 16384]", []string{
+			"tunnels: 16384: reconf adds one more, and vxlan over ipv4 sets up at most 16384 (one tunnel is one VXLAN device; the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs): lower tunnels to 16383 or drop reconf"}},
 		{"congestion control twice", "congestion_control: [bbr, bbr]", []string{`congestion_control: "bbr" is listed twice`}},
 	}
 	for _, tt := range tests {
@@ -180,6 +189,18 @@ func TestValidateErrors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReconfValid: reconf with a method that grows, below its maximum,
+// validates.
+func TestReconfValid(t *testing.T) {
+	s, err := scenario.Parse([]byte("methods: [vxlan]\ntests: [tcp_stream, reconf]\ntunnels: [1, 100, 16383]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Errorf("Validate: %v", err)
 	}
 }
 

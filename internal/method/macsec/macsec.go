@@ -62,6 +62,12 @@ type MACsec struct {
 
 func (MACsec) Name() string { return "macsec" }
 
+// Scale says macsec sets up one secured link (method.Scaler).
+func (MACsec) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "secured link (macsec device, one secure channel each way)", Max: 1,
+		Why: "macsec secures the one underlay link between the two endpoints; there is no second link between them to secure"}
+}
+
 // Listens declares no socket (method.Listener): MACsec is Ethernet
 // framing on the underlay device.
 func (MACsec) Listens(method.Values, string) []method.Listen { return nil }

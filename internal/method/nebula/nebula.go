@@ -91,6 +91,13 @@ func New() *Nebula { return &Nebula{runs: map[string][]*method.Process{}} }
 
 func (*Nebula) Name() string { return "nebula" }
 
+// Scale says nebula sets up one tunnel (method.Scaler): one host per
+// side.
+func (*Nebula) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "host", Max: 1,
+		Why: "nebula runs one host per side (one daemon, one certificate, b the lighthouse); N hosts would be N daemons, certificates and TUN devices per side, which this method does not set up"}
+}
+
 // impl follows the version in the Implementation.
 const impl = " (userspace, TUN)"
 

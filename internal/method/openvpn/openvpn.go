@@ -91,6 +91,13 @@ const ovpnInitDone = "Initialization Sequence Completed"
 
 func (*OpenVPN) Name() string { return "openvpn" }
 
+// Scale says openvpn sets up one tunnel (method.Scaler): one server and
+// one client daemon, each with its certificate.
+func (*OpenVPN) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "client (TLS session to the server)", Max: 1,
+		Why: "openvpn runs one server daemon on b and one client daemon on a, each with its own certificate; N clients would be N client daemons, certificates and TUN devices on a, which this method does not set up"}
+}
+
 // Implementation names the version installed on this machine and its
 // crypto library, e.g. "OpenVPN 2.6.14, OpenSSL 3.0.19 (userspace, TUN)",
 // for descriptions (tunbench methods); a cell records its host's

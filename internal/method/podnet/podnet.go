@@ -41,6 +41,12 @@ type PodNetwork struct{}
 func (PodNetwork) Name() string           { return Name }
 func (PodNetwork) Implementation() string { return "the cluster's pod network (its CNI)" }
 
+// Scale says pod-network measures one network (method.Scaler).
+func (PodNetwork) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "pod network", Max: 1,
+		Why: "pod-network measures the cluster's own CNI between two pods and creates nothing; tunbench has no tunnels of its own to add to it"}
+}
+
 // Overhead is 0: whatever the CNI adds is already inside the pods' MTU,
 // which Setup records as the cell's overlay MTU.
 func (PodNetwork) Overhead(string) int { return 0 }

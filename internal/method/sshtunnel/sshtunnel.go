@@ -125,6 +125,13 @@ func New() *SSHTunnel { return &SSHTunnel{runs: map[string][]*method.Process{}} 
 
 func (*SSHTunnel) Name() string { return Name }
 
+// Scale says ssh-tunnel sets up one tunnel (method.Scaler): one SSH
+// connection carrying one TUN device pair.
+func (*SSHTunnel) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "SSH connection with its TUN device pair", Max: 1,
+		Why: "ssh-tunnel carries one TUN device pair over one SSH connection (ssh -w) to the run's one sshd; N would be N ssh clients and sshd sessions, which this method does not set up"}
+}
+
 // impl follows the version in the Implementation.
 const impl = " (ssh -w, userspace, TUN over TCP)"
 

@@ -140,6 +140,13 @@ func New() *Tailscale { return &Tailscale{runs: map[string]*run{}} }
 
 func (*Tailscale) Name() string { return "tailscale" }
 
+// Scale says tailscale sets up one tunnel (method.Scaler): one node per
+// side.
+func (*Tailscale) Scale(string, method.Values) method.Scale {
+	return method.Scale{Unit: "node", Max: 1,
+		Why: "tailscale joins one tailscaled node per side to the run's control server; N peers would be N tailscaled nodes, each with its own state and TUN device, which this method does not set up"}
+}
+
 // impl says where the data path runs: userspace WireGuard on a TUN
 // device or, with datapath netstack, in tailscaled's own TCP/IP stack
 // (the cell's Datapath and Variant say which ran).
