@@ -83,6 +83,21 @@ func (c Catalog) Grows(name string) bool {
 	return ok
 }
 
+// TunnelCost is the estimated set-up and teardown of one of name's
+// tunnels in family with opts, in seconds (Scale.TunnelCost;
+// scenario.TunnelCostCatalog).
+func (c Catalog) TunnelCost(name, family string, opts map[string]string) float64 {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return DefaultTunnelCost.Seconds()
+	}
+	vals, err := ParseOptions(m, opts)
+	if err != nil {
+		return DefaultTunnelCost.Seconds()
+	}
+	return ScaleOf(m, family, vals).TunnelCost().Seconds()
+}
+
 // Underlay is the family of the underlay addresses name needs to carry
 // family (scenario.UnderlayCatalog).
 func (c Catalog) Underlay(name, family string) string {

@@ -27,6 +27,25 @@ type Scale struct {
 	// 198.19.128.0/17 holds 16384 /31 pairs", "openvpn carries one peer
 	// per daemon".
 	Why string
+	// Cost is the estimated time to set up and tear down one tunnel, for
+	// --dry-run's estimate of a sweep (a run records the real figures,
+	// result.Scale); zero means DefaultTunnelCost.
+	Cost time.Duration
+}
+
+// DefaultTunnelCost is the Cost of a Scale that gives none: a kernel
+// tunnel device added and deleted through netlink, one request each, as
+// measured here for the gre family (about 18 ms a device deleted one by
+// one under load, docs/performance.md) with room for its addresses and
+// routes.
+const DefaultTunnelCost = 25 * time.Millisecond
+
+// TunnelCost is s's Cost, or DefaultTunnelCost when it gives none.
+func (s Scale) TunnelCost() time.Duration {
+	if s.Cost > 0 {
+		return s.Cost
+	}
+	return DefaultTunnelCost
 }
 
 // Scaler is implemented by a method that sets up more than one tunnel

@@ -27,6 +27,10 @@ type Step struct {
 	Method     string
 	Params     result.Params
 	Repetition int // 1-based
+	// TunnelCost is the estimated set-up and teardown of one of the
+	// step's tunnels, in seconds, when it has more than one (the
+	// method's Scale.Cost through the catalog); 0 otherwise.
+	TunnelCost float64
 }
 
 // Build expands s into steps. Combinations a method does not support
@@ -37,6 +41,7 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 		key    string
 		method string
 		params result.Params
+		cost   float64 // TunnelCost
 	}
 	var cells []cell
 	mss := s.MSS
@@ -124,10 +129,12 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 											if set, ok := s.OffloadSet(off); ok && off != "on" && off != "off" {
 												p.OffloadSet, p.OffloadFeatures = off, set
 											}
+											var cost float64
 											if tunnels > 1 {
 												p.Tunnels = tunnels
+												cost = tunnelCost(o, m, f, s.Options[m])
 											}
-											cells = append(cells, cell{Key(m, p), m, p})
+											cells = append(cells, cell{Key(m, p), m, p, cost})
 										}
 									}
 								}
@@ -151,14 +158,14 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 			for _, pr := range pairs {
 				p := c.params
 				p.SiteA, p.SiteB = pr[0], pr[1]
-				sited = append(sited, cell{Key(c.method, p), c.method, p})
+				sited = append(sited, cell{Key(c.method, p), c.method, p, c.cost})
 			}
 		}
 		cells = sited
 	}
 	var steps []Step
 	add := func(c cell, rep int) {
-		steps = append(steps, Step{Index: len(steps) + 1, Key: c.key, Method: c.method, Params: c.params, Repetition: rep})
+		steps = append(steps, Step{Index: len(steps) + 1, Key: c.key, Method: c.method, Params: c.params, Repetition: rep, TunnelCost: c.cost})
 	}
 	if s.Order == "grouped" {
 		for _, c := range cells {
@@ -361,45 +368,29 @@ func Estimate(steps []Step) float64 {
 
 // TunnelsEstimate is the estimated time, in seconds, the steps of more
 // than one tunnel (the tunnels dimension) spend setting up and tearing
-// down their tunnels: each tunnel at its method's TunnelCost.
+// down their tunnels: each tunnel at its step's TunnelCost.
 func TunnelsEstimate(steps []Step) float64 {
 	var sum float64
 	for _, st := range steps {
 		if n := st.Params.Tunnels; n > 1 {
-			sum += float64(n) * TunnelCost(st.Method)
+			sum += float64(n) * st.TunnelCost
 		}
 	}
 	return sum
 }
 
-// TunnelCost is the estimated time, in seconds, one tunnel of method
-// takes to set up and tear down in a scaled step (docs/scale.md), by
-// family: an estimate for --dry-run, not a measurement (a run records
-// the real ones, result.Scale).
-//
-//   - the kernel's tunnel devices (vxlan, geneve, the gre family, ipip,
-//     ip6ip6, fou, gue, l2tpv3, srv6; and any method not listed): 42 ms.
-//     Measured on this project's 2-core machine at a load average of 20:
-//     1,000 vxlan devices with their addresses added by one "ip -batch"
-//     in 5.3 s, deleted one by one in 37 s.
-//   - WireGuard peers (wireguard, wireguard-go, boringtun): 1 ms, the
-//     issue's bound for wireguard-go (10,000 peers in under 10 s).
-//   - ipsec CHILD_SAs, each negotiated by charon: 20 ms, assumed.
-//   - ebpf-* rules, map entries: 0.1 ms, the bound (10,000 rules
-//     in under 1 s).
-//   - ovs-* tunnel ports, an ovsdb transaction each: 50 ms, assumed.
-func TunnelCost(method string) float64 {
-	switch {
-	case method == "wireguard" || method == "wireguard-go" || method == "boringtun":
-		return 0.001
-	case method == "ipsec" || method == "ipsec-ecmp":
-		return 0.020
-	case strings.HasPrefix(method, "ebpf-"):
-		return 0.0001
-	case strings.HasPrefix(method, "ovs-"):
-		return 0.050
+// DefaultTunnelCost is the estimated set-up and teardown of one tunnel,
+// in seconds, when the plan's catalog gives none (method.DefaultTunnelCost).
+const DefaultTunnelCost = 0.025
+
+// tunnelCost is the estimated set-up and teardown of one of method m's
+// tunnels in family f with opts, in seconds: what the method's own Scale
+// says (scenario.TunnelCostCatalog), or DefaultTunnelCost.
+func tunnelCost(o Overheads, m, f string, opts map[string]string) float64 {
+	if c, ok := o.(scenario.TunnelCostCatalog); ok {
+		return c.TunnelCost(m, f, opts)
 	}
-	return 0.042
+	return DefaultTunnelCost
 }
 
 // Cells returns one step per cell (its first repetition), in plan order.

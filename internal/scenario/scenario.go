@@ -312,6 +312,13 @@ type GrowCatalog interface {
 	Grows(method string) bool
 }
 
+// TunnelCostCatalog is implemented by catalogs that estimate how long one
+// of a method's tunnels takes to set up and tear down (method.Scale's
+// Cost), in seconds, for the plan's estimate of a sweep.
+type TunnelCostCatalog interface {
+	TunnelCost(method, family string, opts map[string]string) float64
+}
+
 // MaxTunnels is the most tunnels the scenario may ask of any method.
 const MaxTunnels = 100000
 

@@ -60,7 +60,8 @@ var sids = [2]netip.Addr{SIDA, SIDB}
 // fit: the address plan's; the SID block holds far more, and the kernel
 // bounds neither the seg6 routes nor the seg6local ones.
 func (SRv6) Scale(family string, _ method.Values) method.Scale {
-	return method.Scale{Unit: "segment", Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family)}
+	// Cost: 1,000 segments set up in 0.68 s, torn down in 0.50 s.
+	return method.Scale{Unit: "segment", Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family), Cost: 1200 * time.Microsecond}
 }
 
 // srv6SID is side s's SID of tunnel i: the single tunnel's (SIDA, SIDB)

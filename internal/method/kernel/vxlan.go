@@ -3,6 +3,7 @@ package kernel
 import (
 	"context"
 	"net"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
 	"github.com/tunbench/tunbench/internal/testbed"
@@ -53,7 +54,8 @@ func (VXLAN) Requirements() []method.Requirement {
 // VXLAN device's FDB has no limit unless maxaddress is set).
 func (VXLAN) Scale(family string, opts method.Values) method.Scale {
 	if opts.String("scale") == scaleFDB {
-		return method.Scale{Unit: "FDB remote", Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family)}
+		// Cost: 10,000 FDB remotes set up in 1.21 s, removed in 0.1 s.
+		return method.Scale{Unit: "FDB remote", Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family), Cost: 200 * time.Microsecond}
 	}
 	return maxVNIDevices(family, "VXLAN device", opts.Int("vni"))
 }

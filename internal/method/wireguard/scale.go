@@ -66,7 +66,8 @@ const wgBatch = 256
 // peer index) and took 40,000 peers on one device here
 // (docs/performance.md).
 func wgScale(family string) method.Scale {
-	return method.Scale{Unit: "peer", Max: method.MaxScaleTunnels(family),
+	// Cost: wireguard-go set 10,000 peers up in 4.0 to 5.3 s here.
+	return method.Scale{Unit: "peer", Max: method.MaxScaleTunnels(family), Cost: 500 * time.Microsecond,
 		Why: method.ScaleWhy(family) + ", a peer's allowed IP each"}
 }
 
