@@ -120,7 +120,7 @@ func TestDryRunEstimatesTunnels(t *testing.T) {
 	if err := dryRun(&out, s, registry.Builtin(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if want := "plus an estimated 20s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)"; !strings.Contains(out.String(), want) {
+	if want := "plus an estimated 10s to set up and tear down the tunnels of the tunnels dimension (docs/scale.md)"; !strings.Contains(out.String(), want) {
 		t.Errorf("dry run:\n%s\nlacks %q", out.String(), want)
 	}
 	s.Tunnels = nil
