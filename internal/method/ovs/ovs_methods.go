@@ -129,6 +129,7 @@ func (m *OVS) Requirements() []method.Requirement {
 		{Program: "ovsdb-server", Package: "openvswitch-common"},
 		{Program: "ovsdb-tool", Package: "openvswitch-common"},
 		{Program: "ovs-appctl", Package: "openvswitch-common"},
+		{Program: "ovs-ofctl", Package: "openvswitch-common"},
 		{Program: "ping", Package: "iputils-ping"},
 	}
 }
@@ -371,6 +372,11 @@ func (m *OVS) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 	}
 	if err := m.waitPath(ctx, env, run, path); err != nil {
 		return nil, err
+	}
+	if env.N() > 1 {
+		if path.Adds, err = m.setupScaled(ctx, env, run, key); err != nil {
+			return nil, err
+		}
 	}
 	return path, nil
 }
