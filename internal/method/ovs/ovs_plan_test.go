@@ -90,7 +90,8 @@ func answerOVS(r *testbedtest.Recorder, env *method.Env, ep *testbed.Endpoint) {
 // three (the tunnels dimension: two more tunnel ports with their keys,
 // no-flood, flows and addresses), in each family, and compares what it
 // did with testdata/<method>-<family>[-tunnels3].golden (rewrite with
-// -update). The daemons are not run (answerOVS).
+// -update), and ovs-vxlan with tunnels=flows at three. The daemons are
+// not run (answerOVS).
 func TestOVSPlans(t *testing.T) {
 	t.Parallel()
 	for i, m := range ovsMethods() {
@@ -114,5 +115,18 @@ func TestOVSPlans(t *testing.T) {
 				})
 			}
 		}
+	}
+	// tunnels=flows: the key=flow port and each tunnel's flows.
+	for _, family := range []string{method.IPv4, method.IPv6} {
+		name := "ovs-vxlan-" + family + "-tunnels3-flows"
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			m := ovs.NewOVSVXLAN()
+			rec := methodtest.RecordEnv(m, family, map[string]string{"datapath": ovs.OVSNetdev, "tunnels": "flows"})
+			rec.Env.Tunnels = 3
+			answerOVS(rec.A, rec.Env, rec.Env.A)
+			answerOVS(rec.B, rec.Env, rec.Env.B)
+			testbedtest.Golden(t, name, methodtest.Record(t, m, rec), *update)
+		})
 	}
 }

@@ -52,21 +52,28 @@ func pingFrom(t *testing.T, ep *testbed.Endpoint, what string, addr string) {
 // the last tunnel, Grow adds tunnel 101 on both sides and a ping crosses
 // it, and teardown leaves the links as they were (SetupTunnels) and no
 // OVS process behind.
+//
+// With tunnels=flows (ipv4) the same holds with one key=flow port.
 func TestOVSTunnels100(t *testing.T) {
 	const n = 100
 	m := ovs.NewOVSVXLAN()
-	for _, family := range []string{method.IPv4, method.IPv6} {
-		t.Run(family, func(t *testing.T) {
+	for _, tt := range []struct{ family, mode string }{{method.IPv4, "ports"}, {method.IPv6, "ports"}, {method.IPv4, "flows"}} {
+		t.Run(tt.family+"/"+tt.mode, func(t *testing.T) {
 			requireOVS(t)
+			family := tt.family
 			start := time.Now()
-			l, env, path := methodtest.SetupTunnels(t, m, family, 1500, n, map[string]string{"datapath": ovs.OVSNetdev})
+			l, env, path := methodtest.SetupTunnels(t, m, family, 1500, n, map[string]string{"datapath": ovs.OVSNetdev, "tunnels": tt.mode})
 			t.Logf("set-up of %d tunnels: %v", n, time.Since(start))
 			if len(path.Adds) != 2*(n-1) {
 				t.Errorf("Path.Adds: %d durations, want one per tunnel port added after the measured one per side (%d)", len(path.Adds), 2*(n-1))
 			}
+			wantPorts := n
+			if tt.mode == "flows" {
+				wantPorts = 2 // the measured tunnel's and the key=flow port
+			}
 			for _, side := range []string{"a", "b"} {
-				if ports := ovsPorts(t, m, env, side, env.Prefix+"-ovs"); len(ports) != n {
-					t.Errorf("%s: %d ports on %s-ovs, want %d tunnel ports", side, len(ports), env.Prefix, n)
+				if ports := ovsPorts(t, m, env, side, env.Prefix+"-ovs"); len(ports) != wantPorts {
+					t.Errorf("%s: %d ports on %s-ovs, want %d", side, len(ports), env.Prefix, wantPorts)
 				}
 			}
 			measured := env.Measured()
@@ -101,15 +108,20 @@ func TestOVSTunnels100(t *testing.T) {
 }
 
 // BenchmarkOVSSetupTunnels sets ovs-vxlan up on the userspace datapath
-// (IPv4) with 1, 100 and 1,000 tunnel ports and tears it down, b.N times
+// (IPv4) with 1, 100 and 1,000 tunnel ports (tunnels=ports), and 100 and
+// 1,000 flow-keyed tunnels (tunnels=flows), and tears it down, b.N times
 // each in a fresh testbed. It reports the median Setup and Teardown
 // times and the median time of one port's add (Path.Adds, both sides)
 // over the first and the last tenth of the adds, which shows how the
 // bridge's reconfiguration grows with its ports (maxOVSTunnels). Run it
 // with -benchtime 1x (see docs/performance.md).
 func BenchmarkOVSSetupTunnels(b *testing.B) {
-	for _, n := range []int{1, 100, 1000} {
-		b.Run(fmt.Sprintf("tunnels=%d", n), func(b *testing.B) {
+	for _, bm := range []struct {
+		mode string
+		n    int
+	}{{"ports", 1}, {"ports", 100}, {"ports", 1000}, {"flows", 100}, {"flows", 1000}} {
+		n := bm.n
+		b.Run(fmt.Sprintf("%s/tunnels=%d", bm.mode, n), func(b *testing.B) {
 			for _, r := range ovs.NewOVSVXLAN().Requirements() {
 				if _, err := exec.LookPath(r.Program); r.Program != "" && err != nil {
 					b.Skipf("%s not installed", r.Program)
@@ -121,7 +133,7 @@ func BenchmarkOVSSetupTunnels(b *testing.B) {
 				m := ovs.NewOVSVXLAN()
 				env := &method.Env{A: l.A, B: l.B, Family: method.IPv4, UnderlayMTU: 1500,
 					OverlayMTU: 1500 - m.Overhead(method.IPv4), Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir,
-					Options: map[string]string{"datapath": ovs.OVSNetdev}, Tunnels: n}
+					Options: map[string]string{"datapath": ovs.OVSNetdev, "tunnels": bm.mode}, Tunnels: n}
 				ctx := context.Background()
 				start := time.Now()
 				path, err := m.Setup(ctx, env)
@@ -173,5 +185,16 @@ func TestOVSScaleRefused(t *testing.T) {
 	s.Tunnels = []int{1, 100, 1000}
 	if err := s.Validate(cat); err != nil {
 		t.Errorf("ovs at 1, 100, 1000 tunnels refused: %v", err)
+	}
+	// Flow-keyed tunnels go as far as the address plan.
+	s.Options = map[string]map[string]string{"ovs-vxlan": {"tunnels": "flows"}}
+	s.Methods, s.Tunnels = []string{"ovs-vxlan"}, []int{16384}
+	if err := s.Validate(cat); err != nil {
+		t.Errorf("ovs-vxlan tunnels=flows at 16384 refused: %v", err)
+	}
+	s.Tunnels = []int{16385}
+	want := "tunnels: 16385: ovs-vxlan over ipv4 sets up at most 16384 (one tunnel is one flow-keyed tunnel (its own tun_id on one key=flow port); the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs)"
+	if err := s.Validate(cat); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("ovs-vxlan tunnels=flows at 16385: %v, want an error containing %q", err, want)
 	}
 }
