@@ -40,7 +40,7 @@ const (
 	scaleFlows = "flows"
 )
 
-// maxOVSTunnels is the ovs family's own bound: each port is one ovs-vsctl
+// maxOVSTunnels is the ports mode's own bound: each port is one ovs-vsctl
 // transaction, and each makes ovs-vswitchd reconfigure the whole bridge,
 // so N ports cost O(N²) (see docs/performance.md, "Tunnels dimension").
 const maxOVSTunnels = 1000
