@@ -25,7 +25,7 @@ func TestEBPFStats(t *testing.T) {
 	if err := ebpf.Probe(); err != nil {
 		t.Skipf("the eBPF data path cannot run here: needs %v", err)
 	}
-	l, env, path := methodtest.Setup(t, ebpftun.EBPFVXLAN, method.IPv4, 1500, map[string]string{"rules": "100"})
+	l, env, path := methodtest.SetupTunnels(t, ebpftun.EBPFVXLAN, method.IPv4, 1500, 100, nil)
 	methodtest.Ping(t, l, path)
 	name := env.Prefix + "-a"
 	code, out, errOut := run(t, "ebpf", "stats", name, "--max-rules", "3")

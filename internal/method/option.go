@@ -2,6 +2,7 @@ package method
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -101,6 +102,14 @@ func (v Values) On(name string) bool { return v.v[name] == "on" }
 // default applying).
 func (v Values) Given(name string) bool { return v.given[name] }
 
+// OptionMover is implemented by methods one of whose former options
+// became something else (the ebpf methods' rules, now the tunnels
+// dimension): MovedOption says, for such a name, what to give instead,
+// and ParseOptions refuses the option with that rather than as unknown.
+type OptionMover interface {
+	MovedOption(name string) (instead string, ok bool)
+}
+
 // OptionChecker is implemented by methods whose options constrain each
 // other; ParseOptions calls it after checking each option on its own.
 type OptionChecker interface {
@@ -111,6 +120,13 @@ type OptionChecker interface {
 // defaults. An unknown key is an error that lists the valid ones; a bad
 // value names the range. Errors start with the method's name.
 func ParseOptions(m Method, given map[string]string) (Values, error) {
+	if mv, ok := m.(OptionMover); ok {
+		for _, k := range slices.Sorted(maps.Keys(given)) {
+			if instead, ok := mv.MovedOption(k); ok {
+				return Values{}, fmt.Errorf("%s: option %q is gone: %s", m.Name(), k, instead)
+			}
+		}
+	}
 	vals, err := ParseDeclared(m.Name(), m.Options(), given)
 	if err != nil {
 		return vals, err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"path/filepath"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/ebpf"
 	"github.com/tunbench/tunbench/internal/method"
@@ -74,12 +75,15 @@ func (m EBPF) Overhead(family string) int {
 	return m.encap.Overhead(m.underlay(family), false)
 }
 
-// The filler rules of the scale measurement (option rules) are host
-// prefixes around the peer's overlay address that carry no traffic: IPv4
-// ones in 198.19.0.0/17, IPv6 ones in the overlay /64. They are spread
-// over the block (see ebpf.FillerAddrs), so the peer's own lookup walks a trie
-// as deep as that many rules make it, as it would in a mesh of that many
-// sites, rather than branching off above them.
+// The tunnels dimension (Env.Tunnels, docs/scale.md): one tunnel of an
+// ebpf method is one rule in each side's map. The measured one is the
+// peer's (rule 1, as with a single tunnel); the other N-1 are filler
+// rules, host prefixes around the peer's overlay address that carry no
+// traffic: IPv4 ones in 198.19.0.0/17, IPv6 ones in the overlay /64.
+// They are spread over the block (see ebpf.FillerAddrs), so the peer's
+// own lookup walks a trie as deep as that many rules make it, as it
+// would in a mesh of that many sites, rather than branching off above
+// them. (Before the dimension, the option rules set their number.)
 var (
 	fillerBlock4 = netip.MustParsePrefix("198.19.0.0/17")
 	fillerBlock6 = netip.MustParsePrefix("2001:2:0:1::/64")
@@ -91,17 +95,37 @@ const maxFillers4 = 1<<15 - 2
 
 // Options declares the scenario options (see Option).
 func (m EBPF) Options() []method.Option {
-	rules := method.Option{Name: "rules", Default: "1", Min: 1, Max: ebpf.DefaultMaxRules,
-		Help: "rules in the map: the peer's plus filler rules spread around its address, never matched (scale measurement; IPv4 holds at most 32767)"}
 	switch m.encap {
 	case ebpf.Geneve, ebpf.VXLAN:
 		return []method.Option{method.VNIOption, {Name: "srcport", Default: "0", Min: 0, Max: 65535,
-			Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}, rules}
+			Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}}
 	case ebpf.GRE:
 		return []method.Option{{Name: "key", Default: "0", Min: 0, Max: 1<<32 - 1,
-			Help: "GRE key; 0 sends no key (like the kernel's gre method)"}, rules}
+			Help: "GRE key; 0 sends no key (like the kernel's gre method)"}}
 	}
-	return []method.Option{rules}
+	return nil
+}
+
+// MovedOption refuses the former option rules (method.OptionMover): the
+// number of rules is the tunnels dimension now.
+func (m EBPF) MovedOption(name string) (string, bool) {
+	if name != "rules" {
+		return "", false
+	}
+	return "the number of rules is the tunnels dimension now: give tunnels: [N] in the scenario (or --tunnels N) instead of options: {" +
+		m.Name() + ": {rules: N}}", true
+}
+
+// Scale: one tunnel is one rule in each side's map (the peer's, or a
+// filler); at most what the map holds, or over IPv4 what the filler block
+// holds beside the peer's rule (method.Scaler).
+func (m EBPF) Scale(family string, _ method.Values) method.Scale {
+	if family == method.IPv6 {
+		return method.Scale{Unit: "rule", Max: ebpf.DefaultMaxRules,
+			Why: fmt.Sprintf("the rule map holds %d entries", ebpf.DefaultMaxRules)}
+	}
+	return method.Scale{Unit: "rule", Max: 1 + maxFillers4,
+		Why: fmt.Sprintf("the IPv4 filler rules fit %d host prefixes in %s beside the peer's (ipv6 takes more)", maxFillers4, fillerBlock4)}
 }
 
 func (m EBPF) Requirements() []method.Requirement {
@@ -124,7 +148,7 @@ type ebpfParams struct {
 	vni        uint32 // VNI or GRE key
 	greKey     bool
 	srcPort    uint16 // 0: from the flow hash
-	rules      int
+	rules      int    // env.N(): the peer's and the fillers
 	overlayMTU int
 }
 
@@ -137,10 +161,9 @@ func (m EBPF) params(env *method.Env) (ebpfParams, error) {
 		return ebpfParams{}, method.UnsupportedFamily(m, env.Family)
 	}
 	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
-		srcPort: uint16(opts.Int("srcport")), rules: opts.Int("rules")}
-	if env.Family == method.IPv4 && p.rules-1 > maxFillers4 {
-		return p, fmt.Errorf("%s: rules=%d: IPv4 filler rules fit %d host prefixes in %s; measure more with ipv6",
-			m.Name(), p.rules, maxFillers4, fillerBlock4)
+		srcPort: uint16(opts.Int("srcport")), rules: env.N()}
+	if s := m.Scale(env.Family, opts); p.rules > s.Max {
+		return p, fmt.Errorf("%s: tunnels=%d: at most %d over %s: %s", m.Name(), p.rules, s.Max, env.Family, s.Why)
 	}
 	if m.encap == ebpf.GRE {
 		p.vni = uint32(opts.Uint64("key"))
@@ -168,10 +191,13 @@ func (m EBPF) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 			}
 		}
 	}
+	var adds []time.Duration
 	for _, ep := range env.Endpoints() {
-		if err := m.setupSide(ctx, env, ep, p); err != nil {
+		took, err := m.setupSide(ctx, env, ep, p)
+		if err != nil {
 			return nil, err
 		}
+		adds = append(adds, took...)
 	}
 	oa, ob := method.Overlay(env.Family)
 	path := &method.Path{
@@ -182,6 +208,9 @@ func (m EBPF) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 	}
 	if p.overlayMTU != env.OverlayMTU {
 		path.OverlayMTU = p.overlayMTU
+	}
+	if env.N() > 1 {
+		path.Adds = adds
 	}
 	return path, nil
 }
@@ -195,44 +224,76 @@ func sides(env *method.Env, ep *testbed.Endpoint) (mine, theirs netip.Prefix) {
 	return oa, ob
 }
 
-// setupSide sets one endpoint up toward its peer.
-func (m EBPF) setupSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint, p ebpfParams) error {
+// peerRule is ep's rule toward its peer: the measured tunnel's, rule 1.
+// The fillers are shaped like it.
+func (m EBPF) peerRule(env *method.Env, ep *testbed.Endpoint, p ebpfParams) ebpf.Rule {
+	_, theirs := sides(env, ep)
+	return ebpf.Rule{
+		ID: 1, Dst: method.HostPrefix(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
+		Local: ep.Addr(p.underlay), Remote: env.Peer(ep).Addr(p.underlay),
+		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
+	}
+}
+
+// setupSide sets one endpoint up toward its peer, and returns how long
+// each rule's write took (the peer's first, then the fillers').
+func (m EBPF) setupSide(ctx context.Context, env *method.Env, ep *testbed.Endpoint, p ebpfParams) ([]time.Duration, error) {
 	peer := env.Peer(ep)
 	mine, theirs := sides(env, ep)
 	lo, err := ep.NL.LinkByName("lo")
 	if err != nil {
-		return fmt.Errorf("%s: find lo: %w", ep.Side, err)
+		return nil, fmt.Errorf("%s: find lo: %w", ep.Side, err)
 	}
 	if err := method.AddAddr(ep, lo, method.HostPrefix(mine.Addr())); err != nil {
-		return err
+		return nil, err
 	}
-	rules := []ebpf.Rule{{
-		ID: 1, Dst: method.HostPrefix(theirs.Addr()), Encap: m.encap, VNI: p.vni, GREKey: p.greKey,
-		Local: ep.Addr(p.underlay), Remote: peer.Addr(p.underlay),
-		SrcPortMin: p.srcPort, SrcPortMax: p.srcPort,
-	}}
+	rules := []ebpf.Rule{m.peerRule(env, ep, p)}
 	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
-	_, err = opAttach.Call(ctx, ep, attachArgs{
+	adds, err := opAttach.Call(ctx, ep, attachArgs{
 		PinDir: ebpfPinDir(env, ep), Dev: ep.Dev, Rules: rules,
 		Decaps: []ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}},
 	})
 	if err != nil {
-		return fmt.Errorf("%s: %w", hostOf(ep), err)
+		return nil, fmt.Errorf("%s: %w", hostOf(ep), err)
 	}
 	// The overlay prefix goes to the underlay; its next hop (the peer's
 	// underlay address of the inner family) gives the Ethernet header the
 	// egress program keeps.
 	link, err := ep.NL.LinkByName(ep.Dev)
 	if err != nil {
-		return fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+		return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
 	}
-	return method.RouteAdd(ep, &netlink.Route{
+	return adds, method.RouteAdd(ep, &netlink.Route{
 		LinkIndex: link.Attrs().Index,
 		Dst:       testbed.PrefixNet(theirs.Masked()),
 		Gw:        net.IP(peer.Addr(env.Family).AsSlice()),
 		Src:       net.IP(mine.Addr().AsSlice()),
 		MTU:       p.overlayMTU,
 	})
+}
+
+// Grow adds one more rule on both sides while the programs run
+// (method.Grower): filler number N, the next of ebpf.FillerAddrs, written
+// into the pinned map. Teardown removes it with the map.
+func (m EBPF) Grow(ctx context.Context, env *method.Env) (string, error) {
+	p, err := m.params(env)
+	if err != nil {
+		return "", err
+	}
+	var dst netip.Prefix
+	for _, ep := range env.Endpoints() {
+		fillers := fillerRules(env.Family, p.rules, m.peerRule(env, ep, p))
+		if len(fillers) < p.rules {
+			s := m.Scale(env.Family, method.Values{})
+			return "", fmt.Errorf("%s: grow past %d rules: %s", m.Name(), s.Max, s.Why)
+		}
+		r := fillers[p.rules-1]
+		if _, err := opPutRules.Call(ctx, ep, putRulesArgs{PinDir: ebpfPinDir(env, ep), Rules: []ebpf.Rule{r}}); err != nil {
+			return "", fmt.Errorf("%s: %w", hostOf(ep), err)
+		}
+		dst = r.Dst
+	}
+	return fmt.Sprintf("rule %d (%s) written into both sides' maps", p.rules+1, dst), nil
 }
 
 // fillerRules returns n rules shaped like like for filler host prefixes

@@ -1,6 +1,7 @@
 package ebpftun_test
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/netip"
@@ -221,5 +222,50 @@ func BenchmarkKernelPeers(b *testing.B) {
 		devs := time.Since(start)
 		b.ReportMetric(float64(n), "devices")
 		b.ReportMetric(float64(devs.Microseconds())/1000/float64(n)*100_000, "ms/100k-devices(extrapolated)")
+	}
+}
+
+// BenchmarkEBPFSetupTunnels sets ebpf-geneve up (IPv6) through the
+// tunnels dimension with 1 and 10,000 tunnels (the peer's rule and
+// 9,999 fillers in each side's map, written one by one) and tears it
+// down, b.N times each, in a fresh testbed each time. It reports the
+// median Setup time (target at 10,000: under 1 s), Teardown time, and the
+// median and 99th percentile of one rule's write (Path.Adds, both sides).
+// Run it with -benchtime 5x (see docs/performance.md).
+func BenchmarkEBPFSetupTunnels(b *testing.B) {
+	requireEBPF(b)
+	for _, n := range []int{1, 10_000} {
+		b.Run(fmt.Sprintf("tunnels=%d", n), func(b *testing.B) {
+			var setups, teardowns, adds []float64
+			for range b.N {
+				l := testbedtest.New(b, 1500)
+				m := ebpftun.EBPFGeneve
+				env := &method.Env{A: l.A, B: l.B, Family: method.IPv6, UnderlayMTU: 1500,
+					OverlayMTU: 1500 - m.Overhead(method.IPv6), Prefix: testbed.DevicePrefix(l.ID), Dir: l.Dir, Tunnels: n}
+				ctx := context.Background()
+				start := time.Now()
+				path, err := m.Setup(ctx, env)
+				setups = append(setups, time.Since(start).Seconds()*1000)
+				if err != nil {
+					_ = m.Teardown(ctx, env)
+					b.Fatal(err)
+				}
+				for _, d := range path.Adds {
+					adds = append(adds, float64(d.Nanoseconds())/1000)
+				}
+				start = time.Now()
+				if err := m.Teardown(ctx, env); err != nil {
+					b.Fatal(err)
+				}
+				teardowns = append(teardowns, time.Since(start).Seconds()*1000)
+			}
+			b.ReportMetric(stats.Median(setups), "setup-ms")
+			b.ReportMetric(stats.Median(teardowns), "teardown-ms")
+			if len(adds) > 0 {
+				slices.Sort(adds)
+				b.ReportMetric(stats.Median(adds), "add-p50-µs")
+				b.ReportMetric(stats.Quantile(adds, 0.99), "add-p99-µs")
+			}
+		})
 	}
 }

@@ -14,7 +14,8 @@ func SetupEBPFSide(m EBPF, env *method.Env, ep *testbed.Endpoint) error {
 	if err != nil {
 		return err
 	}
-	return m.setupSide(context.Background(), env, ep, p)
+	_, err = m.setupSide(context.Background(), env, ep, p)
+	return err
 }
 
 // TeardownEBPFSide removes what SetupEBPFSide made.

@@ -114,11 +114,10 @@ func TestEBPFOptions(t *testing.T) {
 		wantErr string
 	}{
 		{ebpftun.EBPFGeneve, method.IPv4, map[string]string{"vni": "0"}, `option vni="0"`},
-		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are rules, srcport, vni`},
-		{ebpftun.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key, rules`},
+		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are srcport, vni`},
+		{ebpftun.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key`},
 		{ebpftun.EBPFIPIP, method.IPv6, nil, "ebpf-ipip carries only ipv4, not ipv6"},
-		{ebpftun.EBPFGeneve, method.IPv4, map[string]string{"rules": "40000"}, "rules=40000: IPv4 filler rules fit 32766 host prefixes"},
-		{ebpftun.EBPFGeneve, method.IPv6, map[string]string{"rules": "2000000"}, `option rules="2000000"`},
+		{ebpftun.EBPFGeneve, method.IPv6, map[string]string{"rules": "100"}, `ebpf-geneve: option "rules" is gone: the number of rules is the tunnels dimension now: give tunnels: [N] in the scenario (or --tunnels N)`},
 		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"srcport": "65536"}, `option srcport="65536"`},
 	}
 	for _, tt := range tests {

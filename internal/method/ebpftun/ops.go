@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/clsact"
 	"github.com/tunbench/tunbench/internal/ebpf"
@@ -32,6 +33,12 @@ type attachArgs struct {
 	Decaps []ebpf.Decap
 }
 
+// putRulesArgs are rules to write into the maps pinned in PinDir.
+type putRulesArgs struct {
+	PinDir string
+	Rules  []ebpf.Rule
+}
+
 // detachArgs say which device's programs go and which pins with them
 // (none when PinDir is empty).
 type detachArgs struct {
@@ -56,14 +63,16 @@ var (
 	// opAttach loads the programs with their maps pinned in PinDir, fills
 	// the maps and attaches both programs to Dev in the endpoint's
 	// namespace, next to the host's own tc filters (see clsact.Plan). The
-	// pins keep the maps; the programs stay as tc filters.
-	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) (struct{}, error) {
+	// pins keep the maps; the programs stay as tc filters. The rules are
+	// written one by one, each timed (a tunnel's add, method.AddTimer):
+	// the durations come back in order.
+	opAttach = testbed.NewOp("ebpf.attach", func(_ context.Context, ep *testbed.Endpoint, a attachArgs) ([]time.Duration, error) {
 		// The site's journal learns first how to take the pins off the
 		// host's bpffs and, once the places are chosen, the programs off
 		// its device, for a clean after a crash (agent.CleanSite).
 		if ep.Dir != "" {
 			if err := testbed.WriteUndo(ep.Dir, pinsUndo(a.PinDir), testbed.Undo{Kind: testbed.UndoUnpin, Path: a.PinDir}); err != nil {
-				return struct{}{}, err
+				return nil, err
 			}
 		}
 		h := method.LocalHandle(ep)
@@ -71,27 +80,28 @@ var (
 		// failed, not torn down) go first: the record is about to be
 		// overwritten.
 		if old, ok, err := recalled(ep, a.Dev); err != nil {
-			return struct{}{}, err
+			return nil, err
 		} else if ok {
 			if err := errors.Join(ebpf.Detach(h, old), forget(ep, a.Dev)); err != nil {
-				return struct{}{}, err
+				return nil, err
 			}
 		}
 		objs, err := ebpf.Load(ebpf.Config{PinDir: a.PinDir})
 		if err != nil {
-			return struct{}{}, err
+			return nil, err
 		}
 		t := objs.Table()
-		err = errors.Join(t.PutRules(a.Rules), t.PutDecaps(a.Decaps))
+		adds, err := putTimed(t, a.Rules)
+		err = errors.Join(err, t.PutDecaps(a.Decaps))
 		if err != nil {
-			return struct{}{}, errors.Join(err, objs.Close())
+			return nil, errors.Join(err, objs.Close())
 		}
 		at, err := objs.Plan(h, a.Dev)
 		if err == nil {
 			err = remember(ep, at)
 		}
 		if err != nil {
-			return struct{}{}, errors.Join(err, objs.Close())
+			return nil, errors.Join(err, objs.Close())
 		}
 		created := at.QdiscCreated
 		err = objs.Attach(h, &at)
@@ -99,7 +109,17 @@ var (
 			// A qdisc appeared since the plan: the host's, not the run's.
 			err = errors.Join(err, remember(ep, at))
 		}
-		return struct{}{}, errors.Join(err, objs.Close())
+		return adds, errors.Join(err, objs.Close())
+	})
+	// opPutRules writes rules into the maps pinned in PinDir, while the
+	// programs run (Grow).
+	opPutRules = testbed.NewOp("ebpf.put-rules", func(_ context.Context, _ *testbed.Endpoint, a putRulesArgs) ([]time.Duration, error) {
+		p, err := ebpf.OpenPinned(a.PinDir)
+		if err != nil {
+			return nil, err
+		}
+		adds, err := putTimed(p.Table, a.Rules)
+		return adds, errors.Join(err, p.Close())
 	})
 	// opDetach removes Dev's programs (what opAttach journalled) and the
 	// pins in PinDir.
@@ -126,6 +146,26 @@ var (
 		return readStats(dir)
 	})
 )
+
+// putTimed writes rules into t one by one (one map update each, as a
+// mesh adds its sites) and returns how long each took. All are checked
+// before the first is written.
+func putTimed(t *ebpf.Table, rules []ebpf.Rule) ([]time.Duration, error) {
+	for _, r := range rules {
+		if err := r.Check(); err != nil {
+			return nil, fmt.Errorf("rule %d (%s): %w", r.ID, r.Dst, err)
+		}
+	}
+	var timer method.AddTimer
+	timer.Start()
+	for _, r := range rules {
+		if err := t.PutRules([]ebpf.Rule{r}); err != nil {
+			return timer.Adds(), err
+		}
+		timer.Done()
+	}
+	return timer.Adds(), nil
+}
 
 // An endpoint without a site directory (a bare test endpoint) keeps no
 // journal; this process remembers its attachments instead.

@@ -41,7 +41,8 @@ import (
 //     (after "modprobe openvswitch"), else netdev.
 //
 // Options: "datapath" (above); "key", the VXLAN or Geneve VNI or the GRE
-// key (default 42); "vni" is the same as "key" for vxlan and geneve.
+// key (default 42); "vni" is the same as "key" for vxlan and geneve;
+// "tunnels", what one tunnel of the tunnels dimension is (ovs_scale.go).
 //
 // Performance (netdev): the veth and tap ports are polled by
 // ovs-vswitchd's main thread (PMD settings do not apply, and OVS 3.1's
@@ -129,6 +130,7 @@ func (m *OVS) Requirements() []method.Requirement {
 		{Program: "ovsdb-server", Package: "openvswitch-common"},
 		{Program: "ovsdb-tool", Package: "openvswitch-common"},
 		{Program: "ovs-appctl", Package: "openvswitch-common"},
+		{Program: "ovs-ofctl", Package: "openvswitch-common"},
 		{Program: "ping", Package: "iputils-ping"},
 	}
 }
@@ -176,13 +178,15 @@ func (m *OVS) kernelDevs() []string {
 	return []string{"gre_sys", "ip6gre_sys"}
 }
 
-// Options declares the scenario options (see Option): "datapath", and
-// "key", the VXLAN or Geneve VNI or the GRE key; vxlan and geneve also
-// take "vni", as the kernel methods call it.
+// Options declares the scenario options (see Option): "datapath",
+// "tunnels", and "key", the VXLAN or Geneve VNI or the GRE key; vxlan and
+// geneve also take "vni", as the kernel methods call it.
 func (m *OVS) Options() []method.Option {
 	key := method.Option{Name: "key", Default: "42", Min: 1, Max: 1<<24 - 1, Help: "tunnel key: the VNI"}
 	opts := []method.Option{{Name: "datapath", Default: OVSAuto, Values: []string{OVSAuto, OVSNetdev, OVSSystem},
-		Help: "netdev (userspace, in ovs-vswitchd), system (kernel module), or system when the kernel has it (auto)"}}
+		Help: "netdev (userspace, in ovs-vswitchd), system (kernel module), or system when the kernel has it (auto)"},
+		{Name: "tunnels", Default: scalePorts, Values: []string{scalePorts, scaleFlows},
+			Help: "what one tunnel of the tunnels dimension is: a tunnel port with its own key (ports, at most 1000), or a tun_id on one key=flow port (flows)"}}
 	if m.tunnel == "gre" {
 		key.Max, key.Help = 1<<32-1, "GRE key"
 		return append(opts, key)
@@ -371,6 +375,11 @@ func (m *OVS) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 	}
 	if err := m.waitPath(ctx, env, run, path); err != nil {
 		return nil, err
+	}
+	if env.N() > 1 {
+		if path.Adds, err = m.setupScaled(ctx, env, run, key, opts.String("tunnels") == scaleFlows); err != nil {
+			return nil, err
+		}
 	}
 	return path, nil
 }

@@ -530,6 +530,20 @@ func (r *Recorder) Know(name, kind string) error {
 	return nil
 }
 
+// KnowMTU sets the MTU of the link called name in r's state without
+// recording a line: for a daemon that creates a device with the MTU it
+// was asked for (ovs-vswitchd's mtu_request).
+func (r *Recorder) KnowMTU(name string, mtu int) error {
+	l, err := r.LinkByName(name)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	l.Attrs().MTU = mtu
+	return nil
+}
+
 func (r *Recorder) LinkDel(link netlink.Link) error {
 	name := link.Attrs().Name
 	r.mu.Lock()
