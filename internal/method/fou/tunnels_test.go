@@ -90,7 +90,9 @@ func TestTunnelsAddsAndGrow(t *testing.T) {
 }
 
 // TestTunnelsRefused: counts above the maximum are refused by the
-// scenario's validation, naming what one tunnel is and the fix.
+// scenario's validation, naming what one tunnel is and the fix; a
+// payload that sets up one tunnel only is refused in a sweep without 1
+// (with 1 it runs at 1 only, scenario.OneTunnelOnly).
 func TestTunnelsRefused(t *testing.T) {
 	cat := method.Catalog{R: method.NewRegistry(fou.FOU{}, fou.GUE{})}
 	for _, tt := range []struct {
@@ -98,8 +100,8 @@ func TestTunnelsRefused(t *testing.T) {
 		n                  int
 		want               string
 	}{
-		{"fou", "ipv4", "ipip", 2, "fou over ipv4 sets up at most 1 (one tunnel is one ipip device in fou; the kernel tells ipip tunnels apart by their outer addresses alone, which every device over fou shares: payload gre gives each tunnel a GRE key of its own)"},
-		{"gue", "ipv6", "ipip", 10, "gue over ipv6 sets up at most 1 (one tunnel is one ip6tnl device in gue"},
+		{"fou", "ipv4", "ipip", 2, "tunnels: [2]: fou over ipv4 sets up one tunnel only (the kernel tells ipip tunnels apart by their outer addresses alone, which every device over fou shares: payload gre gives each tunnel a GRE key of its own)"},
+		{"gue", "ipv6", "ipip", 10, "tunnels: [10]: gue over ipv6 sets up one tunnel only (the kernel tells ip6tnl tunnels apart"},
 		{"gue", "ipv4", "gre", 16385, "gue over ipv4 sets up at most 16384 (one tunnel is one gre device in gue with its own GRE key; the IPv4 address plan"},
 	} {
 		s := scenario.Default()
@@ -107,6 +109,9 @@ func TestTunnelsRefused(t *testing.T) {
 		s.Families = []string{tt.family}
 		s.Options = map[string]map[string]string{tt.m: {"payload": tt.payload}}
 		s.Tunnels = []int{1, tt.n}
+		if tt.payload == "ipip" {
+			s.Tunnels = []int{tt.n}
+		}
 		if err := s.Validate(cat); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %s payload %s tunnels %d: %v, want an error containing %q", tt.m, tt.family, tt.payload, tt.n, err, tt.want)
 		}

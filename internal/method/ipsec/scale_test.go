@@ -191,9 +191,10 @@ func TestIPsecTunnelsRefused(t *testing.T) {
 			fmt.Sprintf("tunnels: 2000: ipsec over ipv6 sets up at most %d (one tunnel is one CHILD_SA; strongSwan's vici messages hold at most 512 KiB", ipsec.MaxChildren),
 			fmt.Sprintf("lower tunnels to %d or drop ipsec", ipsec.MaxChildren)}},
 		{"ipsec transport", "methods: [ipsec]\nfamilies: [ipv4]\ntunnels: [10]\noptions: {ipsec: {mode: transport}}\n", []string{
-			"tunnels: 10: ipsec over ipv4 sets up at most 1 (one tunnel is one CHILD_SA; transport mode protects the traffic between the two underlay addresses"}},
-		{"ipsec-ecmp", "methods: [ipsec-ecmp]\nfamilies: [ipv4]\ntunnels: [1, 10]\n", []string{
-			"tunnels: 10: ipsec-ecmp over ipv4 sets up at most 1 (one tunnel is one tunnel; ipsec-ecmp's tunnels are its own option tunnels (1-8)"}},
+			"tunnels: [10]: ipsec over ipv4 sets up one tunnel only (transport mode protects the traffic between the two underlay addresses"}},
+		{"ipsec-ecmp", "methods: [ipsec-ecmp]\nfamilies: [ipv4]\ntunnels: [10]\n", []string{
+			"tunnels: [10]: ipsec-ecmp over ipv4 sets up one tunnel only (ipsec-ecmp's tunnels are its own option tunnels (1-8)"}},
+		{"ipsec-ecmp in a sweep with 1 runs at 1 only", "methods: [ipsec-ecmp]\nfamilies: [ipv4]\ntunnels: [1, 10]\n", nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := scenario.Parse([]byte(tt.doc))
