@@ -24,6 +24,9 @@ type RunQuery struct {
 	Since time.Time
 	// Method keeps only cells of this method.
 	Method string
+	// Key keeps only cells of this key, and cells stored without a key
+	// (their key is the reader's to derive).
+	Key string
 	// KeyParts keeps only cells whose key has every one of these as a
 	// "/"-separated part (e.g. "mtu9000", "offloads-off"). Cells stored
 	// without a key are kept: their key is the reader's to derive.
@@ -33,6 +36,15 @@ type RunQuery struct {
 	// per-second intervals and the latency CDF (empty in the cells
 	// returned). Trends, which read a cell's summary figures, set it.
 	WithoutSeries bool
+	// FiguresOnly reads of each cell only what a trend reads, from the
+	// figure columns rather than the record (cellfigures.go): the cells
+	// returned carry their id, run id, key, method, implementation,
+	// repetition and status, the receiver's throughput
+	// (Throughput.BitsPerSecond), the p50 and p99 RTTs (Latency.P50,
+	// P99), Meta.Busy, and Meta.Emulated set when the cell's record
+	// says it was emulated or names an emulated host; Params only for a
+	// cell stored without a key; nothing else.
+	FiguresOnly bool
 	// Keep, when not nil, is asked about each run the fields above let
 	// through, with its labels; a run it refuses is left out, and its
 	// cells are not decoded.
@@ -75,10 +87,14 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 	var cellWhere []string
 	var cellArgs []any
 	if q.Method != "" {
-		// "|| ''" keeps SQLite's planner (without statistics) on the
-		// run ids' index: through cells_method it would visit every
-		// cell of the method once per chunk.
-		cellWhere, cellArgs = append(cellWhere, `(method || '') = ?`), append(cellArgs, q.Method)
+		// SQLite's planner (without statistics) takes cells_figures
+		// (run_id, method, ...) for this; before that index it went
+		// through cells_method and visited every cell of the method once
+		// per chunk.
+		cellWhere, cellArgs = append(cellWhere, `method = ?`), append(cellArgs, q.Method)
+	}
+	if q.Key != "" {
+		cellWhere, cellArgs = append(cellWhere, `key IN (?, '')`), append(cellArgs, q.Key)
 	}
 	if len(q.KeyParts) > 0 {
 		// A superset (SQLite's LIKE ignores ASCII case); hasParts
@@ -100,11 +116,17 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 			marks[i] = "?"
 			chunkArgs = append(chunkArgs, rc.Run.ID)
 		}
-		query := `SELECT run_id, id, key, record FROM cells WHERE run_id IN (` + strings.Join(marks, ", ") + `)`
+		where := ` WHERE run_id IN (` + strings.Join(marks, ", ") + `)`
 		if len(cellWhere) > 0 {
-			query += ` AND ` + strings.Join(cellWhere, ` AND `)
+			where += ` AND ` + strings.Join(cellWhere, ` AND `)
 		}
-		if err := s.scanCells(ctx, query, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries); err != nil {
+		var err error
+		if q.FiguresOnly {
+			err = s.scanFigureCells(ctx, figuresSelect+where, append(chunkArgs, cellArgs...), byID, q.KeyParts)
+		} else {
+			err = s.scanCells(ctx, `SELECT run_id, id, key, record FROM cells`+where, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -167,8 +189,9 @@ func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep
 	}
 	defer rows.Close()
 	var runs []result.Run
+	decode := hostDecoder()
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRunHost(rows, decode)
 		if err != nil {
 			return nil, err
 		}
@@ -178,7 +201,7 @@ func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep
 		return nil, err
 	}
 	rows.Close()
-	labels, err := s.labels(ctx, "")
+	labels, err := s.labelsWhere(ctx, where, args)
 	if err != nil {
 		return nil, err
 	}
@@ -190,6 +213,15 @@ func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep
 		}
 	}
 	return out, nil
+}
+
+// labelsWhere loads the labels of the runs that pass where, by run id.
+func (s *Store) labelsWhere(ctx context.Context, where []string, args []any) (map[string]map[string]string, error) {
+	if len(where) == 0 {
+		return s.labels(ctx, "")
+	}
+	return s.queryLabels(ctx, `SELECT run_id, key, value FROM run_labels WHERE run_id IN (SELECT id FROM runs WHERE `+
+		strings.Join(where, ` AND `)+`)`, args)
 }
 
 // hasParts reports whether key has every one of parts as a "/"-separated
