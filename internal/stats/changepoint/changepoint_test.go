@@ -212,11 +212,16 @@ func TestBestSplitSameAsReference(t *testing.T) {
 		}
 		cases = append(cases, rep)
 	}
+	for n := 1; n <= Window; n++ {
+		cases = append(cases, series(r, n, 0.05, nil, nil))
+	}
 	for _, xs := range cases {
-		tau, q, ok := bestSplit(xs, DefaultMinSize)
-		wantTau, wantQ, wantOK := bestSplitReference(xs, DefaultMinSize)
-		if tau != wantTau || math.Float64bits(q) != math.Float64bits(wantQ) || ok != wantOK {
-			t.Errorf("bestSplit(%v) = %d, %v, %v; the reference %d, %v, %v", xs, tau, q, ok, wantTau, wantQ, wantOK)
+		for _, min := range []int{2, DefaultMinSize, 4, 5} {
+			tau, q, ok := bestSplit(xs, min)
+			wantTau, wantQ, wantOK := bestSplitReference(xs, min)
+			if tau != wantTau || math.Float64bits(q) != math.Float64bits(wantQ) || ok != wantOK {
+				t.Errorf("bestSplit(%v, %d) = %d, %v, %v; the reference %d, %v, %v", xs, min, tau, q, ok, wantTau, wantQ, wantOK)
+			}
 		}
 	}
 }
