@@ -1,9 +1,11 @@
 package store
 
 import (
+	"database/sql"
 	"encoding/json"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/result"
 )
@@ -47,5 +49,26 @@ func TestHostDecoderCopies(t *testing.T) {
 	}
 	if _, err := decode("{"); err == nil {
 		t.Error("a malformed host record decoded")
+	}
+}
+
+// TestParseStoredTime: the stored times' own parser gives what time.Parse
+// gives, and leaves what it does not read to time.Parse.
+func TestParseStoredTime(t *testing.T) {
+	for _, v := range []string{"2025-03-14T09:26:53.589793238Z", "2024-02-29T23:59:59.000000001Z", "0001-01-01T00:00:00.000000000Z"} {
+		got, ok := parseStoredTime(v)
+		want, err := time.Parse(time.RFC3339Nano, v)
+		if !ok || err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, %v; time.Parse %v, %v", v, got, ok, want, err)
+		}
+	}
+	for _, v := range []string{"2025-02-30T00:00:00.000000000Z", "2025-13-01T00:00:00.000000000Z", "2025-03-14T09:26:53Z",
+		"2025-03-14T09:26:53.589793238+02:00", "2025-03-14 09:26:53.589793238Z", "2025-03-14T09:26:5x.589793238Z"} {
+		if got, ok := parseStoredTime(v); ok {
+			t.Errorf("%s: read as %v, want it left to time.Parse", v, got)
+		}
+	}
+	if got, err := parseTime(sql.NullString{String: "2025-03-14T09:26:53+02:00", Valid: true}); err != nil || !got.Equal(time.Date(2025, 3, 14, 7, 26, 53, 0, time.UTC)) {
+		t.Errorf("an offset time: %v, %v", got, err)
 	}
 }

@@ -80,7 +80,7 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 	if !q.Since.IsZero() {
 		where, args = append(where, `started >= ?`), append(args, q.Since.UTC().Format(timeFormat))
 	}
-	runs, err := s.selectRuns(ctx, where, args, q.Keep)
+	runs, all, err := s.selectRuns(ctx, where, args, q.Keep)
 	if err != nil {
 		return nil, fmt.Errorf("load runs with cells: %w", err)
 	}
@@ -109,25 +109,37 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 	for i := range runs {
 		byID[runs[i].Run.ID] = &runs[i]
 	}
-	for chunk := range slices.Chunk(runs, runChunk) {
-		marks := make([]string, len(chunk))
-		chunkArgs := make([]any, 0, len(chunk)+len(cellArgs))
-		for i, rc := range chunk {
-			marks[i] = "?"
-			chunkArgs = append(chunkArgs, rc.Run.ID)
-		}
-		where := ` WHERE run_id IN (` + strings.Join(marks, ", ") + `)`
+	read := func(runWhere string, runArgs []any) error {
+		where := ` WHERE ` + runWhere
 		if len(cellWhere) > 0 {
 			where += ` AND ` + strings.Join(cellWhere, ` AND `)
 		}
-		var err error
 		if q.FiguresOnly {
-			err = s.scanFigureCells(ctx, figuresSelect+where, append(chunkArgs, cellArgs...), byID, q.KeyParts)
-		} else {
-			err = s.scanCells(ctx, `SELECT run_id, id, key, record FROM cells`+where, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries)
+			return s.scanFigureCells(ctx, figuresSelect+where, append(runArgs, cellArgs...), byID, q.KeyParts)
 		}
-		if err != nil {
+		return s.scanCells(ctx, `SELECT run_id, id, key, record FROM cells`+where, append(runArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries)
+	}
+	if all {
+		// Every run the SQL filters let through is kept: one query
+		// selects them again, rather than one per chunk with their ids.
+		runWhere := `run_id IN (SELECT id FROM runs)`
+		if len(where) > 0 {
+			runWhere = `run_id IN (SELECT id FROM runs WHERE ` + strings.Join(where, ` AND `) + `)`
+		}
+		if err := read(runWhere, slices.Clone(args)); err != nil {
 			return nil, err
+		}
+	} else {
+		for chunk := range slices.Chunk(runs, runChunk) {
+			marks := make([]string, len(chunk))
+			chunkArgs := make([]any, 0, len(chunk)+len(cellArgs))
+			for i, rc := range chunk {
+				marks[i] = "?"
+				chunkArgs = append(chunkArgs, rc.Run.ID)
+			}
+			if err := read(`run_id IN (`+strings.Join(marks, ", ")+`)`, chunkArgs); err != nil {
+				return nil, err
+			}
 		}
 	}
 	runs = slices.DeleteFunc(runs, func(rc RunCells) bool { return len(rc.Cells) == 0 })
@@ -177,15 +189,15 @@ func (s *Store) scanCells(ctx context.Context, query string, args []any, byID ma
 }
 
 // selectRuns reads the runs that pass where and keep, with
-// their labels, oldest first.
-func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep func(result.Run) bool) ([]RunCells, error) {
+// their labels, oldest first; all is true when keep refused none.
+func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep func(result.Run) bool) (out []RunCells, all bool, err error) {
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY started, id`), args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
 	var runs []result.Run
@@ -193,26 +205,26 @@ func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep
 	for rows.Next() {
 		r, err := scanRunHost(rows, decode)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		runs = append(runs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rows.Close()
 	labels, err := s.labelsWhere(ctx, where, args)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]RunCells, 0, len(runs))
+	out = make([]RunCells, 0, len(runs))
 	for _, r := range runs {
 		r.Labels = labels[r.ID]
 		if keep == nil || keep(r) {
 			out = append(out, RunCells{Run: r})
 		}
 	}
-	return out, nil
+	return out, len(out) == len(runs), nil
 }
 
 // labelsWhere loads the labels of the runs that pass where, by run id.
