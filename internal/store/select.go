@@ -200,31 +200,32 @@ func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep
 		return nil, false, err
 	}
 	defer rows.Close()
-	var runs []result.Run
 	decode := hostDecoder()
 	for rows.Next() {
 		r, err := scanRunHost(rows, decode)
 		if err != nil {
 			return nil, false, err
 		}
-		runs = append(runs, r)
+		out = append(out, RunCells{Run: r})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
 	rows.Close()
+	// The labels after the runs: a run added in between has its labels.
 	labels, err := s.labelsWhere(ctx, where, args)
 	if err != nil {
 		return nil, false, err
 	}
-	out = make([]RunCells, 0, len(runs))
-	for _, r := range runs {
-		r.Labels = labels[r.ID]
-		if keep == nil || keep(r) {
-			out = append(out, RunCells{Run: r})
-		}
+	n := len(out)
+	out = slices.DeleteFunc(out, func(rc RunCells) bool {
+		rc.Run.Labels = labels[rc.Run.ID]
+		return keep != nil && !keep(rc.Run)
+	})
+	for i := range out {
+		out[i].Run.Labels = labels[out[i].Run.ID]
 	}
-	return out, len(out) == len(runs), nil
+	return out, len(out) == n, nil
 }
 
 // labelsWhere loads the labels of the runs that pass where, by run id.

@@ -264,13 +264,16 @@ func Build(runs []RunRecords, o Options) []Series {
 	if o.ThresholdPercent <= 0 {
 		o.ThresholdPercent = DefaultThresholdPercent
 	}
-	runs = slices.Clone(runs)
-	slices.SortStableFunc(runs, func(a, b RunRecords) int {
+	byStart := func(a, b RunRecords) int {
 		if c := a.Run.Started.Compare(b.Run.Started); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Run.ID, b.Run.ID)
-	})
+	}
+	if !slices.IsSortedFunc(runs, byStart) { // as the store reads them
+		runs = slices.Clone(runs)
+		slices.SortStableFunc(runs, byStart)
+	}
 	byID := map[string]*Series{}
 	// The runs either side of a change are the only ones whose facts
 	// are read: they are listed when a change is found.
@@ -364,17 +367,30 @@ type group struct {
 // repetition.
 func groupCells(run result.Run, cells []result.Cell, f Filter) []group {
 	var out []group
-	index := map[string]int{}
+	var index map[string]int // once there are many groups
 	for _, c := range cells {
 		k := summary.CellKey(c)
 		if !f.selectKey(c.Method, k) {
 			continue
 		}
-		i, ok := index[k]
+		i, ok := -1, false
+		if index != nil {
+			i, ok = index[k]
+		} else {
+			i = slices.IndexFunc(out, func(g group) bool { return g.key == k })
+			ok = i >= 0
+		}
 		if !ok {
 			i = len(out)
-			index[k] = i
 			out = append(out, group{key: k, method: c.Method, emulated: run.Host.IsEmulated()})
+			if index == nil && len(out) > 16 {
+				index = make(map[string]int, 2*len(out))
+				for j, g := range out {
+					index[g.key] = j
+				}
+			} else if index != nil {
+				index[k] = i
+			}
 		}
 		g := &out[i]
 		g.emulated = g.emulated || summary.CellEmulated(run, c)

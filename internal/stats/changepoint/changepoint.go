@@ -36,6 +36,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -192,7 +193,12 @@ func bestSplit(xs []float64, min int) (int, float64, bool) {
 	n := len(xs)
 	// d[i*n+j] = |xs[i]-xs[j]|; n is at most a window (Window values) or
 	// a short series' length.
-	d := make([]float64, n*n)
+	buf := distances.Get().(*[]float64)
+	defer distances.Put(buf)
+	if cap(*buf) < n*n {
+		*buf = make([]float64, n*n)
+	}
+	d := (*buf)[:n*n]
 	for i, x := range xs {
 		row := d[i*n : (i+1)*n]
 		for j, y := range xs {
@@ -274,6 +280,10 @@ func bestSplit(xs []float64, min int) (int, float64, bool) {
 	}
 	return best, bestQ, best >= 0
 }
+
+// distances keeps bestSplit's distance matrices for reuse: a long series
+// is searched in many windows.
+var distances = sync.Pool{New: func() any { return new([]float64) }}
 
 // splitBlock is how many taus bestSplit sums side by side (add4).
 const splitBlock = 4
