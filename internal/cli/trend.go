@@ -152,7 +152,7 @@ func LoadTrend(ctx context.Context, st *store.Store, o trend.Options) ([]trend.S
 // f.SelectRun before any cell is decoded (and trend.Build filters again).
 func trendRecords(ctx context.Context, st *store.Store, f trend.Filter) ([]trend.RunRecords, error) {
 	runs, err := st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
-		KeyParts: f.Condition, WithoutSeries: true, Keep: f.SelectRun})
+		KeyParts: f.Condition, FiguresOnly: true, Keep: f.SelectRun})
 	if err != nil {
 		return nil, err
 	}

@@ -26,7 +26,8 @@ func (s *Store) AddCell(ctx context.Context, c *result.Cell) (int64, error) {
 	return id, nil
 }
 
-// insertCell writes c, ignoring c.ID: the database assigns it.
+// insertCell writes c, ignoring c.ID: the database assigns it, and
+// its figure columns (cellfigures.go).
 func insertCell(ctx context.Context, d *dialect, db execer, c *result.Cell) (int64, error) {
 	rec := *c
 	rec.ID = 0 // the column is authoritative
@@ -35,11 +36,11 @@ func insertCell(ctx context.Context, d *dialect, db execer, c *result.Cell) (int
 		return 0, fmt.Errorf("encode record: %w", err)
 	}
 	var id int64
+	args := append([]any{c.RunID, c.Key, c.Method, c.Implementation, c.Repetition, c.Status, c.Error,
+		formatTime(c.Started), formatTime(c.Finished), string(b)}, figuresOf(c).values()...)
 	err = db.QueryRowContext(ctx, d.rebind(`
-INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record)
-VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`),
-		c.RunID, c.Key, c.Method, c.Implementation, c.Repetition, c.Status, c.Error,
-		formatTime(c.Started), formatTime(c.Finished), string(b)).Scan(&id)
+INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record, `+CellFigureColumns+`)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`), args...).Scan(&id)
 	return id, err
 }
 

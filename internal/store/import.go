@@ -102,12 +102,28 @@ type cellRow struct {
 	status, err       string
 	started, finished sql.NullString
 	record            string
+	// figures are the figure columns as stored (CellFigureColumns).
+	figures        int64
+	tput, p50, p99 sql.NullFloat64
+	busy, emulated int64
+}
+
+// figureValues are the row's figure columns in CellFigureColumns' order.
+func (c cellRow) figureValues() []any {
+	return []any{c.figures, nullFloat(c.tput), nullFloat(c.p50), nullFloat(c.p99), c.busy, c.emulated}
+}
+
+func nullFloat(v sql.NullFloat64) any {
+	if !v.Valid {
+		return nil
+	}
+	return v.Float64
 }
 
 // cellRows loads a run's cells as stored, in insertion order.
 func (s *Store) cellRows(ctx context.Context, runID string) ([]cellRow, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(`
-SELECT key, method, implementation, repetition, status, error, started, finished, record
+SELECT key, method, implementation, repetition, status, error, started, finished, record, `+CellFigureColumns+`
 FROM cells WHERE run_id = ? ORDER BY id`), runID)
 	if err != nil {
 		return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
@@ -116,7 +132,8 @@ FROM cells WHERE run_id = ? ORDER BY id`), runID)
 	var out []cellRow
 	for rows.Next() {
 		var c cellRow
-		if err := rows.Scan(&c.key, &c.method, &c.impl, &c.rep, &c.status, &c.err, &c.started, &c.finished, &c.record); err != nil {
+		if err := rows.Scan(&c.key, &c.method, &c.impl, &c.rep, &c.status, &c.err, &c.started, &c.finished, &c.record,
+			&c.figures, &c.tput, &c.p50, &c.p99, &c.busy, &c.emulated); err != nil {
 			return nil, fmt.Errorf("load cells of run %s: %w", runID, err)
 		}
 		out = append(out, c)
@@ -130,7 +147,8 @@ FROM cells WHERE run_id = ? ORDER BY id`), runID)
 // importRun copies one run, its labels and its cells from other in one
 // transaction and returns the number of cells copied; -1 when s already
 // had the run (a copy that raced with another). Cell records are copied
-// as stored, not decoded and encoded again, in batches of copyBatch.
+// as stored, not decoded and encoded again, with their figure columns,
+// in batches of copyBatch.
 func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, error) {
 	r, err := scanRun(other.db.QueryRowContext(ctx, other.q(`SELECT `+runColumns+` FROM runs WHERE id = ?`), id))
 	if err != nil {
@@ -160,14 +178,15 @@ func (s *Store) importRun(ctx context.Context, other *Store, id string) (int, er
 	for i := 0; i < len(cells); i += copyBatch {
 		batch := cells[i:min(i+copyBatch, len(cells))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record) VALUES `)
-		args := make([]any, 0, 10*len(batch))
+		q.WriteString(`INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record, ` + CellFigureColumns + `) VALUES `)
+		args := make([]any, 0, 16*len(batch))
 		for j, c := range batch {
 			if j > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			args = append(args, id, c.key, c.method, c.impl, c.rep, c.status, c.err, c.started, c.finished, c.record)
+			args = append(args, c.figureValues()...)
 		}
 		if _, err := tx.ExecContext(ctx, s.q(q.String()), args...); err != nil {
 			return 0, fmt.Errorf("cells %d to %d: %w", i+1, i+len(batch), err)

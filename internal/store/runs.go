@@ -148,6 +148,12 @@ func (s *Store) labels(ctx context.Context, id string) (map[string]map[string]st
 	if id != "" {
 		query, args = query+` WHERE run_id = ?`, append(args, id)
 	}
+	return s.queryLabels(ctx, query, args)
+}
+
+// queryLabels reads the labels query selects (run_id, key, value), by run
+// id.
+func (s *Store) queryLabels(ctx context.Context, query string, args []any) (map[string]map[string]string, error) {
 	rows, err := s.db.QueryContext(ctx, s.q(query), args...)
 	if err != nil {
 		return nil, fmt.Errorf("load labels: %w", err)
@@ -250,6 +256,42 @@ type scanner interface {
 }
 
 func scanRun(row scanner) (result.Run, error) {
+	return scanRunHost(row, decodeHost)
+}
+
+// decodeHost decodes a run's host column.
+func decodeHost(text string) (result.Host, error) {
+	var h result.Host
+	err := json.Unmarshal([]byte(text), &h)
+	return h, err
+}
+
+// hostDecoder decodes host columns, each distinct text once: a machine's
+// runs mostly share their host record (the same kernel, tools and
+// sysctls night after night). Every Host it returns has maps and a NIC
+// of its own.
+func hostDecoder() func(string) (result.Host, error) {
+	seen := map[string]result.Host{}
+	return func(text string) (result.Host, error) {
+		h, ok := seen[text]
+		if !ok {
+			var err error
+			if h, err = decodeHost(text); err != nil {
+				return h, err
+			}
+			seen[text] = h
+		}
+		h.Tools, h.Sysctls = maps.Clone(h.Tools), maps.Clone(h.Sysctls)
+		if h.NIC != nil {
+			nic := *h.NIC
+			h.NIC = &nic
+		}
+		return h, nil
+	}
+}
+
+// scanRunHost scans a run, its host column decoded by decode.
+func scanRunHost(row scanner, decode func(string) (result.Host, error)) (result.Run, error) {
 	var (
 		r                 result.Run
 		started, finished sql.NullString
@@ -266,7 +308,7 @@ func scanRun(row scanner) (result.Run, error) {
 	if r.Finished, err = parseTime(finished); err != nil {
 		return result.Run{}, fmt.Errorf("run %s: %w", r.ID, err)
 	}
-	if err := json.Unmarshal([]byte(host), &r.Host); err != nil {
+	if r.Host, err = decode(host); err != nil {
 		return result.Run{}, fmt.Errorf("run %s: decode host: %w", r.ID, err)
 	}
 	return r, nil

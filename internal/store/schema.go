@@ -14,6 +14,9 @@ import (
 // column).
 type migration struct {
 	sqlite, postgres string
+	// fill, when set, runs after the statements in the same transaction:
+	// a backfill that needs Go (decoding records).
+	fill func(ctx context.Context, tx *sql.Tx, d *dialect) error
 }
 
 // migrations[i] brings the schema from version i to version i+1. Append
@@ -102,6 +105,27 @@ CREATE INDEX run_labels_key ON run_labels (key, value);
 	// acknowledged change points, those "tunbench trend --record" found
 	// and the measured_values view.
 	{sqlite: trendMigration(sqliteJSON), postgres: trendMigration(postgresJSON)},
+	// Version 4: the figures a trend reads (throughput, p50 and p99 RTT,
+	// the busy and emulated flags) in columns of their own, written with
+	// each cell and backfilled from the records stored before, and an
+	// index that covers what a trend reads of a cell, so that trends read
+	// numbers rather than decode records (cellfigures.go).
+	{sqlite: figuresMigration("REAL"), postgres: figuresMigration("DOUBLE PRECISION"), fill: backfillFigures},
+}
+
+// figuresMigration adds the figure columns; real is the dialect's type
+// of a float64.
+func figuresMigration(real string) string {
+	return `
+ALTER TABLE cells ADD COLUMN figures INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cells ADD COLUMN throughput_bps ` + real + `;
+ALTER TABLE cells ADD COLUMN p50_rtt_us ` + real + `;
+ALTER TABLE cells ADD COLUMN p99_rtt_us ` + real + `;
+ALTER TABLE cells ADD COLUMN busy INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE cells ADD COLUMN emulated INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX cells_figures ON cells (run_id, method, key, status, implementation, repetition,
+	figures, throughput_bps, p50_rtt_us, p99_rtt_us, busy, emulated);
+`
 }
 
 // trendMigration adds the acknowledged change points, the change points
@@ -196,7 +220,7 @@ WHERE c.status = 'ok' AND (`+rec+` -> '`+f.object+`' ->> '`+f.field+`') IS NOT N
 
 // SchemaVersion is the database schema version this package writes; it
 // equals len(migrations).
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate applies the migrations the database has not seen yet, each in its
 // own transaction together with the version bump.
@@ -249,6 +273,11 @@ func (s *Store) migrateOne(ctx context.Context) (done bool, err error) {
 	}
 	if _, err := tx.ExecContext(ctx, s.d.ddl(migrations[v])); err != nil {
 		return false, fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+	}
+	if f := migrations[v].fill; f != nil {
+		if err := f(ctx, tx, s.d); err != nil {
+			return false, fmt.Errorf("migrate schema to version %d: %w", v+1, err)
+		}
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM schema_version`); err != nil {
 		return false, fmt.Errorf("migrate schema to version %d: %w", v+1, err)

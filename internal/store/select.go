@@ -24,6 +24,9 @@ type RunQuery struct {
 	Since time.Time
 	// Method keeps only cells of this method.
 	Method string
+	// Key keeps only cells of this key, and cells stored without a key
+	// (their key is the reader's to derive).
+	Key string
 	// KeyParts keeps only cells whose key has every one of these as a
 	// "/"-separated part (e.g. "mtu9000", "offloads-off"). Cells stored
 	// without a key are kept: their key is the reader's to derive.
@@ -33,6 +36,15 @@ type RunQuery struct {
 	// per-second intervals and the latency CDF (empty in the cells
 	// returned). Trends, which read a cell's summary figures, set it.
 	WithoutSeries bool
+	// FiguresOnly reads of each cell only what a trend reads, from the
+	// figure columns rather than the record (cellfigures.go): the cells
+	// returned carry their id, run id, key, method, implementation,
+	// repetition and status, the receiver's throughput
+	// (Throughput.BitsPerSecond), the p50 and p99 RTTs (Latency.P50,
+	// P99), Meta.Busy, and Meta.Emulated set when the cell's record
+	// says it was emulated or names an emulated host; Params only for a
+	// cell stored without a key; nothing else.
+	FiguresOnly bool
 	// Keep, when not nil, is asked about each run the fields above let
 	// through, with its labels; a run it refuses is left out, and its
 	// cells are not decoded.
@@ -68,17 +80,21 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 	if !q.Since.IsZero() {
 		where, args = append(where, `started >= ?`), append(args, q.Since.UTC().Format(timeFormat))
 	}
-	runs, err := s.selectRuns(ctx, where, args, q.Keep)
+	runs, all, err := s.selectRuns(ctx, where, args, q.Keep)
 	if err != nil {
 		return nil, fmt.Errorf("load runs with cells: %w", err)
 	}
 	var cellWhere []string
 	var cellArgs []any
 	if q.Method != "" {
-		// "|| ''" keeps SQLite's planner (without statistics) on the
-		// run ids' index: through cells_method it would visit every
-		// cell of the method once per chunk.
-		cellWhere, cellArgs = append(cellWhere, `(method || '') = ?`), append(cellArgs, q.Method)
+		// SQLite's planner (without statistics) takes cells_figures
+		// (run_id, method, ...) for this; before that index it went
+		// through cells_method and visited every cell of the method once
+		// per chunk.
+		cellWhere, cellArgs = append(cellWhere, `method = ?`), append(cellArgs, q.Method)
+	}
+	if q.Key != "" {
+		cellWhere, cellArgs = append(cellWhere, `key IN (?, '')`), append(cellArgs, q.Key)
 	}
 	if len(q.KeyParts) > 0 {
 		// A superset (SQLite's LIKE ignores ASCII case); hasParts
@@ -93,19 +109,37 @@ func (s *Store) RunsWithCells(ctx context.Context, q RunQuery) ([]RunCells, erro
 	for i := range runs {
 		byID[runs[i].Run.ID] = &runs[i]
 	}
-	for chunk := range slices.Chunk(runs, runChunk) {
-		marks := make([]string, len(chunk))
-		chunkArgs := make([]any, 0, len(chunk)+len(cellArgs))
-		for i, rc := range chunk {
-			marks[i] = "?"
-			chunkArgs = append(chunkArgs, rc.Run.ID)
-		}
-		query := `SELECT run_id, id, key, record FROM cells WHERE run_id IN (` + strings.Join(marks, ", ") + `)`
+	read := func(runWhere string, runArgs []any) error {
+		where := ` WHERE ` + runWhere
 		if len(cellWhere) > 0 {
-			query += ` AND ` + strings.Join(cellWhere, ` AND `)
+			where += ` AND ` + strings.Join(cellWhere, ` AND `)
 		}
-		if err := s.scanCells(ctx, query, append(chunkArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries); err != nil {
+		if q.FiguresOnly {
+			return s.scanFigureCells(ctx, figuresSelect+where, append(runArgs, cellArgs...), byID, q.KeyParts)
+		}
+		return s.scanCells(ctx, `SELECT run_id, id, key, record FROM cells`+where, append(runArgs, cellArgs...), byID, q.KeyParts, q.WithoutSeries)
+	}
+	if all {
+		// Every run the SQL filters let through is kept: one query
+		// selects them again, rather than one per chunk with their ids.
+		runWhere := `run_id IN (SELECT id FROM runs)`
+		if len(where) > 0 {
+			runWhere = `run_id IN (SELECT id FROM runs WHERE ` + strings.Join(where, ` AND `) + `)`
+		}
+		if err := read(runWhere, slices.Clone(args)); err != nil {
 			return nil, err
+		}
+	} else {
+		for chunk := range slices.Chunk(runs, runChunk) {
+			marks := make([]string, len(chunk))
+			chunkArgs := make([]any, 0, len(chunk)+len(cellArgs))
+			for i, rc := range chunk {
+				marks[i] = "?"
+				chunkArgs = append(chunkArgs, rc.Run.ID)
+			}
+			if err := read(`run_id IN (`+strings.Join(marks, ", ")+`)`, chunkArgs); err != nil {
+				return nil, err
+			}
 		}
 	}
 	runs = slices.DeleteFunc(runs, func(rc RunCells) bool { return len(rc.Cells) == 0 })
@@ -155,41 +189,52 @@ func (s *Store) scanCells(ctx context.Context, query string, args []any, byID ma
 }
 
 // selectRuns reads the runs that pass where and keep, with
-// their labels, oldest first.
-func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep func(result.Run) bool) ([]RunCells, error) {
+// their labels, oldest first; all is true when keep refused none.
+func (s *Store) selectRuns(ctx context.Context, where []string, args []any, keep func(result.Run) bool) (out []RunCells, all bool, err error) {
 	query := `SELECT ` + runColumns + ` FROM runs`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, ` AND `)
 	}
 	rows, err := s.db.QueryContext(ctx, s.q(query+` ORDER BY started, id`), args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	var runs []result.Run
+	decode := hostDecoder()
 	for rows.Next() {
-		r, err := scanRun(rows)
+		r, err := scanRunHost(rows, decode)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		runs = append(runs, r)
+		out = append(out, RunCells{Run: r})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	rows.Close()
-	labels, err := s.labels(ctx, "")
+	// The labels after the runs: a run added in between has its labels.
+	labels, err := s.labelsWhere(ctx, where, args)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	out := make([]RunCells, 0, len(runs))
-	for _, r := range runs {
-		r.Labels = labels[r.ID]
-		if keep == nil || keep(r) {
-			out = append(out, RunCells{Run: r})
-		}
+	n := len(out)
+	out = slices.DeleteFunc(out, func(rc RunCells) bool {
+		rc.Run.Labels = labels[rc.Run.ID]
+		return keep != nil && !keep(rc.Run)
+	})
+	for i := range out {
+		out[i].Run.Labels = labels[out[i].Run.ID]
 	}
-	return out, nil
+	return out, len(out) == n, nil
+}
+
+// labelsWhere loads the labels of the runs that pass where, by run id.
+func (s *Store) labelsWhere(ctx context.Context, where []string, args []any) (map[string]map[string]string, error) {
+	if len(where) == 0 {
+		return s.labels(ctx, "")
+	}
+	return s.queryLabels(ctx, `SELECT run_id, key, value FROM run_labels WHERE run_id IN (SELECT id FROM runs WHERE `+
+		strings.Join(where, ` AND `)+`)`, args)
 }
 
 // hasParts reports whether key has every one of parts as a "/"-separated

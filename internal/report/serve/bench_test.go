@@ -13,10 +13,11 @@ import (
 	"github.com/tunbench/tunbench/internal/report/trend"
 	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/store/benchdb"
+	"github.com/tunbench/tunbench/internal/store/pgtest"
 )
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server TestFiguresMatchRecords starts
 	benchdb.Remove()
 	os.Exit(code)
 }

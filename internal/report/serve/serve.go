@@ -442,10 +442,11 @@ func trendFilter(q url.Values, extra ...string) (trend.Filter, error) {
 }
 
 // load builds the series that pass f, reading from the store only the
-// runs and cells f can select (as tunbench trend does).
-func (s *Server) load(ctx context.Context, f trend.Filter) ([]trend.Series, error) {
+// runs and cells f can select (as tunbench trend does), and only the
+// cells of key when it is given.
+func (s *Server) load(ctx context.Context, f trend.Filter, key string) ([]trend.Series, error) {
 	runs, err := s.st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
-		KeyParts: f.Condition, WithoutSeries: true, Keep: f.SelectRun})
+		Key: key, KeyParts: f.Condition, FiguresOnly: true, Keep: f.SelectRun})
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +467,7 @@ func (s *Server) trend(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, err)
 		return
 	}
-	series, err := s.load(r.Context(), f)
+	series, err := s.load(r.Context(), f, "")
 	if err != nil {
 		s.failErr(w, err)
 		return
@@ -492,14 +493,13 @@ func (s *Server) series(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Machine, f.Testbed, f.Metric = parts[0], parts[1], parts[3]
-	// Only cells whose key has every part of the series' key can be its
-	// points: the store need not read the others.
-	f.Condition = append(f.Condition, strings.Split(parts[2], "/")...)
+	// Only cells of the series' key can be its points (load reads no
+	// others).
 	if !slices.Contains(trend.Metrics, f.Metric) {
 		s.failErr(w, badRequest("id %q: metric %q is none of %s", id, f.Metric, strings.Join(trend.Metrics, ", ")))
 		return
 	}
-	all, err := s.load(r.Context(), f)
+	all, err := s.load(r.Context(), f, parts[2])
 	if err != nil {
 		s.failErr(w, err)
 		return

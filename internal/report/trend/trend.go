@@ -264,70 +264,68 @@ func Build(runs []RunRecords, o Options) []Series {
 	if o.ThresholdPercent <= 0 {
 		o.ThresholdPercent = DefaultThresholdPercent
 	}
-	runs = slices.Clone(runs)
-	slices.SortStableFunc(runs, func(a, b RunRecords) int {
+	byStart := func(a, b RunRecords) int {
 		if c := a.Run.Started.Compare(b.Run.Started); c != 0 {
 			return c
 		}
 		return strings.Compare(a.Run.ID, b.Run.ID)
-	})
+	}
+	if !slices.IsSortedFunc(runs, byStart) { // as the store reads them
+		runs = slices.Clone(runs)
+		slices.SortStableFunc(runs, byStart)
+	}
 	byID := map[string]*Series{}
-	facts := map[string]map[string]string{}
-	for _, rr := range runs {
+	// The runs either side of a change are the only ones whose facts
+	// are read: they are listed when a change is found.
+	selected := map[string]*result.Run{}
+	for i := range runs {
+		rr := &runs[i]
 		if !o.Filter.SelectRun(rr.Run) {
 			continue
 		}
-		facts[rr.Run.ID] = Facts(rr.Run)
-		reps := map[string][]result.Cell{}
-		var selected []result.Cell // only the cells of the series asked for are summarised
-		for _, c := range rr.Cells {
-			k := summary.CellKey(c)
-			if !o.Filter.selectKey(c.Method, k) {
-				continue
-			}
-			selected = append(selected, c)
-			if c.Status == result.StatusOK {
-				reps[k] = append(reps[k], c)
-			}
-		}
-		if len(selected) == 0 {
-			continue
-		}
-		for _, row := range summary.Aggregate(rr.Run, selected) {
-			if row.OK == 0 || !o.Filter.selectKey(row.Method, row.Key) {
-				continue
-			}
+		selected[rr.Run.ID] = &rr.Run
+		for _, g := range groupCells(rr.Run, rr.Cells, o.Filter) {
 			for _, m := range Metrics {
 				if o.Filter.Metric != "" && m != o.Filter.Metric {
 					continue
 				}
-				fig, unit, higher := figure(row, m)
-				if fig.N == 0 {
+				vs := g.values(m)
+				if len(vs) == 0 {
 					continue
 				}
-				id := SeriesID(Machine(rr.Run), rr.Run.Testbed, row.Key, m)
+				fig, unit, higher := stats.Summarize(vs), metricUnit(m), m == MetricThroughput
+				id := SeriesID(Machine(rr.Run), rr.Run.Testbed, g.key, m)
 				s := byID[id]
 				if s == nil {
-					s = &Series{ID: id, Key: row.Key, Method: row.Method, Machine: Machine(rr.Run), Testbed: rr.Run.Testbed,
+					s = &Series{ID: id, Key: g.key, Method: g.method, Machine: Machine(rr.Run), Testbed: rr.Run.Testbed,
 						Metric: m, Unit: unit, HigherIsBetter: higher}
 					byID[id] = s
 				}
 				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable(),
-					Values: values(reps[row.Key], m)}
+					Values: vs}
 				switch {
-				case row.Emulated:
+				case g.emulated:
 					p.Excluded = "emulated"
-				case row.BackgroundBusy && !o.IncludeBusy:
+				case g.busy && !o.IncludeBusy:
 					p.Excluded = "busy"
 				}
-				p.Busy = row.BackgroundBusy
+				p.Busy = g.busy
 				s.Points = append(s.Points, p)
 			}
 		}
 	}
 	out := make([]Series, 0, len(byID))
+	facts := map[string]map[string]string{}
+	factsOf := func(id string) map[string]string {
+		f, ok := facts[id]
+		if !ok {
+			f = Facts(*selected[id])
+			facts[id] = f
+		}
+		return f
+	}
 	for _, s := range byID {
-		s.Changes = detect(*s, facts, o)
+		s.Changes = detect(*s, factsOf, o)
 		out = append(out, *s)
 	}
 	slices.SortFunc(out, func(a, b Series) int {
@@ -347,39 +345,95 @@ func cmpStrings(a, b []string) int {
 	return 0
 }
 
-// figure picks a metric out of a summary row.
-func figure(row summary.Summary, m string) (stats.Summary, string, bool) {
-	switch m {
-	case MetricThroughput:
-		return row.Throughput.Summary, summary.UnitGbps, true
-	case MetricP50RTT:
-		return row.P50RTT.Summary, summary.UnitMicros, false
-	case MetricP99RTT:
-		return row.P99RTT.Summary, summary.UnitMicros, false
-	}
-	return stats.Summary{}, "", false
+// group is the repetitions of one cell key in one run, summarised as
+// summary.Aggregate summarises them for the figures a trend reads (its
+// row's throughput, p50 and p99 RTT are stats.Summarize of the group's
+// values; TestGroupsMatchAggregate holds the two together), without the
+// rest of a report's row.
+type group struct {
+	key, method string
+	// gbps, p50 and p99 are the ok repetitions' values of each metric
+	// (values), in the order stored.
+	gbps, p50, p99 []float64
+	ok             int
+	// emulated: the run's host or any repetition's was software
+	// emulated (summary.CellEmulated); busy: an ok repetition was
+	// measured while the machine was busy (Meta.Busy).
+	emulated, busy bool
 }
 
-// values are the repetitions' values of metric m.
-func values(reps []result.Cell, m string) []float64 {
-	var out []float64
-	for _, c := range reps {
-		switch {
-		case m == MetricThroughput && c.Throughput != nil:
-			out = append(out, c.Throughput.BitsPerSecond/1e9)
-		case m == MetricP50RTT && c.Latency != nil:
-			out = append(out, c.Latency.P50)
-		case m == MetricP99RTT && c.Latency != nil:
-			out = append(out, c.Latency.P99)
+// groupCells groups a run's cells that pass f by key (summary.CellKey),
+// in the order keys first appear, and keeps the groups with an ok
+// repetition.
+func groupCells(run result.Run, cells []result.Cell, f Filter) []group {
+	var out []group
+	var index map[string]int // once there are many groups
+	for _, c := range cells {
+		k := summary.CellKey(c)
+		if !f.selectKey(c.Method, k) {
+			continue
+		}
+		i, ok := -1, false
+		if index != nil {
+			i, ok = index[k]
+		} else {
+			i = slices.IndexFunc(out, func(g group) bool { return g.key == k })
+			ok = i >= 0
+		}
+		if !ok {
+			i = len(out)
+			out = append(out, group{key: k, method: c.Method, emulated: run.Host.IsEmulated()})
+			if index == nil && len(out) > 16 {
+				index = make(map[string]int, 2*len(out))
+				for j, g := range out {
+					index[g.key] = j
+				}
+			} else if index != nil {
+				index[k] = i
+			}
+		}
+		g := &out[i]
+		g.emulated = g.emulated || summary.CellEmulated(run, c)
+		if c.Status == result.StatusOK {
+			g.ok++
+			g.busy = g.busy || c.Meta.Busy
+			if t := c.Throughput; t != nil {
+				g.gbps = append(g.gbps, t.BitsPerSecond/1e9)
+			}
+			if l := c.Latency; l != nil {
+				g.p50 = append(g.p50, l.P50)
+				g.p99 = append(g.p99, l.P99)
+			}
 		}
 	}
-	return out
+	return slices.DeleteFunc(out, func(g group) bool { return g.ok == 0 })
+}
+
+// values are the ok repetitions' values of metric m, in its unit.
+func (g group) values(m string) []float64 {
+	switch m {
+	case MetricThroughput:
+		return g.gbps
+	case MetricP50RTT:
+		return g.p50
+	case MetricP99RTT:
+		return g.p99
+	}
+	return nil
+}
+
+// metricUnit is the unit of a metric's values.
+func metricUnit(m string) string {
+	if m == MetricThroughput {
+		return summary.UnitGbps
+	}
+	return summary.UnitMicros
 }
 
 // detect finds the claimed change points of s over its included points:
 // the runs' means locate a change, and its t-test compares their
 // repetitions (changepoint.DetectSamples).
-func detect(s Series, facts map[string]map[string]string, o Options) []Change {
+func detect(s Series, facts func(runID string) map[string]string, o Options) []Change {
 	var idx []int // indices into s.Points of included points
 	var samples [][]float64
 	for i, p := range s.Points {
@@ -402,7 +456,7 @@ func detect(s Series, facts map[string]map[string]string, o Options) []Change {
 			Regression: (pct < 0) == s.HigherIsBetter,
 			LastBefore: before.RunID, FirstAfter: after.RunID,
 			BeforeTime: before.Started, AfterTime: after.Started,
-			Differences: Differ(facts[before.RunID], facts[after.RunID]),
+			Differences: Differ(facts(before.RunID), facts(after.RunID)),
 		}
 		c.Acked = o.Acked[c.ID]
 		for _, p := range []Point{before, after} {

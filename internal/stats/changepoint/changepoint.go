@@ -36,6 +36,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"sync"
 
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -164,7 +165,7 @@ func split(xs []float64, samples [][]float64, lo, hi int, o Options, out *[]int)
 	if hi-lo < 2*o.MinSize {
 		return
 	}
-	tau, ok := bestSplit(xs[lo:hi], o.MinSize)
+	tau, _, ok := bestSplit(xs[lo:hi], o.MinSize)
 	if !ok {
 		return
 	}
@@ -181,34 +182,121 @@ func split(xs []float64, samples [][]float64, lo, hi int, o Options, out *[]int)
 //
 //	Q(tau) = (m(n-m)/n) * (2/(m(n-m)) sum|x_i-y_j| - 1/C(m,2) sum|x_i-x_k| - 1/C(n-m,2) sum|y_j-y_l|)
 //
-// with X = xs[:tau] (m values) and Y = xs[tau:] (alpha = 1).
-func bestSplit(xs []float64, min int) (int, bool) {
+// with X = xs[:tau] (m values) and Y = xs[tau:] (alpha = 1), and that Q.
+//
+// Each of the three sums of each tau adds the same terms in the same
+// order as the plain triple loop (bestSplitReference in the tests), so Q
+// is the same to the last bit; but the distances |x_i-x_j| are computed
+// once, and the sums of splitBlock taus are added up side by side, so
+// that the processor overlaps their additions rather than wait for each.
+func bestSplit(xs []float64, min int) (int, float64, bool) {
 	n := len(xs)
-	// d[i][j] = |xs[i]-xs[j]|; n is a series' length (hundreds at most).
-	best, bestQ := -1, math.Inf(-1)
-	for tau := min; tau <= n-min; tau++ {
-		var between, within1, within2 float64
-		for i := range tau {
-			for j := tau; j < n; j++ {
-				between += math.Abs(xs[i] - xs[j])
-			}
-			for k := i + 1; k < tau; k++ {
-				within1 += math.Abs(xs[i] - xs[k])
-			}
-		}
-		for j := tau; j < n; j++ {
-			for l := j + 1; l < n; l++ {
-				within2 += math.Abs(xs[j] - xs[l])
-			}
-		}
-		m, r := float64(tau), float64(n-tau)
-		e := 2*between/(m*r) - within1/(m*(m-1)/2) - within2/(r*(r-1)/2)
-		q := m * r / (m + r) * e
-		if q > bestQ {
-			best, bestQ = tau, q
+	// d[i*n+j] = |xs[i]-xs[j]|; n is at most a window (Window values) or
+	// a short series' length.
+	buf := distances.Get().(*[]float64)
+	defer distances.Put(buf)
+	if cap(*buf) < n*n {
+		*buf = make([]float64, n*n)
+	}
+	d := (*buf)[:n*n]
+	for i, x := range xs {
+		row := d[i*n : (i+1)*n]
+		for j, y := range xs {
+			row[j] = math.Abs(x - y)
 		}
 	}
-	return best, best >= 0
+	best, bestQ := -1, math.Inf(-1)
+	for t0 := min; t0 <= n-min; t0 += splitBlock {
+		// The taus t0 .. last, kk of them; k indexes them.
+		kk := splitBlock
+		if n-min-t0+1 < kk {
+			kk = n - min - t0 + 1
+		}
+		last := t0 + kk - 1
+		var between, within1, within2 [splitBlock]float64
+		// Rows i < tau: within1 adds row[i+1:tau], between row[tau:n].
+		for i := range last {
+			row := d[i*n : (i+1)*n]
+			kmin := 0 // the taus above i
+			if i+1 > t0 {
+				kmin = i + 1 - t0
+			}
+			lo := t0 + kmin
+			all := kk == splitBlock && kmin == 0
+			if all {
+				within1[0], within1[1], within1[2], within1[3] = add4(within1[0], within1[1], within1[2], within1[3], row[i+1:lo])
+			} else {
+				for _, v := range row[i+1 : lo] {
+					for k := kmin; k < kk; k++ {
+						within1[k] += v
+					}
+				}
+			}
+			for p := lo; p < last; p++ {
+				for k := kmin; k < kk; k++ {
+					if p < t0+k {
+						within1[k] += row[p]
+					} else {
+						between[k] += row[p]
+					}
+				}
+			}
+			if all {
+				between[0], between[1], between[2], between[3] = add4(between[0], between[1], between[2], between[3], row[last:])
+			} else {
+				for _, v := range row[last:] {
+					for k := kmin; k < kk; k++ {
+						between[k] += v
+					}
+				}
+			}
+		}
+		// Rows j >= tau: within2 adds row[j+1:n].
+		for j := t0; j < n; j++ {
+			seg := d[j*n+j+1 : (j+1)*n]
+			kmax := kk // the taus at or below j
+			if j-t0+1 < kmax {
+				kmax = j - t0 + 1
+			}
+			if kmax == splitBlock {
+				within2[0], within2[1], within2[2], within2[3] = add4(within2[0], within2[1], within2[2], within2[3], seg)
+				continue
+			}
+			for _, v := range seg {
+				for k := range kmax {
+					within2[k] += v
+				}
+			}
+		}
+		for k := range kk {
+			t := t0 + k
+			m, r := float64(t), float64(n-t)
+			e := 2*between[k]/(m*r) - within1[k]/(m*(m-1)/2) - within2[k]/(r*(r-1)/2)
+			q := m * r / (m + r) * e
+			if q > bestQ {
+				best, bestQ = t, q
+			}
+		}
+	}
+	return best, bestQ, best >= 0
+}
+
+// distances keeps bestSplit's distance matrices for reuse: a long series
+// is searched in many windows.
+var distances = sync.Pool{New: func() any { return new([]float64) }}
+
+// splitBlock is how many taus bestSplit sums side by side (add4).
+const splitBlock = 4
+
+// add4 adds every value of vs to each of four sums, in order.
+func add4(a, b, c, d float64, vs []float64) (float64, float64, float64, float64) {
+	for _, v := range vs {
+		a += v
+		b += v
+		c += v
+		d += v
+	}
+	return a, b, c, d
 }
 
 // evaluate computes each change point's t-test against the segments

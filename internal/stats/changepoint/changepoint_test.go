@@ -1,7 +1,9 @@
 package changepoint
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -162,5 +164,64 @@ func TestSamplesGivePower(t *testing.T) {
 	pts := DetectSamples(samples, Options{})
 	if len(pts) != 1 || pts[0].Index != 3 || pts[0].P > DefaultMaxP {
 		t.Fatalf("over the repetitions: %+v, want one at 3", pts)
+	}
+}
+
+// bestSplitReference is bestSplit as first written, term by term: the
+// distance-matrix version must give the same split and statistic.
+func bestSplitReference(xs []float64, min int) (int, float64, bool) {
+	n := len(xs)
+	best, bestQ := -1, math.Inf(-1)
+	for tau := min; tau <= n-min; tau++ {
+		var between, within1, within2 float64
+		for i := range tau {
+			for j := tau; j < n; j++ {
+				between += math.Abs(xs[i] - xs[j])
+			}
+			for k := i + 1; k < tau; k++ {
+				within1 += math.Abs(xs[i] - xs[k])
+			}
+		}
+		for j := tau; j < n; j++ {
+			for l := j + 1; l < n; l++ {
+				within2 += math.Abs(xs[j] - xs[l])
+			}
+		}
+		m, r := float64(tau), float64(n-tau)
+		e := 2*between/(m*r) - within1/(m*(m-1)/2) - within2/(r*(r-1)/2)
+		q := m * r / (m + r) * e
+		if q > bestQ {
+			best, bestQ = tau, q
+		}
+	}
+	return best, bestQ, best >= 0
+}
+
+// TestBestSplitSameAsReference: the same split on noisy series, steps,
+// constant series (every statistic ties) and series of repeated values,
+// and the same detected points.
+func TestBestSplitSameAsReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	var cases [][]float64
+	for n := 6; n <= Window; n += 7 {
+		cases = append(cases, series(r, n, 0.05, nil, nil), series(r, n, 0.05, []int{n / 2}, []float64{0.8}),
+			slices.Repeat([]float64{3.25}, n))
+		rep := make([]float64, n)
+		for i := range rep {
+			rep[i] = float64(r.IntN(3))
+		}
+		cases = append(cases, rep)
+	}
+	for n := 1; n <= Window; n++ {
+		cases = append(cases, series(r, n, 0.05, nil, nil))
+	}
+	for _, xs := range cases {
+		for _, min := range []int{2, DefaultMinSize, 4, 5} {
+			tau, q, ok := bestSplit(xs, min)
+			wantTau, wantQ, wantOK := bestSplitReference(xs, min)
+			if tau != wantTau || math.Float64bits(q) != math.Float64bits(wantQ) || ok != wantOK {
+				t.Errorf("bestSplit(%v, %d) = %d, %v, %v; the reference %d, %v, %v", xs, min, tau, q, ok, wantTau, wantQ, wantOK)
+			}
+		}
 	}
 }

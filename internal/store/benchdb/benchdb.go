@@ -9,7 +9,8 @@
 //
 // The file is written once per test process, in one transaction straight
 // through database/sql (the store's own writes commit every cell, which
-// would take minutes), to a temporary directory that Remove deletes: call
+// would take minutes), with each cell's figure columns as the store
+// writes them (store.CellFigureValues), to a temporary directory that Remove deletes: call
 // it from TestMain after m.Run.
 package benchdb
 
@@ -120,7 +121,8 @@ func build(path string) error {
 	if err != nil {
 		return err
 	}
-	insCell, err := tx.PrepareContext(ctx, `INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record) VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?)`)
+	insCell, err := tx.PrepareContext(ctx, `INSERT INTO cells (run_id, key, method, implementation, repetition, status, error, started, finished, record, `+
+		store.CellFigureColumns+`) VALUES (?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -144,8 +146,9 @@ func build(path string) error {
 			if err != nil {
 				return err
 			}
-			if _, err := insCell.ExecContext(ctx, r.ID, c.Key, c.Method, c.Implementation, c.Repetition, c.Status,
-				c.Started.Format(timeFormat), c.Finished.Format(timeFormat), string(rec)); err != nil {
+			args := append([]any{r.ID, c.Key, c.Method, c.Implementation, c.Repetition, c.Status,
+				c.Started.Format(timeFormat), c.Finished.Format(timeFormat), string(rec)}, store.CellFigureValues(&c)...)
+			if _, err := insCell.ExecContext(ctx, args...); err != nil {
 				return fmt.Errorf("run %s cell %d: %w", r.ID, j, err)
 			}
 		}
