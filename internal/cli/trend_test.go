@@ -2,8 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -19,6 +19,8 @@ import (
 	"github.com/vishvananda/netns"
 
 	"github.com/tunbench/tunbench/internal/report/trend"
+	"github.com/tunbench/tunbench/internal/result"
+	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testenv"
 )
@@ -40,7 +42,7 @@ func trendRun(t *testing.T, bin, db string, rate float64) {
 	done := make(chan struct{})
 	limited := make(chan int, 1)
 	if rate > 0 {
-		go func() { limited <- rateLimit(t, cmd.Process.Pid, rate, done) }()
+		go func() { limited <- rateLimit(t, db, rate, done) }()
 	}
 	err := cmd.Wait()
 	close(done)
@@ -54,10 +56,13 @@ func trendRun(t *testing.T, bin, db string, rate float64) {
 	}
 }
 
-// rateLimit finds the run of process pid by the lock it holds and, until
-// done, puts a tbf qdisc of rate bit/s on every device of its side-a
-// namespace that lacks one. It returns how many it limited.
-func rateLimit(t *testing.T, pid int, rate float64, done <-chan struct{}) int {
+// rateLimit finds the run that is running in db (trendRun's runs into
+// one db follow one another) and, until done, puts a tbf qdisc of rate
+// bit/s on every device of its side-a namespace that lacks one. It
+// returns how many it limited. (It found the run by the lock files the
+// process held before, and took another test's run for it when the
+// process held that run's lock for a moment while cleaning.)
+func rateLimit(t *testing.T, db string, rate float64, done <-chan struct{}) int {
 	n := 0
 	id := ""
 	for {
@@ -67,13 +72,7 @@ func rateLimit(t *testing.T, pid int, rate float64, done <-chan struct{}) int {
 		case <-time.After(time.Millisecond):
 		}
 		if id == "" {
-			fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-			for _, fd := range fds {
-				target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-				if err == nil && filepath.Dir(target) == testbed.LockDir {
-					id = strings.TrimSuffix(filepath.Base(target), ".lock")
-				}
-			}
+			id = runningRun(db)
 			continue
 		}
 		ns, err := netns.GetFromName(testbed.NamespaceName(id, "a"))
@@ -106,6 +105,26 @@ func rateLimit(t *testing.T, pid int, rate float64, done <-chan struct{}) int {
 		}
 		h.Close()
 	}
+}
+
+// runningRun is the id of the run db records as running, "" while it
+// records none.
+func runningRun(db string) string {
+	st, err := store.Open(db)
+	if err != nil {
+		return ""
+	}
+	defer st.Close()
+	runs, err := st.Runs(context.Background())
+	if err != nil {
+		return ""
+	}
+	for _, r := range runs {
+		if r.Status == result.RunRunning {
+			return r.ID
+		}
+	}
+	return ""
 }
 
 // trendOf runs "tunbench trend --json" over db and returns the

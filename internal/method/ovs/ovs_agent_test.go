@@ -237,10 +237,16 @@ func hostUnderlay(t *testing.T, ns, dev string, i int) {
 // detection (its route in the local table comes only then).
 func hostNetState(t *testing.T, ns, dev string) []string {
 	t.Helper()
+	// Standard output only: iproute2 warns on standard error while a
+	// veth's peer namespace is going away ("Peer netns reference is
+	// invalid."), which another test's teardown may do at any moment.
 	ip := func(args ...string) string {
-		out, err := exec.Command("ip", append([]string{"-n", ns}, args...)...).CombinedOutput()
+		var stderr strings.Builder
+		cmd := exec.Command("ip", append([]string{"-n", ns}, args...)...)
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
 		if err != nil {
-			t.Fatalf("ip %v in %s: %v\n%s", args, ns, err, out)
+			t.Fatalf("ip %v in %s: %v\n%s%s", args, ns, err, out, stderr.String())
 		}
 		return string(out)
 	}
