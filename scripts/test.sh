@@ -24,9 +24,10 @@
 # (-p 4): most wait on load tools, daemons and the kernel lab rather than
 # on the CPU. go test starts packages in the order they are named, so the
 # two longest (internal/method/registry with TestKernelLab, internal/cli)
-# are named first, and every test binary but the registry's runs at nice
-# 5 (scripts/test-exec.sh, go test -exec), so that the lab's guest gets
-# the CPU it waits for.
+# are named first. go test runs at nice 5, its compiles and every test
+# binary but the registry's, which scripts/test-exec.sh (go test -exec)
+# runs back at nice 0, so that the lab's guest gets the CPU it waits
+# for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,7 +74,7 @@ beside k8s-binaries 5 ./scripts/k8s-binaries.sh
 beside fresh-check 15 ./scripts/fresh-check.sh
 beside fuzz 15 env FUZZTIME=30s ./scripts/fuzz.sh
 
-tests="TUNBENCH_STRICT=1 $GO test -json -count=1 -p 4 -timeout 60m -exec $PWD/scripts/test-exec.sh $TEST_PKGS 2>&1 | $GO run ./scripts/skips"
+tests="TUNBENCH_STRICT=1 nice -n 5 $GO test -json -count=1 -p 4 -timeout 60m -exec $PWD/scripts/test-exec.sh $TEST_PKGS 2>&1 | $GO run ./scripts/skips"
 echo "bash -o pipefail -c '$tests'"
 timed tests bash -o pipefail -c "$tests"
 
