@@ -178,6 +178,12 @@ func LogTail(ep *testbed.Endpoint, path string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
+// DaemonStartTimeout bounds a daemon's start: the wait for its device,
+// socket or server, which returns as soon as it is there. A daemon in
+// the kernel lab's emulated guest beside a loaded host took more than
+// 10 s to bring its device up (nebula, TestKernelLabMeshVPNs).
+const DaemonStartTimeout = 30 * time.Second
+
 // WaitFor polls cond every 20 ms until it reports true, returns an error,
 // or timeout passes. cond's error is wrapped (a daemon's Alive error stays
 // ErrDaemonExited); a timeout, like ctx's deadline, is

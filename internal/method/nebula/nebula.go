@@ -317,7 +317,7 @@ func (n *Nebula) start(ctx context.Context, env *method.Env, s *side) (*method.P
 	if err := s.ep.WriteFile(filepath.Join(s.dir, pidFile), []byte(strconv.Itoa(p.PID())+"\n"), 0o600); err != nil {
 		return p, fmt.Errorf("%s: write nebula pid file: %w", s.ep.Side, err)
 	}
-	err = method.WaitFor(ctx, 10*time.Second, "device "+s.dev+" with "+s.addr.String(), func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, "device "+s.dev+" with "+s.addr.String(), func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}

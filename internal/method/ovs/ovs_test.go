@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/load"
@@ -382,9 +383,20 @@ func ovsRun(t *testing.T, m *ovs.OVS, family, datapath string) {
 	if diff := cmp.Diff(systemBefore, listDirs(ovsSystemDirs)); diff != "" {
 		t.Errorf("system OVS directories changed (-before +after):\n%s", diff)
 	}
-	// The testbed works as before: the underlay carries a ping.
-	if out, err := l.A.Run(context.Background(), "ping", "-c", "1", "-W", "2", l.B.Addr(family).String()); err != nil {
-		t.Errorf("underlay ping after Teardown: %v\n%s", err, out)
+	// The testbed works as before: the underlay carries a ping, once the
+	// addresses put back have passed duplicate address detection and
+	// their neighbours resolve again (seconds on a loaded host: a single
+	// ping right after Teardown failed so over IPv6).
+	var pingOut []byte
+	var pingErr error
+	for try := 0; try < 10; try++ {
+		if pingOut, pingErr = l.A.Run(context.Background(), "ping", "-c", "1", "-W", "2", l.B.Addr(family).String()); pingErr == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	if pingErr != nil {
+		t.Errorf("underlay ping after Teardown, ten tries: %v\n%s", pingErr, pingOut)
 	}
 }
 

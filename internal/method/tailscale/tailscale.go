@@ -475,7 +475,7 @@ func netstackSides(ctx context.Context, sides [2]*side) ([]string, error) {
 	}
 	var socks string
 	log := filepath.Join(a.dir, logFile)
-	err = method.WaitFor(ctx, 10*time.Second, "tailscaled's SOCKS5 server on "+a.ep.Side, func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, "tailscaled's SOCKS5 server on "+a.ep.Side, func() (bool, error) {
 		data, err := a.ep.ReadFile(log)
 		if err != nil {
 			return false, nil
@@ -602,7 +602,7 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 		return nil, err
 	}
 	t.record(env, p)
-	err = method.WaitFor(ctx, 10*time.Second, "tailscaled socket", func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, "tailscaled socket", func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}
@@ -631,7 +631,7 @@ func (t *Tailscale) startNode(ctx context.Context, env *method.Env, s *side, rd 
 	if netstack {
 		return p, nil // no device
 	}
-	err = method.WaitFor(ctx, 10*time.Second, "device "+s.dev+" with "+s.addr.String(), func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, "device "+s.dev+" with "+s.addr.String(), func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}

@@ -874,7 +874,7 @@ func (u *wgUserspace) start(ctx context.Context, env *method.Env, s *wgSide) (*m
 		return p, fmt.Errorf("%s: write %s pid file: %w", s.ep.Side, u.d.role, err)
 	}
 	sock := wgSocket(s)
-	err = method.WaitFor(ctx, 10*time.Second, "device "+s.dev+" and "+filepath.Base(sock), func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, "device "+s.dev+" and "+filepath.Base(sock), func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}
