@@ -830,8 +830,19 @@ func (m *IPsec) Grow(ctx context.Context, env *method.Env) (string, error) {
 		}
 		c.conn = conf
 	}
-	if err := initiate(ctx, cs[0], cs[1], ch.Name); err != nil {
-		return how, err
+	// charon learns the new lo addresses from netlink on its own time: a
+	// responder that has not seen its one yet cannot route the new
+	// policy and answers TS_UNACCEPTABLE (seen on a loaded host), so a
+	// refused initiate is tried again, a few times.
+	for try := 1; ; try++ {
+		err := initiate(ctx, cs[0], cs[1], ch.Name)
+		if err == nil {
+			break
+		}
+		if try == 5 || ctx.Err() != nil {
+			return how, err
+		}
+		time.Sleep(time.Duration(try) * 200 * time.Millisecond)
 	}
 	for _, c := range cs {
 		if _, err := c.waitInstalled(ctx, ch.Name); err != nil {
