@@ -682,6 +682,11 @@ type peerStatus struct {
 	Online   bool
 }
 
+// errPeerCount is peer's error when tailscale lists other than one peer:
+// for a moment after a node (re)registers the network map may list two
+// (seen on a loaded host), so waitPath waits on it rather than failing.
+var errPeerCount = errors.New("the network map is not settled")
+
 // peer returns what side s's tailscale reports of its peer.
 func peer(ctx context.Context, s *side) (peerStatus, error) {
 	out, err := cli(ctx, s, "status", "--json")
@@ -695,7 +700,7 @@ func peer(ctx context.Context, s *side) (peerStatus, error) {
 		return peerStatus{}, fmt.Errorf("%s: tailscale status: %w", s.ep.Side, err)
 	}
 	if len(st.Peer) != 1 {
-		return peerStatus{}, fmt.Errorf("%s: tailscale status lists %d peers, want 1", s.ep.Side, len(st.Peer))
+		return peerStatus{}, fmt.Errorf("%s: tailscale status lists %d peers, want 1: %w", s.ep.Side, len(st.Peer), errPeerCount)
 	}
 	for _, p := range st.Peer {
 		return p, nil
@@ -710,6 +715,7 @@ func peer(ctx context.Context, s *side) (peerStatus, error) {
 func waitPath(ctx context.Context, env *method.Env, sides [2]*side, procs [2]*method.Process, opts method.Values) (string, error) {
 	want := opts.String("path")
 	var last [2]peerStatus
+	var unsettled error // the last peer count other than one
 	err := method.WaitFor(ctx, pathTimeout, "tailscale "+want+" path", func() (bool, error) {
 		ok := true
 		for i, s := range sides {
@@ -717,6 +723,10 @@ func waitPath(ctx context.Context, env *method.Env, sides [2]*side, procs [2]*me
 				return false, err
 			}
 			st, err := peer(ctx, s)
+			if errors.Is(err, errPeerCount) {
+				ok, unsettled = false, err
+				continue
+			}
 			if err != nil {
 				return false, err
 			}
@@ -739,6 +749,9 @@ func waitPath(ctx context.Context, env *method.Env, sides [2]*side, procs [2]*me
 	})
 	if err != nil {
 		what := fmt.Sprintf("no %s path: a sees b at %q (relay %q), b sees a at %q (relay %q)", want, last[0].CurAddr, last[0].Relay, last[1].CurAddr, last[1].Relay)
+		if unsettled != nil {
+			what += fmt.Sprintf(" (last: %v)", unsettled)
+		}
 		return "", errors.Join(procs[0].Failure(what, err), procs[1].Failure("peer of "+sides[0].ep.Side, nil))
 	}
 	if want == PathDERP {
