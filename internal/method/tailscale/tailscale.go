@@ -90,7 +90,7 @@ var options = []method.Option{
 
 // Timeouts of the set-up's waits.
 const (
-	controlTimeout     = 15 * time.Second
+	controlTimeout     = method.DaemonStartTimeout
 	defaultJoinTimeout = 60 * time.Second
 	pathTimeout        = 60 * time.Second
 )
