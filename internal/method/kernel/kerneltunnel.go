@@ -52,27 +52,7 @@ func tunnelName(env *method.Env, suffix string) string { return env.Prefix + suf
 // overlay MTU. It is pure: it reads env and touches no host.
 func planTunnel(env *method.Env, kt kernelTunnel) [2]method.Plan {
 	oa, ob := method.Overlay(env.Family)
-	name := tunnelName(env, kt.suffix)
-	var plans [2]method.Plan
-	for i, ep := range env.Endpoints() {
-		local, remote := ep.Addr(kt.underlay), env.Peer(ep).Addr(kt.underlay)
-		l := method.PlanLink{
-			Kind:   kt.kind,
-			Detail: fmt.Sprintf("from %s to %s", local, remote),
-			Config: kt.config,
-			MTU:    env.OverlayMTU,
-			Addr:   [2]netip.Prefix{oa, ob}[i],
-		}
-		if kt.link != nil {
-			l.Link = kt.link(name, net.IP(local.AsSlice()), net.IP(remote.AsSlice()))
-		} else {
-			l.Link = &netlink.GenericLink{LinkAttrs: netlink.LinkAttrs{Name: name}, LinkType: kt.kind}
-			kind, key := kt.kind, kt.ip6greKey
-			l.Add = func(ep *testbed.Endpoint) error { return addIP6GRE(ep, kind, name, local, remote, key) }
-		}
-		plans[i] = method.Plan{Links: []method.PlanLink{l}}
-	}
-	return plans
+	return planDevice(env, kt, tunnelName(env, kt.suffix), oa, ob)
 }
 
 // tunnelTTL is the outer TTL or hop limit of every kernel tunnel, set
