@@ -6,6 +6,7 @@ package methodtest
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -35,11 +36,27 @@ func Setup(t testing.TB, m method.Method, family string, mtu int, opts map[strin
 // SetupFaults is Setup with faults injected into the set-up (Env.Faults).
 func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults) (*localns.Local, *method.Env, *method.Path) {
 	t.Helper()
+	l, env, path := setup(t, m, family, mtu, opts, faults, 0)
+	// Nothing but the method runs in the namespaces yet: every socket open
+	// there is the method's, and must be one it declares.
+	CheckListeners(t, m, env, path, nil)
+	return l, env, path
+}
+
+// setup builds a testbed, sets m up on it with faults and tunnels
+// tunnels (0: the single one), and in t.Cleanup tears it down twice and
+// checks that the links of both namespaces are as they were before.
+func setup(t testing.TB, m method.Method, family string, mtu int, opts map[string]string, faults *method.Faults, tunnels int) (*localns.Local, *method.Env, *method.Path) {
+	t.Helper()
 	l := testbedtest.New(t, mtu)
 	env := &method.Env{
 		A: l.A, B: l.B, Family: family, UnderlayMTU: mtu,
 		OverlayMTU: mtu - m.Overhead(family),
-		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Faults: faults,
+		Prefix:     testbed.DevicePrefix(l.ID), Dir: l.Dir, Options: opts, Faults: faults, Tunnels: tunnels,
+	}
+	with := ""
+	if tunnels > 0 {
+		with = fmt.Sprintf(" with %d tunnels", tunnels)
 	}
 	before := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
 	ctx := context.Background()
@@ -53,15 +70,12 @@ func SetupFaults(t testing.TB, m method.Method, family string, mtu int, opts map
 		}
 		after := [][]string{LinkState(t, l.A), LinkState(t, l.B)}
 		if diff := cmp.Diff(before, after); diff != "" {
-			t.Errorf("links after %s teardown (-before +after):\n%s", m.Name(), diff)
+			t.Errorf("links after %s teardown%s (-before +after):\n%s", m.Name(), with, diff)
 		}
 	})
 	if err != nil {
-		t.Fatalf("%s Setup: %v", m.Name(), err)
+		t.Fatalf("%s Setup%s: %v", m.Name(), with, err)
 	}
-	// Nothing but the method runs in the namespaces yet: every socket open
-	// there is the method's, and must be one it declares.
-	CheckListeners(t, m, env, path, nil)
 	return l, env, path
 }
 
