@@ -1,6 +1,9 @@
 package lab
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Internals for the external tests, which need a real kernel from labtest.
 
@@ -21,8 +24,10 @@ func PVHImage(ctx context.Context, image, cacheDir string) (string, error) {
 // CheckPVH is checkPVH.
 var CheckPVH = checkPVH
 
-// ProbeBoot boots kernel k into the initramfs's probe program under accel.
-func ProbeBoot(ctx context.Context, k Kernel, accel, workDir string) (bool, error) {
+// ProbeBoot boots kernel k into the initramfs's probe program under accel,
+// allowing it timeout: a KVM probe gets probeTimeout, but the same guest
+// under TCG on a loaded 2-core host can take longer than that to boot.
+func ProbeBoot(ctx context.Context, k Kernel, accel, workDir string, timeout time.Duration) (bool, error) {
 	ws, err := newWorkspace(workDir)
 	if err != nil {
 		return false, err
@@ -35,5 +40,5 @@ func ProbeBoot(ctx context.Context, k Kernel, accel, workDir string) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	return probeBoot(ctx, qemuSpec{Binary: qemu, Accel: accel, Kernel: k.Image, Initramfs: ws.initramfs(), MemoryMiB: DefaultMemoryMiB, CPUs: 1, Results: ws.results()})
+	return probeBoot(ctx, qemuSpec{Binary: qemu, Accel: accel, Kernel: k.Image, Initramfs: ws.initramfs(), MemoryMiB: DefaultMemoryMiB, CPUs: 1, Results: ws.results()}, timeout)
 }

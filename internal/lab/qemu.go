@@ -151,7 +151,7 @@ func kvmBoots(ctx context.Context, spec qemuSpec, cacheDir string) (bool, error)
 		}
 	}
 	spec.Accel = AccelKVM
-	ok, err := probeBoot(ctx, spec)
+	ok, err := probeBoot(ctx, spec, probeTimeout)
 	if err != nil {
 		return false, fmt.Errorf("lab: kvm probe: %w", err)
 	}
@@ -260,9 +260,9 @@ func writeKVMProbe(file, key string, ok bool) error {
 
 // probeBoot boots spec's kernel into the initramfs's probe program and
 // reports whether it ran. The error is only for a cancelled ctx.
-func probeBoot(ctx context.Context, spec qemuSpec) (bool, error) {
+func probeBoot(ctx context.Context, spec qemuSpec, timeout time.Duration) (bool, error) {
 	spec.ExtraAppend = strings.TrimSpace(spec.ExtraAppend + " rdinit=" + probeInit)
-	pctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	pctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	res, err := runQemu(pctx, spec, probeMarker, nil)
 	if ctx.Err() != nil {
