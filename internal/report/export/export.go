@@ -95,6 +95,9 @@ var WideCSVHeader = []string{
 	// and the reconf test.
 	"tunnels", "tunnel_unit", "setup_s", "add_p50_s", "add_p99_s", "teardown_s",
 	"memory_per_tunnel_bytes", "shared_kernel", "reconf_blocked_s", "reconf_lost_requests",
+	// Issue 42: the run's labels (--label key=value), as key=value pairs
+	// joined by ";" in key order, on every row so a row stands alone.
+	"labels",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -148,7 +151,8 @@ func wideRow(run result.Run, c result.Cell) []string {
 	row = append(row, csvTestColumns(c)...)
 	row = append(row, p.CongestionControl, c.Meta.CongestionControl, summary.CellDatapath(c))
 	row = append(row, connectColumns(c)...)
-	return append(row, scaleColumns(c)...)
+	row = append(row, scaleColumns(c)...)
+	return append(row, options(run.Labels))
 }
 
 // scaleColumns are the tunnels dimension's CSV fields: the count (1 in
@@ -283,8 +287,10 @@ var CSVHeader = []string{
 	"metric", "value", "unit", "error",
 	// Issue 34: where the method's packets were processed.
 	"datapath",
-	// Issue 41: the tunnels dimension (added last).
+	// Issue 41: the tunnels dimension.
 	"tunnels",
+	// Issue 42: the run's labels, as in the wide CSV (added last).
+	"labels",
 }
 
 // Units of the tidy CSV.
@@ -628,7 +634,7 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 		}
 		for _, v := range values {
 			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error, summary.CellDatapath(c),
-				strconv.Itoa(max(p.Tunnels, 1)))
+				strconv.Itoa(max(p.Tunnels, 1)), options(run.Labels))
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
 			}
@@ -648,7 +654,8 @@ func cpuSplit(c result.Cell) string {
 	return c.CPU.Split
 }
 
-// options writes method options as sorted key=value pairs joined by ";".
+// options writes method options (or a run's labels) as sorted key=value
+// pairs joined by ";".
 func options(o map[string]string) string {
 	var kv []string
 	for _, k := range slices.Sorted(maps.Keys(o)) {
