@@ -414,6 +414,8 @@ var pageTemplate = template.Must(template.New("report").Funcs(template.FuncMap{
 			return "worse"
 		case r.Verdict == compare.VerdictBetter:
 			return "better"
+		case r.Verdict == compare.VerdictInconclusive:
+			return "inconclusive"
 		}
 		return ""
 	},
@@ -482,7 +484,7 @@ figcaption{font-size:.85em;color:#333;margin-top:.3em}
 figcaption a{color:#0072b2}
 .toggle{font-size:.85em}
 tr.diff td{background:#fff0f0;font-weight:bold}
-td.regression,td.worse{color:#b00020;font-weight:bold}td.better{color:#007a4d;font-weight:bold}
+td.regression,td.worse{color:#b00020;font-weight:bold}td.better{color:#007a4d;font-weight:bold}td.inconclusive{color:#8a5a00;font-style:italic}
 ol.takeaways li{margin:.3em 0}
 table.reference{font-size:.85em}table.reference td.l{white-space:normal;max-width:28em}table.reference th{white-space:normal}figure table.reference td{white-space:normal;overflow-wrap:anywhere}figure table.reference td.l{max-width:14em}tr.disagree td{background:#fff6e0}
 .muted{color:#666;font-size:.9em}
