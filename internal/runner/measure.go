@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -84,7 +85,17 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 		return nil, nil, fmt.Errorf("iperf3 client: %w", err)
 	}
 	if err := track(tb.A, "iperf3-client", aSide, cmd.Pid()); err != nil {
+		// A client gone before it could be tracked has usually failed
+		// at once (no route, refused): its own error says why, which
+		// the tracking error alone hides. Over an agent on a loaded
+		// host the tracking can also come after a short test's end.
 		_, _ = w.end()
+		waitErr := cmd.Wait()
+		tb.A.Forget(cmd)
+		if errors.Is(err, fs.ErrNotExist) {
+			how := "it had finished: " + iperf3Outcome(out.Bytes(), waitErr, errOut.String())
+			return nil, nil, fmt.Errorf("%w (the client exited before its CPU could be read; %s)", err, how)
+		}
 		return nil, nil, err
 	}
 	if !early {
@@ -110,6 +121,22 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 		return thr, cpu, fmt.Errorf("iperf3 client %q: %w: %s", joinArgs(cmd.Args), waitErr, trim(errOut.String()))
 	}
 	return thr, cpu, cpuErr
+}
+
+// iperf3Outcome says in a few words how an iperf3 client ended: its
+// parse error or exit status and its standard error, or that its result
+// was complete.
+func iperf3Outcome(out []byte, waitErr error, stderr string) string {
+	if _, err := load.ParseIperf3(out); err != nil {
+		if waitErr != nil {
+			return fmt.Sprintf("%v, %v (stderr: %s)", waitErr, err, trim(stderr))
+		}
+		return fmt.Sprintf("%v (stderr: %s)", err, trim(stderr))
+	}
+	if waitErr != nil {
+		return fmt.Sprintf("%v with a complete result (stderr: %s)", waitErr, trim(stderr))
+	}
+	return "with a complete result, so the tracking came after the test's end"
 }
 
 // nothingReceived is the error of a throughput test (test: tcp_stream,
