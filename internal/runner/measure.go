@@ -90,9 +90,9 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 		// the tracking error alone hides. Over an agent on a loaded
 		// host the tracking can also come after a short test's end.
 		_, _ = w.end()
-		waitErr := cmd.Wait()
-		tb.A.Forget(cmd)
 		if errors.Is(err, fs.ErrNotExist) {
+			waitErr := cmd.Wait()
+			tb.A.Forget(cmd)
 			how := "it had finished: " + iperf3Outcome(out.Bytes(), waitErr, errOut.String())
 			return nil, nil, fmt.Errorf("%w (the client exited before its CPU could be read; %s)", err, how)
 		}
