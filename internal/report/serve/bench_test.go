@@ -60,6 +60,13 @@ func BenchmarkServeRun(b *testing.B) {
 	benchPage(b, "/run/"+benchdb.RunID(benchdb.Runs/2), benchdb.RunID(benchdb.Runs/2))
 }
 
+// BenchmarkServeCompare: two runs compared, a machine's vxlan runs
+// either side of the kernel upgrade.
+func BenchmarkServeCompare(b *testing.B) {
+	a, c := benchdb.RunID(benchdb.Runs/2-4), benchdb.RunID(benchdb.Runs/2+4)
+	benchPage(b, "/compare?a="+a+"&b="+c, c)
+}
+
 // BenchmarkServeSeries: a series' page, the one with the change.
 func BenchmarkServeSeries(b *testing.B) {
 	id := trend.SeriesID("bench1", "local", benchdb.Key("vxlan", 9000), trend.MetricThroughput)

@@ -274,7 +274,11 @@ func Build(runs []RunRecords, o Options) []Series {
 		runs = slices.Clone(runs)
 		slices.SortStableFunc(runs, byStart)
 	}
-	byID := map[string]*Series{}
+	// Series by their parts rather than their id: the id is built once a
+	// series, not once a point (a string each of 30,000 points on a
+	// trend page over 10,000 runs).
+	type seriesKey struct{ machine, testbed, key, metric string }
+	byID := map[seriesKey]*Series{}
 	// The runs either side of a change are the only ones whose facts
 	// are read: they are listed when a change is found.
 	selected := map[string]*result.Run{}
@@ -294,12 +298,12 @@ func Build(runs []RunRecords, o Options) []Series {
 					continue
 				}
 				fig, unit, higher := stats.Summarize(vs), metricUnit(m), m == MetricThroughput
-				id := SeriesID(Machine(rr.Run), rr.Run.Testbed, g.key, m)
-				s := byID[id]
+				sk := seriesKey{Machine(rr.Run), rr.Run.Testbed, g.key, m}
+				s := byID[sk]
 				if s == nil {
-					s = &Series{ID: id, Key: g.key, Method: g.method, Machine: Machine(rr.Run), Testbed: rr.Run.Testbed,
-						Metric: m, Unit: unit, HigherIsBetter: higher}
-					byID[id] = s
+					s = &Series{ID: SeriesID(sk.machine, sk.testbed, sk.key, sk.metric), Key: g.key, Method: g.method,
+						Machine: sk.machine, Testbed: sk.testbed, Metric: m, Unit: unit, HigherIsBetter: higher}
+					byID[sk] = s
 				}
 				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable(),
 					Values: vs}
