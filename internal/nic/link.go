@@ -35,12 +35,19 @@ func Describe(ns netns.NsHandle, dev string) (result.Device, error) {
 // DescribeAll describes every link in ns except loopback, in ifindex
 // order, with Side set to side ("a" or "b").
 func DescribeAll(ns netns.NsHandle, side string) ([]result.Device, error) {
+	return DescribeExcept(ns, side, nil)
+}
+
+// DescribeExcept is DescribeAll without the links skip names (skip nil:
+// none): a run with a thousand tunnels describes the measured one, not
+// every device of the thousand (each an ethtool request).
+func DescribeExcept(ns netns.NsHandle, side string, skip func(name string) bool) ([]result.Device, error) {
 	h, err := rtnl.NewHandleAt(ns)
 	if err != nil {
 		return nil, fmt.Errorf("open rtnetlink in %s: %w", ns, err)
 	}
 	defer h.Close()
-	links, err := h.LinkList()
+	links, err := Dump(h.LinkList)
 	if err != nil {
 		return nil, fmt.Errorf("list links in %s: %w", ns, err)
 	}
@@ -52,7 +59,7 @@ func DescribeAll(ns netns.NsHandle, side string) ([]result.Device, error) {
 	defer c.close()
 	var devs []result.Device
 	for _, l := range links {
-		if l.Attrs().Flags&net.FlagLoopback != 0 {
+		if l.Attrs().Flags&net.FlagLoopback != 0 || (skip != nil && skip(l.Attrs().Name)) {
 			continue
 		}
 		d, err := c.describe(l, side)

@@ -138,6 +138,15 @@ func TestDescribeAll(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("DescribeAll (-want +got):\n%s", diff)
 	}
+	// A scaled cell leaves out the devices skip names (the other
+	// tunnels'), and keeps the rest.
+	except, err := DescribeExcept(tb.a, "a", func(name string) bool { return name == "vx0" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(except) != 1 || except[0].Name != "va" {
+		t.Errorf("DescribeExcept without vx0: %+v, want va alone", except)
+	}
 	d, err := Describe(tb.b, "vb")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 
 	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/result"
@@ -42,13 +44,27 @@ var (
 		}
 		return r, errors.Join(rest...)
 	})
-	opDescribe = testbed.NewOp("nic.describe", func(_ context.Context, ep *testbed.Endpoint, side string) ([]result.Device, error) {
-		return nic.DescribeAll(ep.NS, side)
+	opDescribe = testbed.NewOp("nic.describe", func(_ context.Context, ep *testbed.Endpoint, a describeArgs) ([]result.Device, error) {
+		if a.Prefix == "" {
+			return nic.DescribeAll(ep.NS, a.Side)
+		}
+		return nic.DescribeExcept(ep.NS, a.Side, func(name string) bool {
+			return strings.HasPrefix(name, a.Prefix) && !slices.Contains(a.Keep, name)
+		})
 	})
 	opSpeed = testbed.NewOp("nic.speed", func(_ context.Context, ep *testbed.Endpoint, dev string) (nic.LinkSpeed, error) {
 		return nic.Speed(ep.NS, dev)
 	})
 )
+
+// describeArgs are what opDescribe describes on a side: every device but
+// loopback, or, with Prefix set, every device but those named Prefix...
+// that are not in Keep (a scaled cell's other tunnels' devices).
+type describeArgs struct {
+	Side   string   `json:"side"`
+	Prefix string   `json:"prefix,omitempty"`
+	Keep   []string `json:"keep,omitempty"`
+}
 
 // setOffloads switches TSO, GSO and GRO of dev on ep on or off.
 func setOffloads(ep *testbed.Endpoint, dev string, on bool) error {

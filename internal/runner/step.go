@@ -290,7 +290,11 @@ func (s *stepRun) preparePath() error {
 			setExtra(&cell.Meta, "offload_set_not_applied", strings.Join(notApplied, "; "))
 		}
 	}
-	devices, err := describe(tb, path)
+	prefix := ""
+	if cell.Params.Tunnels > 1 {
+		prefix = s.env.Prefix
+	}
+	devices, err := describe(tb, path, prefix)
 	if err != nil {
 		return err
 	}
@@ -443,11 +447,19 @@ func offloadsOff(tb *testbed.Pair, path *method.Path) error {
 	return errors.Join(errs...)
 }
 
-// describe records every device of both namespaces with MTU and offloads.
-func describe(tb *testbed.Pair, _ *method.Path) ([]result.Device, error) {
+// describe records every device of both namespaces with MTU and offloads;
+// with prefix set (a cell of more than one tunnel), of the devices named
+// prefix... only the path's own (the measured tunnel's): at 1,000
+// tunnels under emulation, describing each of the others' devices
+// outlasted netlink's timeout, and would store thousands in every cell.
+func describe(tb *testbed.Pair, path *method.Path, prefix string) ([]result.Device, error) {
 	var all []result.Device
 	for _, ep := range tb.Endpoints() {
-		devs, err := opDescribe.Call(context.Background(), ep, ep.Side)
+		a := describeArgs{Side: ep.Side, Prefix: prefix}
+		if prefix != "" && path != nil {
+			a.Keep = path.Devices[ep.Side]
+		}
+		devs, err := opDescribe.Call(context.Background(), ep, a)
 		if err != nil {
 			return nil, fmt.Errorf("describe devices of %s: %w", ep.Side, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
@@ -159,7 +160,7 @@ func (d vniDevices) teardown(env *method.Env) error {
 // the run's (named prefix...), else the run's one by one: a host's own
 // devices are never touched.
 func delGroup(ep *testbed.Endpoint, prefix string, g uint32) error {
-	links, err := ep.NL.LinkList()
+	links, err := nic.Dump(ep.NL.LinkList)
 	if err != nil {
 		return fmt.Errorf("%s: list links: %w", ep.Side, err)
 	}

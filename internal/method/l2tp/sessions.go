@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
 )
 
@@ -41,7 +42,7 @@ func sessionID(measuredID uint32, i, measured int) uint32 {
 // sessionsLeft names one of env's session devices still on ep (Grow's
 // included), "" when none is.
 func sessionsLeft(env *method.Env, ep *testbed.Endpoint) (string, error) {
-	links, err := ep.NL.LinkList()
+	links, err := nic.Dump(ep.NL.LinkList)
 	if err != nil {
 		return "", fmt.Errorf("%s: list links: %w", ep.Side, err)
 	}

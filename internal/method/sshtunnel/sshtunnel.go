@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/tunbench/tunbench/internal/method"
+	"github.com/tunbench/tunbench/internal/nic"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"golang.org/x/crypto/ssh"
 )
@@ -523,7 +524,7 @@ func variant(ctx context.Context, env *method.Env, cipher string) string {
 // 100 to 99999 so that concurrent runs on one host do not race for the
 // same one.
 func freeUnit(ep *testbed.Endpoint) (int, error) {
-	links, err := ep.NL.LinkList()
+	links, err := nic.Dump(ep.NL.LinkList)
 	if err != nil {
 		return 0, fmt.Errorf("%s: list links: %w", ep.Side, err)
 	}
