@@ -31,6 +31,14 @@ type Scale struct {
 	// --dry-run's estimate of a sweep (a run records the real figures,
 	// result.Scale); zero means DefaultTunnelCost.
 	Cost time.Duration
+	// Carries says every one of the N tunnels carries load as the
+	// measured one does: its own overlay addresses on both sides, routed
+	// through its own entry of the data path (a device per tunnel). It is
+	// false where the other tunnels are fillers that only occupy the
+	// lookup (filler peers, FDB remotes to unrouted addresses): the
+	// groundwork of spreading K parallel streams over K tunnels
+	// (SpreadTunnels, issue 41).
+	Carries bool
 }
 
 // DefaultTunnelCost is the Cost of a Scale that gives none: a kernel
@@ -88,6 +96,21 @@ func (e *Env) Measured() int { return MeasuredTunnel(e.N()) }
 // first entry nor the last of whatever the method's data path searches.
 // With n = 1 it is 0; with n = 2 it is 1.
 func MeasuredTunnel(n int) int { return max(n, 1) / 2 }
+
+// SpreadTunnels is the indexes, among n tunnels, of the k that k
+// parallel streams spread over: k consecutive tunnels centred on the
+// measured one (MeasuredTunnel), so that with k < n-1 neither the first
+// entry nor the last is among them. k is clamped to 1..n.
+func SpreadTunnels(n, k int) []int {
+	n = max(n, 1)
+	k = min(max(k, 1), n)
+	from := min(max(MeasuredTunnel(n)-k/2, 0), n-k)
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = from + i
+	}
+	return idx
+}
 
 // The address plan of the tunnels dimension: the measured tunnel has the
 // overlay addresses of a single tunnel (Overlay), so the load runs as it

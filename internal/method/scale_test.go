@@ -2,6 +2,7 @@ package method_test
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -58,6 +59,28 @@ func TestMeasuredTunnel(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 0, 2: 1, 3: 1, 100: 50, 10000: 5000} {
 		if got := method.MeasuredTunnel(n); got != want {
 			t.Errorf("MeasuredTunnel(%d) = %d, want %d", n, got, want)
+		}
+	}
+}
+
+// TestSpreadTunnels: k streams spread over k consecutive tunnels
+// centred on the measured one, clear of the first and last entry when
+// there is room.
+func TestSpreadTunnels(t *testing.T) {
+	for _, c := range []struct {
+		n, k int
+		want []int
+	}{
+		{1, 1, []int{0}}, {0, 3, []int{0}}, {4, 4, []int{0, 1, 2, 3}}, {4, 1, []int{2}},
+		{5, 3, []int{1, 2, 3}}, {100, 4, []int{48, 49, 50, 51}}, {100, 3, []int{49, 50, 51}},
+		{3, 9, []int{0, 1, 2}},
+	} {
+		got := method.SpreadTunnels(c.n, c.k)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("SpreadTunnels(%d, %d) = %v, want %v", c.n, c.k, got, c.want)
+		}
+		if !slices.Contains(got, method.MeasuredTunnel(c.n)) {
+			t.Errorf("SpreadTunnels(%d, %d) = %v leaves out the measured tunnel %d", c.n, c.k, got, method.MeasuredTunnel(c.n))
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (d vniDevices) name(env *method.Env, i int) string {
 func maxVNIDevices(family, unit string, vni int) method.Scale {
 	// Cost: 1,000 vxlan devices set up in 2.8 s and torn down as one
 	// link group in 0.97 s here (docs/performance.md).
-	s := method.Scale{Unit: unit, Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family), Cost: 4 * time.Millisecond}
+	s := method.Scale{Unit: unit, Max: method.MaxScaleTunnels(family), Why: method.ScaleWhy(family), Cost: 4 * time.Millisecond, Carries: true}
 	if room := 1<<24 - 1 - vni; room < s.Max {
 		s.Max = room
 		s.Why = fmt.Sprintf("each %s has its own VNI, from vni %d up to 16777215 (24 bits), one kept for the tunnel a reconfiguration adds", unit, vni)

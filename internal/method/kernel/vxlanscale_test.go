@@ -368,3 +368,29 @@ func TestGrowRefusedWhenFull(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleCarries: a device per tunnel (vxlan and geneve devices) or
+// a segment per tunnel (srv6, each its own encap route and far-side
+// decapsulation) carries load on every tunnel, as the pings across the
+// first and last tunnel above show; vxlan's FDB remotes point to
+// unrouted addresses and carry none.
+func TestScaleCarries(t *testing.T) {
+	for _, c := range []struct {
+		m    method.Method
+		opts map[string]string
+		want bool
+	}{
+		{kernel.VXLAN{}, nil, true},
+		{kernel.VXLAN{}, map[string]string{"scale": "fdb"}, false},
+		{kernel.Geneve{}, nil, true},
+		{kernel.SRv6{}, nil, true},
+	} {
+		opts, err := method.ParseOptions(c.m, c.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := method.ScaleOf(c.m, method.IPv4, opts).Carries; got != c.want {
+			t.Errorf("%s %v: Carries = %v, want %v", c.m.Name(), c.opts, got, c.want)
+		}
+	}
+}
