@@ -148,10 +148,7 @@ type hostState struct {
 
 // settledStateOf is stateOf once the kernel has installed the local
 // routes of ep's underlay addresses (a fresh namespace's IPv6 local
-// route can come a moment after its address). The states after teardown
-// are read so too: on a loaded host one once lacked the IPv6 local route
-// for a moment (TestTailscaleControlUnreachable); a route that never
-// comes back still fails, here.
+// route can come a moment after its address).
 func settledStateOf(t *testing.T, ep *testbed.Endpoint) hostState {
 	t.Helper()
 	var st hostState
@@ -350,7 +347,7 @@ func runTailscale(t *testing.T, family string, opts map[string]string) {
 		t.Errorf("links after teardown (-before +after):\n%s", diff)
 	}
 	for i, ep := range l.Endpoints() {
-		if diff := cmp.Diff(before[i], settledStateOf(t, ep)); diff != "" {
+		if diff := cmp.Diff(before[i], stateOf(t, ep)); diff != "" {
 			t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
 		}
 	}
@@ -658,7 +655,7 @@ func TestTailscaleThroughAgents(t *testing.T) {
 				t.Fatalf("Teardown through agents: %v", err)
 			}
 			for i, ep := range pair.Endpoints() {
-				if diff := cmp.Diff(before[i], settledStateOf(t, ep)); diff != "" {
+				if diff := cmp.Diff(before[i], stateOf(t, ep)); diff != "" {
 					t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
 				}
 			}
@@ -708,7 +705,7 @@ func TestTailscaleControlUnreachable(t *testing.T) {
 		t.Errorf("links after teardown (-before +after):\n%s", diff)
 	}
 	for i, ep := range l.Endpoints() {
-		if diff := cmp.Diff(beforeState[i], settledStateOf(t, ep)); diff != "" {
+		if diff := cmp.Diff(beforeState[i], stateOf(t, ep)); diff != "" {
 			t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
 		}
 		if out, err := ep.Run(ctx, "ss", "-Htanup"); err != nil {
@@ -904,7 +901,7 @@ func TestTailscaleNetstack(t *testing.T) {
 		t.Errorf("links after teardown (-before +after):\n%s", diff)
 	}
 	for i, ep := range l.Endpoints() {
-		if diff := cmp.Diff(before[i], settledStateOf(t, ep)); diff != "" {
+		if diff := cmp.Diff(before[i], stateOf(t, ep)); diff != "" {
 			t.Errorf("%s: rules, routes or firewall after teardown (-before +after):\n%s", ep.Side, diff)
 		}
 	}
