@@ -175,26 +175,7 @@ func TestRepetitionsNeeded(t *testing.T) {
 // the busy background is said.
 func TestCompareInconclusive(t *testing.T) {
 	rr := fixture.DB(t)[0]
-	var a, b []result.Cell
-	for _, c := range rr.Cells {
-		if c.Method != "native" || c.Params.UnderlayMTU != 1500 || !c.Params.Offloads || c.Repetition > 2 {
-			continue
-		}
-		a = append(a, c)
-		// Run B: throughput halved, except that one repetition kept
-		// its speed, so that the two disagree; the p99 RTT 30% lower,
-		// and the machine busy.
-		if c.Repetition == 1 {
-			c = fixture.ScaleThroughput([]result.Cell{c}, "native", 0.3)[0]
-		} else {
-			c = fixture.ScaleThroughput([]result.Cell{c}, "native", 0.8)[0]
-		}
-		l := *c.Latency
-		l.P99 *= 0.7
-		c.Latency = &l
-		c.Meta.Busy, c.Meta.BackgroundBusy = true, 60
-		b = append(b, c)
-	}
+	a, b := fixture.InconclusivePair(rr.Cells)
 	c := Compare(rr.Run, a, rr.Run, b, CompareOptions{})
 	if c.Outcome != OutcomeInconclusive || !strings.HasPrefix(c.Verdict, "inconclusive:") {
 		t.Fatalf("outcome %q, verdict %q; want inconclusive", c.Outcome, c.Verdict)

@@ -6,28 +6,15 @@ import (
 	"testing"
 
 	"github.com/tunbench/tunbench/internal/report/internal/fixture"
-	"github.com/tunbench/tunbench/internal/result"
 )
 
 // TestCompareHTMLMarksInconclusive: a throughput that two repetitions
 // cannot decide is marked inconclusive in the report's comparison table,
 // styled apart from "no significant change", so a reader does not take
-// it for no change (compare's TestCompareInconclusive builds the same
-// pair).
+// it for no change (the pair compare's TestCompareInconclusive builds).
 func TestCompareHTMLMarksInconclusive(t *testing.T) {
 	rr := fixture.DB(t)[0]
-	var a, b []result.Cell
-	for _, c := range rr.Cells {
-		if c.Method != "native" || c.Params.UnderlayMTU != 1500 || !c.Params.Offloads || c.Repetition > 2 {
-			continue
-		}
-		a = append(a, c)
-		factor := 0.8
-		if c.Repetition == 1 {
-			factor = 0.3
-		}
-		b = append(b, fixture.ScaleThroughput([]result.Cell{c}, "native", factor)[0])
-	}
+	a, b := fixture.InconclusivePair(rr.Cells)
 	runB := rr.Run
 	runB.ID += "-b"
 	built, err := Build([]RunRecords{{Run: rr.Run, Cells: a}, {Run: runB, Cells: b}}, "files")

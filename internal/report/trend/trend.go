@@ -278,7 +278,7 @@ func Build(runs []RunRecords, o Options) []Series {
 	// series, not once a point (a string each of 30,000 points on a
 	// trend page over 10,000 runs).
 	type seriesKey struct{ machine, testbed, key, metric string }
-	byID := map[seriesKey]*Series{}
+	bySeries := map[seriesKey]*Series{}
 	// The runs either side of a change are the only ones whose facts
 	// are read: they are listed when a change is found.
 	selected := map[string]*result.Run{}
@@ -299,11 +299,11 @@ func Build(runs []RunRecords, o Options) []Series {
 				}
 				fig, unit, higher := stats.Summarize(vs), metricUnit(m), m == MetricThroughput
 				sk := seriesKey{Machine(rr.Run), rr.Run.Testbed, g.key, m}
-				s := byID[sk]
+				s := bySeries[sk]
 				if s == nil {
 					s = &Series{ID: SeriesID(sk.machine, sk.testbed, sk.key, sk.metric), Key: g.key, Method: g.method,
 						Machine: sk.machine, Testbed: sk.testbed, Metric: m, Unit: unit, HigherIsBetter: higher}
-					byID[sk] = s
+					bySeries[sk] = s
 				}
 				p := Point{RunID: rr.Run.ID, Started: rr.Run.Started, Mean: fig.Mean, N: fig.N, CV: fig.CV, Unstable: fig.Unstable(),
 					Values: vs}
@@ -318,7 +318,7 @@ func Build(runs []RunRecords, o Options) []Series {
 			}
 		}
 	}
-	out := make([]Series, 0, len(byID))
+	out := make([]Series, 0, len(bySeries))
 	facts := map[string]map[string]string{}
 	factsOf := func(id string) map[string]string {
 		f, ok := facts[id]
@@ -328,7 +328,7 @@ func Build(runs []RunRecords, o Options) []Series {
 		}
 		return f
 	}
-	for _, s := range byID {
+	for _, s := range bySeries {
 		s.Changes = detect(*s, factsOf, o)
 		out = append(out, *s)
 	}
