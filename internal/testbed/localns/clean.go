@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/vishvananda/netlink"
@@ -142,7 +141,7 @@ func (c *cleaner) namespaces() error {
 			continue
 		}
 		c.killIn(n.Name())
-		c.deleteNamespace(n.Name())
+		c.deleteNamespace(id, n.Name())
 	}
 	return nil
 }
@@ -164,8 +163,8 @@ func (c *cleaner) killIn(name string) {
 	c.fail(err)
 }
 
-// deleteNamespace deletes namespace name.
-func (c *cleaner) deleteNamespace(name string) {
+// deleteNamespace deletes namespace name of run id.
+func (c *cleaner) deleteNamespace(id, name string) {
 	err := netns.DeleteNamed(name)
 	if err == nil {
 		c.removed = append(c.removed, testbed.Leftover{Kind: "namespace", Name: name})
@@ -173,16 +172,19 @@ func (c *cleaner) deleteNamespace(name string) {
 	}
 	// Another clean (a run starting at the same moment) may have
 	// removed it first: gone is what we wanted.
-	fi, statErr := os.Stat(filepath.Join(netnsDir, name))
+	_, statErr := os.Stat(filepath.Join(netnsDir, name))
 	if errors.Is(statErr, os.ErrNotExist) {
 		return
 	}
-	// EINVAL: the name is not (or no longer) a mounted namespace: one
-	// being created this instant by a run that has not taken its lock
-	// yet, or the empty file a crash left between creating and mounting
-	// it. A fresh one is left to its run; a stale one is only a file.
+	// EINVAL: the name is not (or no longer) a mounted namespace: the
+	// empty file a run killed between unmounting and unlinking it (in
+	// its teardown), or between creating and mounting it, left behind.
+	// A run takes its lock before it creates a namespace and drops it
+	// after deleting both, so the file of a run still dead now is stale,
+	// however young: a run killed in its teardown a few seconds after it
+	// began leaves one (TestChaos found it).
 	if errors.Is(err, unix.EINVAL) && statErr == nil {
-		if time.Since(fi.ModTime()) > 10*time.Second && os.Remove(filepath.Join(netnsDir, name)) == nil {
+		if c.dead(id) && os.Remove(filepath.Join(netnsDir, name)) == nil {
 			c.removed = append(c.removed, testbed.Leftover{Kind: "namespace", Name: name})
 		}
 		return

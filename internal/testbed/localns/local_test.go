@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,6 +126,44 @@ func TestCleanAfterCrash(t *testing.T) {
 	for _, e := range l.Endpoints() {
 		if _, err := os.Stat("/run/netns/" + e.Namespace); err == nil {
 			t.Errorf("namespace %s survived Clean", e.Namespace)
+		}
+	}
+}
+
+// TestCleanAfterKillInTeardown leaves what a run killed in its teardown
+// leaves when the kill lands between unmounting a namespace and
+// unlinking its file: an empty file under /run/netns, seconds old. Clean
+// removes it (TestChaos once found it left behind).
+func TestCleanAfterKillInTeardown(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	root := t.TempDir()
+	l, err := localns.NewLocal(localns.Config{ID: testbed.NewID(), Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	l.ReleaseLock()
+	path := "/run/netns/" + l.A.Namespace
+	if err := unix.Unmount(path, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := localns.Clean(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range removed {
+		if r.Kind == "namespace" {
+			names = append(names, r.Name)
+		}
+	}
+	slices.Sort(names)
+	if diff := cmp.Diff([]string{l.A.Namespace, l.B.Namespace}, names); diff != "" {
+		t.Errorf("Clean removed namespaces (-want +got):\n%s", diff)
+	}
+	for _, e := range l.Endpoints() {
+		if _, err := os.Stat("/run/netns/" + e.Namespace); err == nil {
+			t.Errorf("%s survived Clean", "/run/netns/"+e.Namespace)
 		}
 	}
 }
