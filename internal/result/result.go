@@ -455,6 +455,14 @@ type Scale struct {
 	// SharedKernel is true when both sides share one kernel (the local
 	// testbed's namespaces): the slab then holds both sides' tunnels.
 	SharedKernel bool `json:"shared_kernel,omitempty"`
+	// ToolRSSBefore is tunbench's own resident memory (VmRSS) just before
+	// the set-up and ToolPeakRSS its peak (VmHWM) during the set-up, its
+	// high-water mark reset first (/proc/self/clear_refs): the process
+	// that drives the set-up, plus the agent of each side on a host of
+	// its own (ssh, vm, kubernetes), summed. Not the method's daemons
+	// (DaemonRSS). Zero in records older than them.
+	ToolRSSBefore int64 `json:"tool_rss_before_bytes,omitempty"`
+	ToolPeakRSS   int64 `json:"tool_peak_rss_bytes,omitempty"`
 }
 
 // Reconf is the reconf test (after FD.io CSIT's): while a request stream

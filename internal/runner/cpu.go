@@ -59,6 +59,16 @@ func (s *cpuSampler) TrackProcess(ep *testbed.Endpoint, role, side string, pid i
 	return s.sampler(ep).TrackProcess(role, side, pid)
 }
 
+// Exited gives the sampler of ep's host the CPU time cmd's exit status
+// reports, once cmd has been waited for: what accounts a process that
+// exited before its first read (sample.Sampler.ExitedCPU), a short
+// client on a loaded host.
+func (s *cpuSampler) Exited(ep *testbed.Endpoint, cmd *testbed.Cmd) {
+	if user, sys, ok := cmd.CPUTime(); ok {
+		s.sampler(ep).ExitedCPU(cmd.Pid(), user, sys)
+	}
+}
+
 // Start starts every sampler.
 func (s *cpuSampler) Start(ctx context.Context) error {
 	if err := s.a.Start(ctx); err != nil {

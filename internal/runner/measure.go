@@ -103,6 +103,7 @@ func measureThroughputSpan(ctx context.Context, tb *testbed.Pair, path *method.P
 	}
 	waitErr := cmd.Wait()
 	tb.A.Forget(cmd)
+	sampler.Exited(tb.A, cmd)
 	cpu, cpuErr := w.end()
 
 	thr, parseErr := load.ParseIperf3(out.Bytes())

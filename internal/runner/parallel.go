@@ -171,6 +171,9 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	w := &window{tb: tb, sampler: sampler, live: tb.A, prog: prog, span: sp}
 	w.begin(ctx, omit)
 	waitClients(tb.A, started)
+	for _, cl := range started {
+		sampler.Exited(tb.A, cl.cmd)
+	}
 	cpu, cpuErr := w.end()
 
 	par, errs := collectParallel(clients, split, srvOut, p, cpu)

@@ -176,6 +176,9 @@ func (h *fakeHost) read(path string) []byte {
 		// The slab grows by a page a read: the scaled cell's tunnels.
 		h.slabReads++
 		return []byte(fmt.Sprintf("MemTotal:        2000000 kB\nSlab:             %d kB\nSReclaimable:      1000 kB\n", 100000+4*h.slabReads))
+	case path == "/proc/self/status":
+		// The agent serving both sides (one process: counted once).
+		return []byte("Name:\ttunbench\nPid:\t777\nVmHWM:\t    1536 kB\nVmRSS:\t    1024 kB\n")
 	case strings.HasSuffix(path, "/status"):
 		return []byte("Name:\tfaked\nVmPeak:\t  9000 kB\nVmRSS:\t    2048 kB\n")
 	case strings.HasSuffix(path, "/net/tcp6"):

@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"time"
@@ -128,4 +129,97 @@ func (s *stepRun) scaleUnit() string {
 		return "tunnel"
 	}
 	return method.ScaleOf(s.m, p.Family, vals).Unit
+}
+
+// toolMemory is tunbench's own resident memory before a scaled set-up
+// (result.Scale's ToolRSSBefore): the process running the cell and each
+// distinct agent process serving a remote side.
+type toolMemory struct{ rss int64 }
+
+// toolProcs are the tunbench processes of tb: nil stands for this
+// process, an endpoint for the agent serving it (its own /proc/self,
+// read through the endpoint). Both sides of the local testbed are this
+// process.
+func toolProcs(tb *testbed.Pair) []*testbed.Endpoint {
+	procs := []*testbed.Endpoint{nil}
+	for _, ep := range tb.Endpoints() {
+		if !ep.Local() {
+			procs = append(procs, ep)
+		}
+	}
+	return procs
+}
+
+// readSelfStatus reads /proc/self/status of this process (ep nil) or of
+// the agent serving ep.
+func readSelfStatus(ep *testbed.Endpoint) ([]byte, error) {
+	if ep == nil {
+		return os.ReadFile("/proc/self/status")
+	}
+	return ep.ReadFile("/proc/self/status")
+}
+
+// resetToolPeak reads tunbench's resident memory now and resets each
+// process's high-water mark (writing 5 to /proc/self/clear_refs), so
+// that readToolPeak reads the peak of what follows. A kernel or host
+// that refuses the reset leaves the peak since the process started,
+// never lower than the set-up's.
+func resetToolPeak(tb *testbed.Pair) (toolMemory, error) {
+	var m toolMemory
+	seen := map[string]bool{}
+	for _, ep := range toolProcs(tb) {
+		data, err := readSelfStatus(ep)
+		if err != nil {
+			return m, fmt.Errorf("tunbench's own memory: %w", err)
+		}
+		if id := procID(ep, data); seen[id] {
+			continue
+		} else {
+			seen[id] = true
+		}
+		v, err := meminfoField(data, "VmRSS")
+		if err != nil {
+			return m, fmt.Errorf("tunbench's own memory: %w", err)
+		}
+		m.rss += v
+		if ep == nil {
+			_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		} else {
+			_ = ep.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+		}
+	}
+	return m, nil
+}
+
+// readToolPeak sums the high-water marks (VmHWM) of tunbench's processes.
+func readToolPeak(tb *testbed.Pair) (int64, error) {
+	var sum int64
+	seen := map[string]bool{}
+	for _, ep := range toolProcs(tb) {
+		data, err := readSelfStatus(ep)
+		if err != nil {
+			return 0, fmt.Errorf("tunbench's own memory: %w", err)
+		}
+		if id := procID(ep, data); seen[id] {
+			continue
+		} else {
+			seen[id] = true
+		}
+		v, err := meminfoField(data, "VmHWM")
+		if err != nil {
+			return 0, fmt.Errorf("tunbench's own memory: %w", err)
+		}
+		sum += v
+	}
+	return sum, nil
+}
+
+// procID names the process whose status data is: its host and pid, so
+// that two sides served by one agent count it once.
+func procID(ep *testbed.Endpoint, data []byte) string {
+	pid, _ := meminfoField(data, "Pid")
+	if ep == nil {
+		return "self/" + strconv.FormatInt(pid, 10)
+	}
+	return ep.Host + "/" + strconv.FormatInt(pid, 10)
 }

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 
@@ -28,6 +29,17 @@ func (m *scaleMethod) Setup(ctx context.Context, env *method.Env) (*method.Path,
 		return nil, err
 	}
 	p.Adds = []time.Duration{3 * time.Millisecond, time.Millisecond, 2 * time.Millisecond}
+	// 64 MiB of this process's own, touched and dropped again: what a
+	// set-up's peak of tunbench's memory (not a daemon's) is for.
+	if env.N() > 1 {
+		buf := make([]byte, 64<<20)
+		for i := range buf {
+			if i%4096 == 0 {
+				buf[i] = 1
+			}
+		}
+		runtime.KeepAlive(buf)
+	}
 	p.Daemons = []method.Daemon{{Side: "a", Role: "faked", PID: 4242}}
 	return p, nil
 }
@@ -40,8 +52,9 @@ func (m *scaleMethod) Teardown(ctx context.Context, env *method.Env) error {
 // A cell of more than one tunnel records what they cost in the stored
 // cell: its tunnels and what one is, the set-up and the teardown (which
 // runs after the tests, before the cell is stored), the adds'
-// percentiles, the slab read once on a machine both sides share, and the
-// daemon's resident memory; a cell of one tunnel records none.
+// percentiles, the slab read once on a machine both sides share, the
+// daemon's resident memory and tunbench's own, whose peak holds what the
+// set-up took; a cell of one tunnel records none.
 func TestScaledCellRecordsItsCost(t *testing.T) {
 	m, bed := &scaleMethod{}, newFakeBed(t)
 	sc := scenario.Default()
@@ -77,6 +90,12 @@ func TestScaledCellRecordsItsCost(t *testing.T) {
 	}
 	if want := float64(4096+2048*1024) / 4; s.PerTunnel != want {
 		t.Errorf("per tunnel %v bytes, want %v", s.PerTunnel, want)
+	}
+	// This process and the one agent (pid 777) serving both fake sides
+	// (1 MiB resident, 1.5 MiB peak), counted once.
+	if s.ToolRSSBefore <= 1<<20 || s.ToolPeakRSS-s.ToolRSSBefore < 60<<20 {
+		t.Errorf("tunbench's own memory %d bytes before, peak %d: want the peak at least the set-up's 64 MiB above it",
+			s.ToolRSSBefore, s.ToolPeakRSS)
 	}
 }
 

@@ -82,9 +82,11 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 	// cost: the slab is read before the set-up and after it.
 	scaled := st.Params.Tunnels > 1
 	var slabBefore scaleMemory
-	var slabErr error
+	var tool toolMemory
+	var slabErr, toolErr error
 	if scaled {
 		slabBefore, slabErr = readSlab(s.tb)
+		tool, toolErr = resetToolPeak(s.tb)
 	}
 	setupStart := time.Now()
 	err = s.setUpMethod()
@@ -97,7 +99,7 @@ func runStep(ctx context.Context, cfg Config, runID string, st plan.Step, prog *
 		return cell
 	}
 	if scaled {
-		s.recordScale(setupEnd.Sub(setupStart), slabBefore, slabErr)
+		s.recordScale(setupEnd.Sub(setupStart), slabBefore, tool, errors.Join(slabErr, toolErr))
 	}
 	if probe != nil {
 		if err := echo.listen(ctx, s.path.B); err != nil {
@@ -241,14 +243,17 @@ func (s *stepRun) tearDownMethod() {
 }
 
 // recordScale records the cost of a scaled set-up that took setup: the
-// slab read before it (or why it could not be), the slab and the
-// daemons' memory now, and the method's timed adds. Memory that cannot
+// slab and tunbench's own memory read before it (or why they could not
+// be), the slab, the daemons' memory and tunbench's peak now, and the
+// method's timed adds. Memory that cannot
 // be read fails the cell: a zero would read as free.
-func (s *stepRun) recordScale(setup time.Duration, before scaleMemory, beforeErr error) {
+func (s *stepRun) recordScale(setup time.Duration, before scaleMemory, tool toolMemory, beforeErr error) {
 	after, afterErr := readSlab(s.tb)
 	rss, rssErr := daemonRSS(s.tb, s.path)
+	peak, peakErr := readToolPeak(s.tb)
 	s.cell.Scale = newScale(s.env.N(), s.scaleUnit(), setup, s.path.Adds, before, after, rss)
-	if err := errors.Join(beforeErr, afterErr, rssErr); err != nil {
+	s.cell.Scale.ToolRSSBefore, s.cell.Scale.ToolPeakRSS = tool.rss, peak
+	if err := errors.Join(beforeErr, afterErr, rssErr, peakErr); err != nil {
 		s.fail(fmt.Errorf("scale: memory: %w", err))
 	}
 }

@@ -187,6 +187,7 @@ wait:
 	w.begin(ctx, 0)
 	swait := scmd.Wait()
 	src.Forget(scmd)
+	sampler.Exited(src, scmd)
 	var rwait error
 	select {
 	case rwait = <-rdone:

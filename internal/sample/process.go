@@ -27,6 +27,9 @@ type process struct {
 	base   ProcStat
 	last   ProcStat
 	baseAt time.Time
+	// unread is a process that had exited (and was reaped) before its
+	// first read: its CPU time is what ExitedCPU gives, none until then.
+	unread bool
 }
 
 // TrackProcess accounts the CPU time of process pid to role (e.g.
@@ -35,6 +38,12 @@ type process struct {
 // sampling, it is measured from this call, so register a process right after
 // starting it: CPU time it used before is not counted. The process is re-read
 // every interval, so one that exits keeps the time last read.
+//
+// A process already gone when tracked (a short client that finished and
+// was reaped before its /proc entry could be read, on a loaded host) is
+// no error here: it is registered as exited, and its CPU time is what
+// ExitedCPU gives from its exit status; Stop fails when none was given,
+// since a zero would read as free.
 func (s *Sampler) TrackProcess(role, side string, pid int) error {
 	if side != SideSender && side != SideReceiver {
 		return fmt.Errorf("track process %d (%s): side %q is not %q or %q", pid, role, side, SideSender, SideReceiver)
@@ -53,10 +62,45 @@ func (s *Sampler) TrackProcess(role, side string, pid int) error {
 		}
 	}
 	p := &process{Tracked: Tracked{Role: role, Side: side, PID: pid}, path: strconv.Itoa(pid) + "/stat"}
-	if err := s.baseline(p, s.now()); err != nil {
+	if err := s.baseline(p, s.now()); errors.Is(err, fs.ErrNotExist) {
+		p.Exited, p.unread, p.baseAt = true, true, s.now()
+	} else if err != nil {
 		return err
 	}
 	s.procs = append(s.procs, p)
+	return nil
+}
+
+// ExitedCPU gives the CPU time of tracked process pid from its exit
+// status (testbed.Cmd.CPUTime, its whole life's), used when the process
+// had exited before it could be read; for any other it does nothing. It
+// reports whether it was used.
+func (s *Sampler) ExitedCPU(pid int, user, sys time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.procs {
+		if p.PID == pid && p.unread {
+			p.unread = false
+			p.base, p.last = ProcStat{}, ProcStat{UTime: ticks(user), STime: ticks(sys)}
+			return true
+		}
+	}
+	return false
+}
+
+// ticks is d in clock ticks, as /proc/PID/stat counts CPU time.
+func ticks(d time.Duration) uint64 { return uint64(d.Seconds()*ClockTicks() + 0.5) }
+
+// unreadError is the error of a process that exited before it could be
+// read and whose CPU time ExitedCPU never gave; nil when there is none.
+// Called with mu held.
+func (s *Sampler) unreadError() error {
+	for _, p := range s.procs {
+		if p.unread {
+			return fmt.Errorf("track process %d (%s): it exited before its CPU time could be read, and its exit status gave none: %w",
+				p.PID, p.Role, fs.ErrNotExist)
+		}
+	}
 	return nil
 }
 

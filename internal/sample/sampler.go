@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"sync"
 	"time"
@@ -94,7 +95,15 @@ func (s *Sampler) Start(ctx context.Context) error {
 		return fmt.Errorf("start cpu sampler: %w", err)
 	}
 	for _, p := range s.procs {
-		if err := s.baseline(p, now); err != nil {
+		// One that exited since it was tracked is accounted as one gone
+		// when tracked (TrackProcess).
+		if p.unread {
+			p.baseAt = now
+			continue
+		}
+		if err := s.baseline(p, now); errors.Is(err, fs.ErrNotExist) {
+			p.Exited, p.unread, p.baseAt = true, true, now
+		} else if err != nil {
 			return fmt.Errorf("start cpu sampler: %w", err)
 		}
 	}
@@ -191,6 +200,9 @@ func (s *Sampler) Stop() (*result.CPU, error) {
 		return nil, fmt.Errorf("stop cpu sampler: %w", err)
 	}
 	if err := s.readProcesses(); err != nil {
+		return nil, fmt.Errorf("stop cpu sampler: %w", err)
+	}
+	if err := s.unreadError(); err != nil {
 		return nil, fmt.Errorf("stop cpu sampler: %w", err)
 	}
 	tail := between(s.prev.All, s.cur.All)

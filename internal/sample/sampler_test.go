@@ -3,7 +3,6 @@ package sample
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
 	"testing"
 	"time"
@@ -285,9 +284,6 @@ func TestSamplerMisuse(t *testing.T) {
 	}
 	if err := s.TrackProcess("iperf3", SideSender, 0); err == nil {
 		t.Error("TrackProcess of pid 0 succeeded")
-	}
-	if err := s.TrackProcess("iperf3", SideSender, 555); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("TrackProcess of a missing process: err = %v, want fs.ErrNotExist", err)
 	}
 	if err := s.TrackProcess("iperf3", SideSender, 100); err != nil {
 		t.Fatal(err)

@@ -89,6 +89,24 @@ func (c *Cmd) Wait() error {
 	return c.proc.Wait()
 }
 
+// CPUTime is the CPU time the process used over its whole life, in user
+// and system mode, from its exit status (wait's rusage, on its host);
+// ok is false before Wait returned or when its host does not report it
+// (an older agent). A process that exited before anyone could read its
+// /proc entry is accounted from this (sample.Sampler.ExitedCPU).
+func (c *Cmd) CPUTime() (user, sys time.Duration, ok bool) {
+	if t, is := c.proc.(cpuTimer); is {
+		return t.CPUTime()
+	}
+	return 0, 0, false
+}
+
+// cpuTimer is a Proc that knows, once it has exited, the CPU time it
+// used.
+type cpuTimer interface {
+	CPUTime() (user, sys time.Duration, ok bool)
+}
+
 // Kill sends SIGKILL to the process group.
 func (c *Cmd) Kill() error { return c.Signal(syscall.SIGKILL) }
 

@@ -180,6 +180,16 @@ func (p *localProc) Wait() error {
 	return p.err
 }
 
+// CPUTime is the exited process's rusage: its (and its waited-for
+// children's) user and system time.
+func (p *localProc) CPUTime() (user, sys time.Duration, ok bool) {
+	st := p.cmd.ProcessState
+	if st == nil {
+		return 0, 0, false
+	}
+	return st.UserTime(), st.SystemTime(), true
+}
+
 func (p *localProc) Signal(sig syscall.Signal) error {
 	err := syscall.Kill(-p.cmd.Process.Pid, sig)
 	if errors.Is(err, syscall.ESRCH) {

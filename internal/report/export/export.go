@@ -501,6 +501,10 @@ func (m *measured) scale(k *result.Scale) {
 	m.i("scale_slab_after", unitBytes, k.SlabAfter)
 	m.i("scale_daemon_rss", unitBytes, k.DaemonRSS)
 	m.f("memory_per_tunnel", unitBytes, k.PerTunnel)
+	if k.ToolPeakRSS > 0 {
+		m.i("scale_tool_rss_before", unitBytes, k.ToolRSSBefore)
+		m.i("scale_tool_peak_rss", unitBytes, k.ToolPeakRSS)
+	}
 	m.b("scale_shared_kernel", k.SharedKernel)
 }
 

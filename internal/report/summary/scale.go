@@ -31,6 +31,9 @@ type ScaleSummary struct {
 	// kernel (the local testbed): PerTunnel then holds both ends of each
 	// tunnel in one slab.
 	SharedKernel bool `json:"shared_kernel,omitempty"`
+	// ToolPeak is tunbench's own peak resident memory during the set-up
+	// (result.Scale.ToolPeakRSS), over the repetitions that recorded it.
+	ToolPeak Figure `json:"tool_peak_rss_bytes,omitzero"`
 	// Reconf: the effective blocked time (requests lost times the request
 	// interval), the requests lost and the longest time without an answer
 	// while one more tunnel was added (ReconfHow says how), over the
@@ -47,7 +50,7 @@ const UnitBytes = "bytes"
 // summarizeScale summarises the scale and reconf records of reps; nil
 // when there are none.
 func summarizeScale(reps []result.Cell) *ScaleSummary {
-	var setup, down, p50, p99, mem, blocked, lost, outage []float64
+	var setup, down, p50, p99, mem, tool, blocked, lost, outage []float64
 	s := &ScaleSummary{}
 	seen := false
 	for _, c := range reps {
@@ -63,6 +66,9 @@ func summarizeScale(reps []result.Cell) *ScaleSummary {
 				p50, p99 = append(p50, k.AddP50), append(p99, k.AddP99)
 			}
 			mem = append(mem, k.PerTunnel)
+			if k.ToolPeakRSS > 0 {
+				tool = append(tool, float64(k.ToolPeakRSS))
+			}
 		}
 		if r := c.Reconf; r != nil && r.Error == "" {
 			seen = true
@@ -76,6 +82,7 @@ func summarizeScale(reps []result.Cell) *ScaleSummary {
 	s.Setup, s.Teardown = FigureOf(UnitSeconds, setup), FigureOf(UnitSeconds, down)
 	s.AddP50, s.AddP99 = FigureOf(UnitSeconds, p50), FigureOf(UnitSeconds, p99)
 	s.PerTunnel = FigureOf(UnitBytes, mem)
+	s.ToolPeak = FigureOf(UnitBytes, tool)
 	s.ReconfBlocked, s.ReconfLost, s.ReconfOutage = FigureOf(UnitSeconds, blocked), FigureOf(UnitRequests, lost), FigureOf(UnitSeconds, outage)
 	return s
 }
@@ -104,7 +111,8 @@ func writeScaleTables(b *strings.Builder, rows []Summary, v Varying) error {
 			}
 			grid = append(grid, GridRow{Cells: []GridCell{name, {Text: strconv.Itoa(max(r.Params.Tunnels, 1))}, {Text: OrDash(s.Unit)},
 				num(s.Setup, 3, false), num(scaleFigure(s.AddP50, 1000, "ms"), 3, false), num(scaleFigure(s.AddP99, 1000, "ms"), 3, false),
-				num(s.Teardown, 3, false), num(scaleFigure(s.PerTunnel, 1.0/1024, "KiB"), 1, false), {Text: kernel}}})
+				num(s.Teardown, 3, false), num(scaleFigure(s.PerTunnel, 1.0/1024, "KiB"), 1, false),
+				num(scaleFigure(s.ToolPeak, 1.0/(1<<20), "MiB"), 1, false), {Text: kernel}}})
 		}
 		if s.ReconfBlocked.N > 0 {
 			reconf = append(reconf, GridRow{Cells: []GridCell{name, {Text: strconv.Itoa(max(r.Params.Tunnels, 1))},
@@ -112,9 +120,9 @@ func writeScaleTables(b *strings.Builder, rows []Summary, v Varying) error {
 		}
 	}
 	if len(grid) > 0 {
-		b.WriteString("\ntunnels: set-up of all N, one tunnel's add, teardown, memory per tunnel\n")
+		b.WriteString("\ntunnels: set-up of all N, one tunnel's add (p50, p99), teardown, memory per tunnel, tunbench's own peak during set-up\n")
 		cols := []GridColumn{{Header: "method", Left: true}, {Header: "N"}, {Header: "one tunnel is", Left: true}, {Header: "set-up s"},
-			{Header: "add p50 ms"}, {Header: "add p99 ms"}, {Header: "teardown s"}, {Header: "KiB/tunnel"}, {Header: "kernel", Left: true}}
+			{Header: "p50 ms"}, {Header: "p99 ms"}, {Header: "teardown s"}, {Header: "KiB/tunnel"}, {Header: "tunbench MiB"}, {Header: "kernel", Left: true}}
 		if err := RenderGrid(b, cols, grid); err != nil {
 			return err
 		}
@@ -141,9 +149,10 @@ func scaleDefinitions(rows []Summary) []string {
 	}
 	return []string{
 		"N: tunnels set up between the two endpoints; the load crosses the middle one. set-up s and teardown s: the " +
-			"method's whole set-up and teardown of the N tunnels; add p50/p99 ms: one tunnel's add, from the adds' " +
+			"method's whole set-up and teardown of the N tunnels; p50/p99 ms: one tunnel's add, from the adds' " +
 			"timestamps; KiB/tunnel: (slab after set-up - slab before + the daemons' resident memory) / N, noisy on a " +
-			"shared host; kernel: shared when both sides' tunnels are in one kernel's slab (then each tunnel counts twice), " +
+			"shared host; tunbench MiB: tunbench's own peak resident memory (VmHWM) during the set-up, the process " +
+			"driving it and the remote sides' agents, not the daemons; kernel: shared when both sides' tunnels are in one kernel's slab (then each tunnel counts twice), " +
 			"per host when each side has its own.",
 		"blocked ms: the reconf test's effective blocked time, requests lost times the request interval (FD.io CSIT's); " +
 			"lost: requests never answered; outage ms: the longest time without an answer. How the tunnel was added is in " +

@@ -89,6 +89,11 @@ type agentResp struct {
 type exitInfo struct {
 	Code, Signal int
 	Err          string
+	// CPU says User and Sys (nanoseconds) carry the process's CPU time
+	// from its rusage (testbed.Cmd.CPUTime); agents older than it send
+	// neither.
+	CPU       bool  `json:",omitempty"`
+	User, Sys int64 `json:",omitempty"`
 }
 
 // ServeAgent serves one controller on r and w until r ends (the controller
@@ -455,6 +460,9 @@ func (a *agent) start(req agentReq) (agentResp, func()) {
 		}
 		a.mu.Unlock()
 		ex := &exitInfo{}
+		if user, sys, ok := c.CPUTime(); ok {
+			ex.CPU, ex.User, ex.Sys = true, int64(user), int64(sys)
+		}
 		var ee *testbed.ExitError
 		switch {
 		case err == nil:

@@ -58,6 +58,23 @@ func TestAgentEndpoint(t *testing.T) {
 		t.Errorf("output: stdout %q stderr %q", so.String(), se.String())
 	}
 
+	// The exit status carries the CPU time the process used (what
+	// accounts a client that exited before its CPU could be read).
+	busy := b.Command(ctx, "sh", "-c", "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done")
+	if _, _, ok := busy.CPUTime(); ok {
+		t.Error("CPU time before Start")
+	}
+	if err := b.Start(busy); err != nil {
+		t.Fatal(err)
+	}
+	if err := busy.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	b.Forget(busy)
+	if user, sys, ok := busy.CPUTime(); !ok || user+sys <= 0 {
+		t.Errorf("CPU time through the agent: user %v, system %v, reported %v: want some, reported", user, sys, ok)
+	}
+
 	cat := b.Command(ctx, "cat")
 	in, err := cat.StdinPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"io"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/testbed"
 )
@@ -279,6 +280,8 @@ type remoteProc struct {
 	exit           chan struct{}
 	once           sync.Once
 	err            error
+	cpu            bool
+	user, sys      time.Duration
 }
 
 func (p *remoteProc) Pid() int { return p.pid }
@@ -297,6 +300,11 @@ func (p *remoteProc) exited(x *exitInfo) {
 	p.once.Do(func() {
 		switch {
 		case x == nil:
+		case x.CPU:
+			p.cpu, p.user, p.sys = true, time.Duration(x.User), time.Duration(x.Sys)
+		}
+		switch {
+		case x == nil:
 		case x.Err != "":
 			p.err = errors.New(x.Err)
 		case x.Signal != 0:
@@ -306,6 +314,17 @@ func (p *remoteProc) exited(x *exitInfo) {
 		}
 		close(p.exit)
 	})
+}
+
+// CPUTime is the CPU time the agent read from the process's exit
+// status; ok is false before the exit or from an agent that sends none.
+func (p *remoteProc) CPUTime() (user, sys time.Duration, ok bool) {
+	select {
+	case <-p.exit:
+		return p.user, p.sys, p.cpu
+	default:
+		return 0, 0, false
+	}
 }
 
 func (p *remoteProc) Wait() error {
