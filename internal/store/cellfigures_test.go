@@ -38,6 +38,7 @@ func TestFiguresMigration(t *testing.T) {
 		}
 		written := figureRows(t, s)
 		// Back to version 3, as a store written before the migration.
+		undoGeneration(t, s)
 		for _, q := range []string{`DROP INDEX cells_figures`,
 			`ALTER TABLE cells DROP COLUMN figures`, `ALTER TABLE cells DROP COLUMN throughput_bps`,
 			`ALTER TABLE cells DROP COLUMN p50_rtt_us`, `ALTER TABLE cells DROP COLUMN p99_rtt_us`,

@@ -73,7 +73,7 @@ func fullCellRecords(runID string, rep int) result.Cell {
 			Rekey: &result.Rekey{How: "swanctl --rekey --child tunbench", Took: 0.052, Sent: 350, Lost: 1, Outage: 0.098, Error: "none"}},
 		Scale: &result.Scale{Tunnels: 100, Unit: "VXLAN device", Setup: 0.091, Teardown: 0.099, Adds: 200,
 			AddP50: 0.00028, AddP99: 0.0028, SlabBefore: 1 << 30, SlabAfter: 1<<30 + 8<<20, DaemonRSS: 18 << 20,
-			PerTunnel: 82227, SharedKernel: true},
+			PerTunnel: 82227, SharedKernel: true, ToolRSSBefore: 41 << 20, ToolPeakRSS: 47 << 20},
 		Reconf: &result.Reconf{How: "vxlan device tb1a2b3c-vx0064 (VNI 142)", Took: 0.012, Interval: 0.01, Sent: 300,
 			Lost: 2, Outage: 0.107, Blocked: 0.02, BitsPerSecond: 24.4e9, MinIntervalBitsPerSecond: 22.6e9,
 			Tool: "rr stream", Error: "none"},

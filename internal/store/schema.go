@@ -111,6 +111,53 @@ CREATE INDEX run_labels_key ON run_labels (key, value);
 	// index that covers what a trend reads of a cell, so that trends read
 	// numbers rather than decode records (cellfigures.go).
 	{sqlite: figuresMigration("REAL"), postgres: figuresMigration("DOUBLE PRECISION"), fill: backfillFigures},
+	// Version 5: the store's generation, a number every write to what a
+	// trend reads (runs, their labels, cells, acknowledgements) raises in
+	// its own transaction, whoever writes (another machine's tunbench, a
+	// hand-written statement): serve keeps a page's series while it is
+	// unchanged (Store.Generation).
+	{sqlite: generationMigrationSQLite(), postgres: generationMigrationPostgres()},
+}
+
+// generationTables are the tables whose writes raise the generation.
+var generationTables = []string{"runs", "run_labels", "cells", "change_acks"}
+
+// generationMigrationSQLite: SQLite's triggers fire for each row.
+func generationMigrationSQLite() string {
+	q := `
+CREATE TABLE store_generation (n INTEGER NOT NULL) STRICT;
+INSERT INTO store_generation (n) VALUES (0);
+`
+	for _, t := range generationTables {
+		for _, op := range []string{"INSERT", "UPDATE", "DELETE"} {
+			q += `CREATE TRIGGER ` + t + `_` + strings.ToLower(op) + `_generation AFTER ` + op + ` ON ` + t +
+				` BEGIN UPDATE store_generation SET n = n + 1; END;
+`
+		}
+	}
+	return q
+}
+
+// generationMigrationPostgres: one trigger a statement. The row's update
+// takes its lock until the writer commits, so the new generation becomes
+// visible with the data it counts, never before (a sequence would).
+func generationMigrationPostgres() string {
+	q := `
+CREATE TABLE store_generation (n BIGINT NOT NULL);
+INSERT INTO store_generation (n) VALUES (0);
+CREATE FUNCTION store_generation_bump() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	UPDATE store_generation SET n = n + 1;
+	RETURN NULL;
+END
+$$;
+`
+	for _, t := range generationTables {
+		q += `CREATE TRIGGER ` + t + `_generation AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON ` + t +
+			` FOR EACH STATEMENT EXECUTE FUNCTION store_generation_bump();
+`
+	}
+	return q
 }
 
 // figuresMigration adds the figure columns; real is the dialect's type
@@ -220,7 +267,7 @@ WHERE c.status = 'ok' AND (`+rec+` -> '`+f.object+`' ->> '`+f.field+`') IS NOT N
 
 // SchemaVersion is the database schema version this package writes; it
 // equals len(migrations).
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrate applies the migrations the database has not seen yet, each in its
 // own transaction together with the version bump.
@@ -304,6 +351,19 @@ func schemaVersion(ctx context.Context, q interface {
 		return 0, fmt.Errorf("read schema version: %w", err)
 	}
 	return v, nil
+}
+
+// Generation returns the store's generation: a number that every
+// committed write to its runs, labels, cells or acknowledgements has
+// raised, by this process or any other (schema version 5's triggers).
+// Two equal readings mean that what a trend reads has not changed in
+// between.
+func (s *Store) Generation(ctx context.Context) (int64, error) {
+	var n int64
+	if err := s.db.QueryRowContext(ctx, `SELECT n FROM store_generation`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("read store generation: %w", err)
+	}
+	return n, nil
 }
 
 // Version returns the schema version recorded in the database.

@@ -260,8 +260,8 @@ func TestOpenFreshFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	v, err := s.Version(ctx)
-	if err != nil || v != 4 || SchemaVersion != 4 || len(migrations) != SchemaVersion {
-		t.Errorf("schema version of a fresh file = %d, %v; want 4 = SchemaVersion (%d) = number of migrations (%d)",
+	if err != nil || v != 5 || SchemaVersion != 5 || len(migrations) != SchemaVersion {
+		t.Errorf("schema version of a fresh file = %d, %v; want 5 = SchemaVersion (%d) = number of migrations (%d)",
 			v, err, SchemaVersion, len(migrations))
 	}
 	var mode string

@@ -26,16 +26,32 @@ func TestMain(m *testing.M) {
 // benchdb's store of 10,000 runs and 1,200,000 measured values, through
 // the handler as a browser's request reaches it (docs/performance.md).
 func benchPage(b *testing.B, target, want string) {
+	benchPageOf(b, target, want, false)
+}
+
+// benchPageOf is benchPage; again asks one server for the page again and
+// again, after a first request outside the timing: what a second viewer,
+// or a reload, costs while nothing is written to the store.
+func benchPageOf(b *testing.B, target, want string, again bool) {
 	st, err := store.Open(benchdb.Path(b))
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer st.Close()
+	shared := New(st)
+	if again {
+		rec := httptest.NewRecorder()
+		shared.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+	}
 	size := 0
 	cpu0 := cpuTime(b)
 	for b.Loop() {
 		rec := httptest.NewRecorder()
-		New(st).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
+		srv := shared
+		if !again {
+			srv = New(st)
+		}
+		srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 		if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), want) {
 			b.Fatalf("GET %s: %d, want 200 with %q:\n%.500s", target, rec.Code, want, rec.Body.String())
 		}
@@ -76,6 +92,19 @@ func BenchmarkServeSeries(b *testing.B) {
 // BenchmarkServeTrendMethod: the trend page of one method.
 func BenchmarkServeTrendMethod(b *testing.B) {
 	benchPage(b, "/trend?method=vxlan&condition=mtu9000", "vxlan")
+}
+
+// BenchmarkServeTrendMethodAgain: the trend page of one method asked for
+// again, nothing written in between (the series kept at the store's
+// generation).
+func BenchmarkServeTrendMethodAgain(b *testing.B) {
+	benchPageOf(b, "/trend?method=vxlan&condition=mtu9000", "vxlan", true)
+}
+
+// BenchmarkServeSeriesAgain: a series' page asked for again.
+func BenchmarkServeSeriesAgain(b *testing.B) {
+	id := trend.SeriesID("bench1", "local", benchdb.Key("vxlan", 9000), trend.MetricThroughput)
+	benchPageOf(b, "/trend/series?id="+url.QueryEscape(id), "change", true)
 }
 
 // cpuTime is the user and system CPU time this process has used: on the

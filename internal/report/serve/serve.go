@@ -51,6 +51,9 @@ type Server struct {
 	mu      sync.Mutex
 	reports map[string]*render.Built // finished runs' reports, by run ids
 	order   []string
+
+	// series keeps the trend pages' series (seriesCache).
+	kept seriesCache
 }
 
 // maxCached is how many built reports are kept for their figure files.
@@ -443,8 +446,31 @@ func trendFilter(q url.Values, extra ...string) (trend.Filter, error) {
 
 // load builds the series that pass f, reading from the store only the
 // runs and cells f can select (as tunbench trend does), and only the
-// cells of key when it is given.
+// cells of key when it is given. Series built before are given again
+// while the store's generation is the one they were built at: nothing a
+// trend reads has been written since, by any process (seriesCache).
 func (s *Server) load(ctx context.Context, f trend.Filter, key string) ([]trend.Series, error) {
+	// The generation is read before the runs: a write committed in
+	// between raises it past the one the series are kept under, so they
+	// are never given for a store that has changed.
+	gen, err := s.st.Generation(ctx)
+	if err != nil {
+		return nil, err
+	}
+	id := cacheKey(f, key)
+	if series, ok := s.kept.get(id, gen); ok {
+		return series, nil
+	}
+	series, err := s.build(ctx, f, key)
+	if err != nil {
+		return nil, err
+	}
+	s.kept.put(id, gen, series)
+	return series, nil
+}
+
+// build reads the runs and cells f can select and builds their series.
+func (s *Server) build(ctx context.Context, f trend.Filter, key string) ([]trend.Series, error) {
 	runs, err := s.st.RunsWithCells(ctx, store.RunQuery{Testbed: f.Testbed, Machine: f.Machine, Since: f.Since, Method: f.Method,
 		Key: key, KeyParts: f.Condition, FiguresOnly: true, Keep: f.SelectRun})
 	if err != nil {
@@ -459,6 +485,67 @@ func (s *Server) load(ctx context.Context, f trend.Filter, key string) ([]trend.
 		return nil, err
 	}
 	return trend.Build(recs, trend.Options{Filter: f, Acked: acks}), nil
+}
+
+// seriesCache keeps the series of the last maxSeriesCached trend pages,
+// each with the store generation it was built at. Pages are read-only
+// views of the series: they are shared between requests, never changed.
+type seriesCache struct {
+	mu      sync.Mutex
+	entries map[string]seriesEntry
+	order   []string // oldest first
+}
+
+type seriesEntry struct {
+	gen    int64
+	series []trend.Series
+}
+
+// maxSeriesCached is how many trend pages' series are kept.
+const maxSeriesCached = 16
+
+// get returns the series kept under id if they were built at gen.
+func (c *seriesCache) get(id string, gen int64) ([]trend.Series, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.entries[id]
+	if !ok || e.gen != gen {
+		return nil, false
+	}
+	return e.series, true
+}
+
+// put keeps series under id, built at gen, dropping the oldest page's
+// beyond maxSeriesCached.
+func (c *seriesCache) put(id string, gen int64, series []trend.Series) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[string]seriesEntry{}
+	}
+	if e, ok := c.entries[id]; ok && e.gen > gen {
+		return // a later build is kept already
+	}
+	if _, ok := c.entries[id]; !ok {
+		c.order = append(c.order, id)
+	}
+	c.entries[id] = seriesEntry{gen: gen, series: series}
+	for len(c.order) > maxSeriesCached {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}
+
+// cacheKey is what selects a page's series: its filter and cell key.
+func cacheKey(f trend.Filter, key string) string {
+	labels := make([]string, 0, len(f.Labels))
+	for k, v := range f.Labels {
+		labels = append(labels, strconv.Quote(k)+"="+strconv.Quote(v))
+	}
+	slices.Sort(labels)
+	return strings.Join([]string{strconv.Quote(f.Method), strconv.Quote(f.Testbed), strconv.Quote(f.Machine),
+		strconv.Quote(strings.Join(f.Condition, ",")), strings.Join(labels, ","), strconv.Quote(f.Metric),
+		f.Since.UTC().Format(time.RFC3339Nano), strconv.Quote(key)}, "|")
 }
 
 func (s *Server) trend(w http.ResponseWriter, r *http.Request) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -222,5 +223,79 @@ func TestCheckAddr(t *testing.T) {
 	}
 	if !strings.HasPrefix(DefaultAddr, "127.0.0.1:") {
 		t.Errorf("DefaultAddr %s is not the loopback address", DefaultAddr)
+	}
+}
+
+// TestTrendPagesFollowWrites: a trend page asked for again with nothing
+// written in between is given from the series built the first time; a
+// run another process adds, and a change it acknowledges, are on the
+// next page at once.
+func TestTrendPagesFollowWrites(t *testing.T) {
+	st, firstAfter := testStore(t)
+	ctx := context.Background()
+	s := New(st)
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	recs := fixture.DB(t)
+	streams := recs[1]
+	series := trend.SeriesID(streams.Run.Host.Hostname, streams.Run.Testbed, trendKey, trend.MetricThroughput)
+	page := "/trend/series?" + url.Values{"id": {series}}.Encode()
+
+	a, err := s.load(ctx, trend.Filter{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := s.load(ctx, trend.Filter{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) == 0 || &a[0] != &b[0] {
+		t.Errorf("the trend's series asked for twice with nothing written in between were built twice")
+	}
+	_, body := get(t, srv.URL, page)
+	if strings.Contains(body, `href="/run/n00099"`) || !strings.Contains(body, `data-run="`+firstAfter+`"`) {
+		t.Fatalf("series page before the write: want the change at %s and no run n00099:\n%.600s", firstAfter, body)
+	}
+
+	// Another process (its own handle on the file) adds a run and
+	// acknowledges the change.
+	other, err := store.Open(st.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	run := streams.Run
+	run.ID, run.Started = "n00099", streams.Run.Started.AddDate(0, 0, 30)
+	if err := other.BeginRun(ctx, &run); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range streams.Cells {
+		if c.Key == trendKey {
+			c.RunID = run.ID
+			if _, err := other.AddCell(ctx, &c); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := other.FinishRun(ctx, run.ID, result.RunDone, "", run.Started.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	_, body = get(t, srv.URL, page)
+	if !strings.Contains(body, `href="/run/n00099"`) {
+		t.Errorf("series page after another process added run n00099 does not list it:\n%.600s", body)
+	}
+	all, err := s.load(ctx, trend.Filter{}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(all, func(x trend.Series) bool { return x.ID == series })
+	if i < 0 || len(all[i].Changes) == 0 {
+		t.Fatalf("no change in series %s", series)
+	}
+	if err := other.Ack(ctx, all[i].Changes[0].ID, "known", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, body = get(t, srv.URL, page); !strings.Contains(body, ", acknowledged") {
+		t.Errorf("series page after another process acknowledged change %s does not say so:\n%.600s", all[i].Changes[0].ID, body)
 	}
 }
