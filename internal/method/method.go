@@ -158,6 +158,10 @@ type Daemon struct {
 	Side string // "a" or "b"
 	Role string // e.g. "wireguard-go"
 	PID  int
+	// Log is the daemon's log file on its side's host, "" when it has
+	// none: a daemon that exits mid-measurement is reported with its
+	// last lines.
+	Log string
 }
 
 // Method is one tunnelling or encryption method.

@@ -135,8 +135,14 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path, p prob
 				if d.Side == "b" {
 					ep = tb.B
 				}
-				if !p.daemon(ep, d.PID) {
-					w.fault(d.Side+"/"+d.Role, fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at))
+				if !p.daemon(ep, d.PID) && !w.faulted(d.Side+"/"+d.Role) {
+					msg := fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at)
+					if d.Log != "" {
+						if tail := method.LogTail(ep, d.Log, daemonLogLines); tail != "" {
+							msg += fmt.Sprintf(" (its log ends: %s)", strings.ReplaceAll(tail, "\n", " | "))
+						}
+					}
+					w.fault(d.Side+"/"+d.Role, msg)
 				}
 			}
 			flapping := w.isFlapping()
@@ -164,6 +170,16 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path, p prob
 }
 
 // fault records a problem once per component.
+// daemonLogLines is how many of a daemon's last log lines a fault quotes.
+const daemonLogLines = 5
+
+// faulted reports whether component has faulted already.
+func (w *watch) faulted(component string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen[component]
+}
+
 func (w *watch) fault(component, msg string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -68,5 +70,30 @@ func TestWatchUnderlay(t *testing.T) {
 				t.Errorf("the measurement's context ended with %v, want the fault", context.Cause(ctx))
 			}
 		})
+	}
+}
+
+// TestWatchDaemonLogTail: a daemon that exits during the measurement is
+// reported with its log's last lines (what it said before it went), once.
+func TestWatchDaemonLogTail(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "charon.log")
+	lines := "00[DMN] Starting IKE charon daemon\n03[CFG] loaded IKE shared key\n05[KNL] error reading from TUN device\n06[DMN] thread 6 received 11\n07[DMN] killing ourself, received critical signal\n"
+	if err := os.WriteFile(log, []byte("first line, not quoted\n"+lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pair := testbed.NewPair(&testbed.Endpoint{Side: "a", Dev: "tb000000-a", NS: -1}, &testbed.Endpoint{Side: "b", Dev: "tb000000-b", NS: -1}, "", nil)
+	path := &method.Path{Daemons: []method.Daemon{{Side: "a", Role: "charon", PID: 4242, Log: log}, {Side: "b", Role: "charon", PID: 4343}}}
+	gone := func(_ *testbed.Endpoint, pid int) bool { return pid != 4242 }
+	up := func(*testbed.Endpoint) (bool, error) { return true, nil }
+	_, w := startWatch(context.Background(), pair, path, probes{daemon: gone, link: up})
+	time.Sleep(4 * watchInterval)
+	err := w.stop()
+	want := "a: charon (pid 4242) exited "
+	tail := " into the measurement (its log ends: 00[DMN] Starting IKE charon daemon | 03[CFG] loaded IKE shared key | 05[KNL] error reading from TUN device | 06[DMN] thread 6 received 11 | 07[DMN] killing ourself, received critical signal)"
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.HasSuffix(err.Error(), tail) {
+		t.Fatalf("fault %v, want %q...%q", err, want, tail)
+	}
+	if strings.Count(err.Error(), "charon") != strings.Count(want+tail, "charon") {
+		t.Errorf("fault %v: want the exit said once, for side a only", err)
 	}
 }
