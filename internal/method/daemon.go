@@ -31,7 +31,9 @@ type Process struct {
 func (p *Process) PID() int { return p.cmd.Pid() }
 
 // Daemon returns the accounting record for the runner.
-func (p *Process) Daemon() Daemon { return Daemon{Side: p.Side, Role: p.Role, PID: p.PID(), Log: p.Log} }
+func (p *Process) Daemon() Daemon {
+	return Daemon{Side: p.Side, Role: p.Role, PID: p.PID(), Log: p.Log}
+}
 
 // StartDaemon starts argv on ep (in its namespace, or on its host) with
 // stdout and stderr appended to log, a file there (created 0600). The
