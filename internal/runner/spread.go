@@ -2,6 +2,7 @@ package runner
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/tunbench/tunbench/internal/method"
@@ -47,6 +48,7 @@ func beginSpread(ep *testbed.Endpoint, addrs []netip.Addr, idx []int) *spreadCou
 	list, err := nic.Dump(func() ([]netlink.Addr, error) { return ep.NL.AddrList(nil, netlink.FAMILY_ALL) })
 	for i, t := range idx {
 		st := &sc.tunnels[i]
+		loopback := false
 		st.Tunnel, st.Address = t, addrs[i].String()
 		if err != nil {
 			st.Error = fmt.Sprintf("list addresses: %v", err)
@@ -56,12 +58,19 @@ func beginSpread(ep *testbed.Endpoint, addrs []netip.Addr, idx []int) *spreadCou
 			if ip, ok := netip.AddrFromSlice(a.IP); ok && ip.Unmap() == addrs[i] {
 				if l, lerr := ep.NL.LinkByIndex(a.LinkIndex); lerr == nil {
 					st.Device = l.Attrs().Name
+					loopback = l.Attrs().Flags&net.FlagLoopback != 0
 				}
 				break
 			}
 		}
-		if st.Device == "" {
+		switch {
+		case st.Device == "":
 			st.Error = "no device of side b holds " + st.Address
+			continue
+		case loopback:
+			// srv6: the tunnel ends in a route (seg6local) that hands
+			// the inner packet to the stack; lo counts none of it.
+			st.Error = "side b holds " + st.Address + " on " + st.Device + ", which counts no tunnel traffic: the tunnel ends in a route, not a device"
 			continue
 		}
 		c, cerr := sample.LinkCounters(ep.NL, st.Device)
