@@ -16,7 +16,8 @@ import (
 // parallelTargets are the side-b addresses the parallel test's k
 // processes send to, in process order: the measured tunnel's (path.B)
 // for each, or, with p.Spread, side b's overlay address of the tunnel
-// method.SpreadTunnels gives each process, and those tunnels' indexes.
+// method.SpreadTunnels gives each process (method.ScaleOverlay; path.B
+// for the measured one), and those tunnels' indexes.
 func parallelTargets(path *method.Path, p result.Params, k int) ([]netip.Addr, []int) {
 	addrs := make([]netip.Addr, k)
 	if !p.Spread {
@@ -27,8 +28,13 @@ func parallelTargets(path *method.Path, p result.Params, k int) ([]netip.Addr, [
 	}
 	n := max(p.Tunnels, 1)
 	idx := method.SpreadTunnels(n, k)
+	m := method.MeasuredTunnel(n)
 	for i, t := range idx {
-		_, b := method.ScaleOverlay(p.Family, t, method.MeasuredTunnel(n))
+		if t == m {
+			addrs[i] = path.B // the measured tunnel's, as without spread
+			continue
+		}
+		_, b := method.ScaleOverlay(p.Family, t, m)
 		addrs[i] = b.Addr()
 	}
 	return addrs, idx
