@@ -57,6 +57,7 @@ type runFlags struct {
 	udpRate     string
 	fragment    bool
 	spp         int
+	spread      bool
 	skip        bool
 	labels      []string
 	// env is the machine the run starts from (tests give fakes).
@@ -102,6 +103,7 @@ that --skip-unavailable skips are not failures.`,
   tunbench run --methods native,vxlan --mtu 1500,9000 --offloads on,off
   tunbench run --cc cubic,bbr
   tunbench run --methods vxlan,wireguard-go --tunnels 1,100,1000 --tests tcp_stream,reconf
+  tunbench run --methods vxlan --tunnels 100 --tests parallel --streams 4 --streams-per-process 1 --spread
   tunbench run -f examples/paper-parallel.yaml --dry-run
   tunbench run -f examples/paper-singlestream.yaml --scale 0.1 --skip-unavailable
   tunbench run --resume latest
@@ -150,6 +152,7 @@ that --skip-unavailable skips are not failures.`,
 	fl.IntSliceVar(&f.mss, "mss", nil, "TCP MSS values (iperf3 -M), e.g. 1220,472,216 (default: the kernel's)")
 	fl.StringSliceVar(&f.cc, "cc", nil, "TCP congestion control algorithms, e.g. cubic,bbr (default cubic, set in tunbench's namespaces; on ssh per connection, default the hosts')")
 	fl.IntVar(&f.spp, "streams-per-process", 0, "parallel test: streams per iperf3 process, 1 to 128 (default 128)")
+	fl.BoolVar(&f.spread, "spread", false, "parallel test: each iperf3 process crosses a tunnel of its own (K processes over K of --tunnels, centred on the measured one) instead of all the measured one")
 	fl.IntSliceVar(&f.udpSizes, "udp-sizes", nil, "udp_sizes test: Ethernet frame sizes, e.g. 64,512,1514 (default seed 002's 13 sizes)")
 	fl.StringVar(&f.udpRate, "udp-rate", "", "udp_sizes test: unlimited (default), search (NDR/PDR) or an offered rate such as 1G")
 	fl.BoolVar(&f.fragment, "fragment", false, "udp_sizes test: measure sizes above the overlay MTU fragmented instead of refusing them")
@@ -228,6 +231,9 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	}
 	if set("streams-per-process") {
 		s.StreamsPerProcess = f.spp
+	}
+	if set("spread") {
+		s.Spread = f.spread
 	}
 	if set("udp-sizes") {
 		s.UDP.Sizes = f.udpSizes

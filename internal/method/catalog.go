@@ -2,8 +2,8 @@ package method
 
 // Catalog is a registry as the scenario's validation and the plan see
 // it (scenario.Catalog, scenario.UnderlayCatalog,
-// scenario.TestbedCatalog, scenario.TestsCatalog, scenario.ScaleCatalog
-// and scenario.GrowCatalog).
+// scenario.TestbedCatalog, scenario.TestsCatalog, scenario.ScaleCatalog,
+// scenario.SpreadCatalog and scenario.GrowCatalog).
 type Catalog struct{ R *Registry }
 
 // Names lists the registered methods.
@@ -70,6 +70,22 @@ func (c Catalog) Tunnels(name, family string, opts map[string]string) (max int, 
 	}
 	s := ScaleOf(m, family, vals)
 	return s.Max, s.Unit, s.Why
+}
+
+// Carries reports whether every one of name's tunnels in family with
+// opts carries load as the measured one does (Scale.Carries;
+// scenario.SpreadCatalog), and what one tunnel is.
+func (c Catalog) Carries(name, family string, opts map[string]string) (bool, string) {
+	m, err := c.R.Get(name)
+	if err != nil {
+		return false, "tunnel"
+	}
+	vals, err := ParseOptions(m, opts)
+	if err != nil {
+		return false, "tunnel"
+	}
+	s := ScaleOf(m, family, vals)
+	return s.Carries, s.Unit
 }
 
 // Grows reports whether name can add one more tunnel to a running

@@ -130,6 +130,9 @@ func Build(s scenario.Scenario, o Overheads) []Step {
 												p.OffloadSet, p.OffloadFeatures = off, set
 											}
 											var cost float64
+											if s.Spread && spp > 0 {
+												p.Spread = true
+											}
 											if tunnels > 1 {
 												p.Tunnels = tunnels
 												cost = tunnelCost(o, m, f, s.Options[m])
@@ -213,6 +216,9 @@ func Key(method string, p result.Params) string {
 	if p.Tunnels > 1 {
 		k += fmt.Sprintf("/tunnels%d", p.Tunnels)
 	}
+	if p.Spread {
+		k += "/spread"
+	}
 	if p.CongestionControl != "" {
 		k += "/cc-" + p.CongestionControl
 	}
@@ -261,6 +267,9 @@ func (s Step) Line(total int) string {
 	}
 	if s.Params.Tunnels > 1 {
 		extra += fmt.Sprintf(" tunnels=%d", s.Params.Tunnels)
+	}
+	if s.Params.Spread {
+		extra += " spread=on"
 	}
 	if cc := s.Params.CongestionControl; cc != "" {
 		extra += " cc=" + cc

@@ -144,3 +144,32 @@ func TestOneTunnelMethodsAtOneOnly(t *testing.T) {
 		t.Errorf("plan (-want +got):\n%s", diff)
 	}
 }
+
+// TestSpreadInLineAndKey: spread is named in the line and the key of a
+// parallel test's cells when set; without the parallel test, or unset,
+// nothing changes.
+func TestSpreadInLineAndKey(t *testing.T) {
+	s := scenario.Default()
+	s.Methods = []string{"vxlan"}
+	s.Tunnels = []int{4}
+	s.Streams = []int{4}
+	s.StreamsPerProcess = 1
+	s.Tests = []string{scenario.TestParallel}
+	s.Repetitions = 1
+	plain := plan.Build(s, overheads{})
+	s.Spread = true
+	spread := plan.Build(s, overheads{})
+	want := []string{"1/1 vxlan family=ipv4 mtu=1500 overlay_mtu=1450 offloads=on streams=4 tunnels=4 spread=on cc=cubic rep=1"}
+	if diff := cmp.Diff(want, plan.Lines(spread)); diff != "" {
+		t.Errorf("plan (-want +got):\n%s", diff)
+	}
+	if got := spread[0].Key; !strings.HasSuffix(got, "/p4/tunnels4/spread/cc-cubic") || !spread[0].Params.Spread {
+		t.Errorf("key %q, params' spread %v: want /p4/tunnels4/spread/cc-cubic and true", got, spread[0].Params.Spread)
+	}
+	if got := plan.Lines(plain)[0]; strings.Contains(got, "spread") || strings.Contains(plain[0].Key, "spread") || plain[0].Params.Spread {
+		t.Errorf("without spread: line %q, key %q, params' spread %v: want none", got, plain[0].Key, plain[0].Params.Spread)
+	}
+	if plain[0].Key == spread[0].Key {
+		t.Errorf("spread and not share key %q", plain[0].Key)
+	}
+}

@@ -202,6 +202,10 @@ type Params struct {
 	CongestionControl string `json:"congestion_control,omitempty"`
 	// StreamsPerProcess is the parallel test's layout (0 when it did not run).
 	StreamsPerProcess int `json:"streams_per_process,omitempty"`
+	// Spread is true when the parallel test's processes each crossed a
+	// tunnel of their own (the scenario's spread) rather than all the
+	// measured one.
+	Spread bool `json:"spread,omitempty"`
 	// LineRate is the underlay link speed given in the scenario; 0 is unknown.
 	LineRate float64 `json:"line_rate_bps,omitempty"`
 	// WAN is the emulated wide-area condition on the underlay; nil for none.
@@ -321,6 +325,26 @@ type Parallel struct {
 	// Processes holds each process's own result, without its intervals.
 	Processes []ProcessThroughput `json:"processes"`
 	CPU       *CPU                `json:"cpu,omitempty"`
+	// Tunnels, when the processes were spread over tunnels
+	// (Params.Spread), is what each process's tunnel carried, in process
+	// order, as side b's kernel counted it.
+	Tunnels []SpreadTunnel `json:"tunnels,omitempty"`
+}
+
+// SpreadTunnel is one tunnel a spread parallel test's process crossed:
+// its index among the cell's tunnels, side b's overlay address the
+// process's server bound, the side-b device that holds that address,
+// and what that device counted over the test. Methods whose tunnels
+// share one device (routes through a flow-based device) name it for
+// each.
+type SpreadTunnel struct {
+	Tunnel  int    `json:"tunnel"`
+	Address string `json:"address"`
+	Device  string `json:"device"`
+	RxBytes uint64 `json:"rx_bytes"`
+	TxBytes uint64 `json:"tx_bytes"`
+	// Error says why the device's counters could not be read.
+	Error string `json:"error,omitempty"`
 }
 
 // ProcessThroughput is one iperf3 client's result in a parallel test.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"sync"
 	"time"
@@ -138,8 +139,9 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	ctx, cancel := context.WithTimeout(ctx, dur+omit+60*time.Second+time.Duration(len(split))*300*time.Millisecond)
 	defer cancel()
 	sampler := newCPUSampler(tb, p.Direction)
+	targets, spread := parallelTargets(path, p, len(split))
 
-	servers, srvOut, err := startParallelServers(ctx, tb, path, sampler, p.Direction, len(split))
+	servers, srvOut, err := startParallelServers(ctx, tb, targets, sampler, p.Direction)
 	defer stopAll(tb.B, servers)
 	if err != nil {
 		return nil, nil, err
@@ -148,10 +150,14 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 		return nil, nil, err
 	}
 
-	clients, gates, err := newParallelClients(ctx, tb, path, p, split)
+	clients, gates, err := newParallelClients(ctx, tb, path, targets, p, split)
 	defer removeOutputs(clients)
 	if err != nil {
 		return nil, nil, err
+	}
+	var counters *spreadCounters
+	if spread != nil {
+		counters = beginSpread(tb.B, targets, spread)
 	}
 	started, startErr := startParallelClients(tb, sampler, clients, p.Direction)
 	for _, g := range gates {
@@ -177,6 +183,7 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 	cpu, cpuErr := w.end()
 
 	par, errs := collectParallel(clients, split, srvOut, p, cpu)
+	par.Tunnels = counters.end(tb.B)
 	if len(errs) > 0 {
 		if ctx.Err() != nil {
 			errs = append(errs, fmt.Errorf("iperf3 did not finish: %w", context.Cause(ctx)))
@@ -187,15 +194,17 @@ func measureParallelNotify(ctx context.Context, tb *testbed.Pair, path *method.P
 }
 
 // startParallelServers starts one iperf3 server per process on ports from
-// parallelBasePort, all at once, then waits for each to listen and tracks
-// its CPU. The servers are returned also on failure, for the caller to
-// stop; outs holds each server's output.
-func startParallelServers(ctx context.Context, tb *testbed.Pair, path *method.Path, sampler *cpuSampler, direction string, n int) (servers []*testbed.Cmd, outs []*bytes.Buffer, err error) {
+// parallelBasePort, server i bound to binds[i] (parallelTargets), all at
+// once, then waits for each to listen and tracks its CPU. The servers are
+// returned also on failure, for the caller to stop; outs holds each
+// server's output.
+func startParallelServers(ctx context.Context, tb *testbed.Pair, binds []netip.Addr, sampler *cpuSampler, direction string) (servers []*testbed.Cmd, outs []*bytes.Buffer, err error) {
 	_, bSide := sides(direction)
+	n := len(binds)
 	servers = make([]*testbed.Cmd, n)
 	outs = make([]*bytes.Buffer, n)
 	for i := range n {
-		argv := load.Iperf3Server{Bind: path.B, Port: parallelBasePort + i}.Args()
+		argv := load.Iperf3Server{Bind: binds[i], Port: parallelBasePort + i}.Args()
 		cmd := tb.B.Command(ctx, argv...)
 		outs[i] = &bytes.Buffer{}
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
@@ -230,14 +239,14 @@ type parallelClient struct {
 // gate: it waits on its stdin, then execs iperf3 (same pid), so closing
 // every gate at once starts them together however long starting them
 // took. The clients made so far are returned also on failure, for
-// removeOutputs.
-func newParallelClients(ctx context.Context, tb *testbed.Pair, path *method.Path, p result.Params, split []int) ([]*parallelClient, []io.WriteCloser, error) {
+// removeOutputs. Client i sends to targets[i] (parallelTargets).
+func newParallelClients(ctx context.Context, tb *testbed.Pair, path *method.Path, targets []netip.Addr, p result.Params, split []int) ([]*parallelClient, []io.WriteCloser, error) {
 	dur := time.Duration(p.Duration * float64(time.Second))
 	omit := time.Duration(p.Omit * float64(time.Second))
 	clients := make([]*parallelClient, 0, len(split))
 	gates := make([]io.WriteCloser, 0, len(split))
 	for i, n := range split {
-		c := load.Iperf3Client{Server: path.B, Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
+		c := load.Iperf3Client{Server: targets[i], Port: parallelBasePort + i, Duration: dur, Omit: omit, Streams: n,
 			Reverse: p.Direction == scenario.DirReverse, Bidir: p.Direction == scenario.DirBidir, MSS: p.MSS, Congestion: p.CongestionControl}
 		if err := c.Validate(); err != nil {
 			return clients, gates, err
@@ -493,6 +502,9 @@ func loadedByParallel(ctx context.Context, tb *testbed.Pair, path *method.Path, 
 	if lp.StreamsPerProcess == 0 {
 		lp.StreamsPerProcess = scenario.MaxStreamsPerProcess
 	}
+	// The load crosses the measured tunnel, as latency_under_load's
+	// request/response test does: spread is the parallel test's.
+	lp.Spread = false
 	released := make(chan struct{})
 	type res struct {
 		par *result.Parallel

@@ -96,6 +96,10 @@ type Scenario struct {
 	// iperf3 processes: 128 (iperf3's limit, seed 000 Fig. 6) or 1 (one
 	// process per stream, Fig. 15).
 	StreamsPerProcess int `yaml:"streams_per_process" json:"streams_per_process"`
+	// Spread spreads the parallel test's iperf3 processes over as many
+	// tunnels of the tunnels dimension, one each (SpreadTunnels), instead
+	// of sending them all through the measured one.
+	Spread bool `yaml:"spread,omitempty" json:"spread,omitempty"`
 	// LineRate is the link speed of the underlay when the device cannot
 	// tell (veth): "25G", "10G", "100M"; empty means unknown.
 	LineRate string `yaml:"line_rate,omitempty" json:"line_rate,omitempty"`
@@ -303,6 +307,14 @@ type TestbedCatalog interface {
 // with opts, what one tunnel is (unit) and what bounds max (why).
 type ScaleCatalog interface {
 	Tunnels(method, family string, opts map[string]string) (max int, unit, why string)
+}
+
+// SpreadCatalog is implemented by catalogs that know whether every one
+// of a method's tunnels carries load as the measured one does
+// (method.Scale's Carries), what spread needs: false where the others
+// are fillers. unit is what one tunnel is.
+type SpreadCatalog interface {
+	Carries(method, family string, opts map[string]string) (carries bool, unit string)
 }
 
 // GrowCatalog is implemented by catalogs that know which methods can
@@ -526,6 +538,9 @@ func (s Scenario) Validate(c Catalog) error {
 	}
 	s.validateOverhead(c, p.bad)
 	s.validateTunnels(c, p.bad)
+	if s.Spread {
+		s.validateSpread(c, p.bad)
+	}
 	if s.HasTest(TestReconf) {
 		s.validateReconf(c, p.bad)
 	}
@@ -773,6 +788,57 @@ func (s Scenario) validateTunnels(c Catalog, bad func(field, format string, args
 			case most > max:
 				bad("tunnels", "%d: %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop %s",
 					most, m, f, max, unit, why, max, m)
+			}
+		}
+	}
+}
+
+// Processes is how many iperf3 processes the parallel test runs for
+// streams streams at streams_per_process perProcess (load.SplitStreams):
+// streams over perProcess, rounded up.
+func Processes(streams, perProcess int) int {
+	perProcess = min(max(perProcess, 1), MaxStreamsPerProcess)
+	return (max(streams, 0) + perProcess - 1) / perProcess
+}
+
+// validateSpread checks spread: it spreads the parallel test's processes
+// over the tunnels, one tunnel each, so it needs the parallel test, at
+// least as many tunnels as processes at every count, and methods whose
+// every tunnel carries load (SpreadCatalog).
+func (s Scenario) validateSpread(c Catalog, bad func(field, format string, args ...any)) {
+	if !s.HasTest(TestParallel) {
+		bad("spread", "spread spreads the parallel test's iperf3 processes over the tunnels, and tests has no parallel: add parallel to tests or drop spread")
+		return
+	}
+	if s.StreamsPerProcess >= 1 && s.StreamsPerProcess <= MaxStreamsPerProcess && len(s.Streams) > 0 {
+		k := Processes(slices.Max(s.Streams), s.StreamsPerProcess)
+		n := slices.Min(s.TunnelCounts())
+		if k > n {
+			bad("spread", "%d streams at streams_per_process %d are %d iperf3 processes, each over a tunnel of its own, and tunnels %v has %d: give every tunnel count at least %d (tunnels), fewer streams, more streams_per_process, or drop spread",
+				slices.Max(s.Streams), s.StreamsPerProcess, k, s.TunnelCounts(), n, k)
+		}
+	}
+	sc, _ := c.(ScaleCatalog)
+	spc, _ := c.(SpreadCatalog)
+	if sc == nil || spc == nil {
+		return
+	}
+	for _, m := range s.Methods {
+		if !slices.Contains(c.Names(), m) || c.CheckOptions(m, s.Options[m]) != nil {
+			continue
+		}
+		for _, f := range s.Families {
+			if !slices.Contains(c.Families(m), f) {
+				continue
+			}
+			max, _, why := sc.Tunnels(m, f, s.Options[m])
+			carries, unit := spc.Carries(m, f, s.Options[m])
+			switch {
+			case max == 1:
+				bad("spread", "%s over %s sets up one tunnel only (%s), with nothing to spread streams over: drop spread or drop %s", m, f, why, m)
+			case !carries:
+				bad("spread", "%s over %s cannot spread streams over its tunnels: one tunnel is one %s, and every %s but the measured one is a filler that carries no traffic: drop spread or drop %s",
+					m, f, unit, unit, m)
 			}
 		}
 	}

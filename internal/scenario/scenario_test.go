@@ -32,7 +32,9 @@ func (catalog) Beds() []scenario.Bed {
 	}}
 }
 
-func (catalog) Names() []string { return []string{"native", "srv6", "vxlan", "ipip", "pod-network"} }
+func (catalog) Names() []string {
+	return []string{"native", "srv6", "vxlan", "ipip", "pod-network", "wireguard-go"}
+}
 
 // Testbeds stands in for the registry's: pod-network is a cluster's.
 func (catalog) Testbeds(m string) ([]string, string) {
@@ -87,7 +89,17 @@ func (catalog) Tunnels(m, f string, _ map[string]string) (int, string, string) {
 	if m == "vxlan" && f == "ipv4" {
 		return 16384, "VXLAN device", "the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs"
 	}
+	if m == "wireguard-go" {
+		return 16384, "peer", "the address plan"
+	}
 	return 1, "tunnel", m + " sets up one tunnel between two endpoints"
+}
+
+// Carries stands in for the registry's (method.Scale's Carries): every
+// VXLAN device carries load; wireguard-go's other peers are fillers.
+func (c catalog) Carries(m, f string, opts map[string]string) (bool, string) {
+	_, unit, _ := c.Tunnels(m, f, opts)
+	return m == "vxlan", unit
 }
 
 func pick(m, f string) string {
@@ -172,6 +184,16 @@ func TestValidateErrors(t *testing.T) {
 		{"reconf at a method's maximum", "methods: [vxlan]\ntests: [tcp_stream, reconf]\ntunnels: [100, 16384]", []string{
 			"tunnels: 16384: reconf adds one more, and vxlan over ipv4 sets up at most 16384 (one tunnel is one VXLAN device; the IPv4 address plan 198.19.128.0/17 holds 16384 /31 pairs): lower tunnels to 16383 or drop reconf"}},
 		{"congestion control twice", "congestion_control: [bbr, bbr]", []string{`congestion_control: "bbr" is listed twice`}},
+		{"spread without the parallel test", "methods: [vxlan]\ntunnels: [4]\nspread: true", []string{
+			"spread: spread spreads the parallel test's iperf3 processes over the tunnels, and tests has no parallel: add parallel to tests or drop spread"}},
+		{"spread with more processes than tunnels", "methods: [vxlan]\ntests: [parallel]\nstreams: [2, 8]\nstreams_per_process: 2\ntunnels: [3, 100]\nspread: true", []string{
+			"spread: 8 streams at streams_per_process 2 are 4 iperf3 processes, each over a tunnel of its own, and tunnels [3 100] has 3: give every tunnel count at least 4 (tunnels), fewer streams, more streams_per_process, or drop spread"}},
+		{"spread over one tunnel", "methods: [vxlan]\ntests: [parallel]\nstreams: [2]\nstreams_per_process: 1\nspread: true", []string{
+			"spread: 2 streams at streams_per_process 1 are 2 iperf3 processes, each over a tunnel of its own, and tunnels [1] has 1"}},
+		{"spread with fillers", "methods: [vxlan, wireguard-go]\ntests: [parallel]\nstreams: [4]\nstreams_per_process: 1\ntunnels: [10]\nspread: true", []string{
+			"spread: wireguard-go over ipv4 cannot spread streams over its tunnels: one tunnel is one peer, and every peer but the measured one is a filler that carries no traffic: drop spread or drop wireguard-go"}},
+		{"spread with a one-tunnel method", "methods: [native, vxlan]\ntests: [parallel]\nstreams: [4]\nstreams_per_process: 1\ntunnels: [1, 10]\nspread: true", []string{
+			"spread: native over ipv4 sets up one tunnel only (native sets up one tunnel between two endpoints), with nothing to spread streams over: drop spread or drop native"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -201,6 +223,28 @@ func TestReconfValid(t *testing.T) {
 	}
 	if err := s.Validate(catalog{}); err != nil {
 		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestSpreadValid: spread with the parallel test, as many tunnels as
+// processes or more at every count, and methods whose tunnels all carry
+// load, validates.
+func TestSpreadValid(t *testing.T) {
+	s, err := scenario.Parse([]byte("methods: [vxlan]\ntests: [parallel]\nstreams: [1, 4]\nstreams_per_process: 1\ntunnels: [4, 100]\nspread: true"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if !s.Spread {
+		t.Error("spread: true parsed as false")
+	}
+	if got := scenario.Processes(4, 1); got != 4 {
+		t.Errorf("Processes(4, 1) = %d, want 4", got)
+	}
+	if got := scenario.Processes(300, 128); got != 3 {
+		t.Errorf("Processes(300, 128) = %d, want 3", got)
 	}
 }
 

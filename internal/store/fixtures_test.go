@@ -63,7 +63,7 @@ func fullCellRecords(runID string, rep int) result.Cell {
 			WAN: &result.WANParams{DelayMs: 40, JitterMs: 2, LossPercent: 0.1, RateBps: 1e9, Qdisc: "netem"},
 			UDP: &result.UDPParams{FrameSizes: []int{64, 1514}, Rate: "fixed", OfferedBitsPerSecond: 1e9,
 				Fragment: true, Trial: 1, SearchSteps: 6},
-			SiteA: "fra", SiteB: "nyc", RecoverDown: 2, Tunnels: 100,
+			SiteA: "fra", SiteB: "nyc", RecoverDown: 2, Tunnels: 100, Spread: true,
 		},
 		Repetition: rep,
 		Connect: &result.Connect{Setup: 0.213, Handshake: 0.0011, Total: 0.2141, Probe: 0.0009, Probes: 1,
@@ -99,6 +99,8 @@ func fullCellRecords(runID string, rep int) result.Cell {
 				Port: 5301, Streams: 65, BitsPerSecond: 1e10, SenderBitsPerSecond: 1.01e10, Bytes: 12e9,
 				Retransmits: 40, SenderToolCPUPercent: 97.5, ReceiverToolCPUPercent: 55, Error: "none really", Congestion: "cubic",
 			}},
+			Tunnels: []result.SpreadTunnel{{Tunnel: 49, Address: "198.19.128.99", Device: "tb1a2b3c-vx0031",
+				RxBytes: 12e9 + 1, TxBytes: 2e8, Error: "none really"}},
 			CPU: &result.CPU{
 				Interval: 1, Cores: 2, BusyMin: 90, BusyAvg: 95, BusyMax: 99,
 				PerCore:   []result.CoreUsage{{CPU: 1, User: 10, System: 30, Softirq: 25, Irq: 1, Idle: 34}},

@@ -36,11 +36,15 @@ type BaselineKey struct {
 	// with one, but % native compares them with native at one tunnel
 	// (NativeKey): native sets up no tunnel, so it has no N.
 	Tunnels int
+	// Spread: the parallel test's processes each crossed a tunnel of
+	// their own (result.Params.Spread); % native compares with native,
+	// which spreads nothing, without it (NativeKey).
+	Spread bool
 }
 
 // BaselineOf is the baseline key of a row with parameters p.
 func BaselineOf(p result.Params) BaselineKey {
-	return BaselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl, TunnelCount(p)}
+	return BaselineKey{p.Family, p.UnderlayMTU, p.Offloads, p.Streams, p.Duration, p.Omit, p.Latency, p.Pin, p.Direction, p.MSS, p.WAN.Label(), p.OffloadSet, p.SiteA, p.SiteB, p.CongestionControl, TunnelCount(p), p.Spread}
 }
 
 // TunnelCount is a cell's tunnels dimension as the baseline key holds it:
@@ -57,7 +61,7 @@ func TunnelCount(p result.Params) int {
 // 100 tunnels compares with native under the same other parameters.
 func NativeKey(p result.Params) BaselineKey {
 	k := BaselineOf(p)
-	k.Tunnels = 0
+	k.Tunnels, k.Spread = 0, false
 	return k
 }
 

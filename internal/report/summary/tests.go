@@ -296,6 +296,9 @@ func extraParams(p result.Params) []string {
 	if p.SiteA != "" {
 		ps = append(ps, p.SiteA+" → "+p.SiteB)
 	}
+	if p.Spread {
+		ps = append(ps, "spread over tunnels")
+	}
 	return ps
 }
 
