@@ -78,6 +78,11 @@ func TestSSHCleanSeparateHosts(t *testing.T) {
 					}
 				}
 			case "agents":
+				// The controller is stopped first: killing one site's
+				// agents before the other's, a running controller saw
+				// the first go and had the second put its host back
+				// (a clean-clone run), leaving clean nothing to do there.
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGSTOP)
 				for _, st := range sites.Site {
 					killAgents(st.Namespace)
 				}
