@@ -93,6 +93,21 @@ func TestEBPFPlans(t *testing.T) {
 			}
 		}
 	}
+	// ebpf-vxlan with decap=device: no decap entry, a collect_md device.
+	for _, family := range ebpftun.EBPFVXLAN.Families() {
+		name := "ebpf-vxlan-" + family + "-decap-device"
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := methodtest.RecordEnv(ebpftun.EBPFVXLAN, family, map[string]string{"decap": "device"})
+			answerEBPF(rec.A)
+			answerEBPF(rec.B)
+			var split []string
+			for _, l := range methodtest.Record(t, ebpftun.EBPFVXLAN, rec) {
+				split = append(split, strings.Split(l, "\n")...)
+			}
+			testbedtest.Golden(t, name, split, *update)
+		})
+	}
 }
 
 // TestEBPFScaleRefused: a tunnel count above what an ebpf method's map
