@@ -450,6 +450,17 @@ func (m EBPF) Counters(ctx context.Context, env *method.Env) (map[string]string,
 		}
 		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
 		out["ebpf."+ep.Side+".not-ours"] = fmt.Sprintf("passed %d", s.NotOurs)
+		if p, err := m.params(env); err == nil && p.device {
+			// decap=device: what the device handed up, after the
+			// kernel's GRO (bytes / packets is its superpacket size).
+			link, err := ep.NL.LinkByName(deviceName(env))
+			if err != nil {
+				return nil, fmt.Errorf("%s: find %s: %w", ep.Side, deviceName(env), err)
+			}
+			if st := link.Attrs().Statistics; st != nil {
+				out["ebpf."+ep.Side+".device"] = fmt.Sprintf("%s rx packets %d bytes %d dropped %d", deviceName(env), st.RxPackets, st.RxBytes, st.RxDropped)
+			}
+		}
 	}
 	return out, nil
 }

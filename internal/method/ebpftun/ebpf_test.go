@@ -133,6 +133,13 @@ func TestEBPFDeviceDecap(t *testing.T) {
 			if st := dev.Attrs().Statistics; st == nil || st.RxPackets == 0 {
 				t.Errorf("b: %s received no packets (%+v)", env.Prefix+"-evx", st)
 			}
+			c, err := ebpftun.EBPFVXLAN.Counters(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c["ebpf.b.device"]; !strings.HasPrefix(got, env.Prefix+"-evx rx packets ") || strings.HasPrefix(got, env.Prefix+"-evx rx packets 0 ") {
+				t.Errorf("b's device counter %q, want the device's rx packets (not 0) and bytes", got)
+			}
 		})
 	}
 }
