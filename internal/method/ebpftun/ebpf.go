@@ -43,8 +43,17 @@ func (m EBPF) Name() string { return "ebpf-" + m.encap.String() }
 
 // Listens declares no socket (method.Listener): the tc program on the
 // underlay device decapsulates the packets, UDP ones included, before
-// they reach a socket.
-func (EBPF) Listens(method.Values, string) []method.Listen { return nil }
+// they reach a socket. With decap=device (ebpf-vxlan) the kernel's
+// collect_md VXLAN device receives them: its sockets on UDP 4789, on
+// 0.0.0.0 and :: (an external device opens both families).
+func (m EBPF) Listens(opts method.Values, _ string) []method.Listen {
+	if m.encap != ebpf.VXLAN || opts.String("decap") != decapDevice {
+		return nil
+	}
+	return []method.Listen{{Proto: "udp", Port: method.VXLANPort, Addr: method.ListenWildcard, Families: "both",
+		Program: "kernel (collect_md vxlan device, decap=device)",
+		Why:     "an external (collect_md) VXLAN device has no local address: the kernel opens its port on 0.0.0.0 and ::"}}
+}
 
 func (m EBPF) Implementation() string {
 	return "tunbench eBPF " + m.encap.String() + " (tc clsact egress encap + ingress decap, rule map)"
@@ -93,12 +102,26 @@ var (
 // addresses.
 const maxFillers4 = 1<<15 - 2
 
+var srcportOption = method.Option{Name: "srcport", Default: "0", Min: 0, Max: 65535,
+	Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}
+
+// Values of ebpf-vxlan's option decap: where the receive side
+// decapsulates (issue 41, docs/performance.md).
+const (
+	decapTC     = "tc"
+	decapDevice = "device"
+)
+
+var decapOption = method.Option{Name: "decap", Default: decapTC, Values: []string{decapTC, decapDevice},
+	Help: "where the receive side decapsulates: the tc ingress program (tc, bpf_skb_adjust_room), or a kernel VXLAN device in external (collect_md) mode on UDP 4789 with the kernel's GRO (device); the send side is the tc egress program either way"}
+
 // Options declares the scenario options (see Option).
 func (m EBPF) Options() []method.Option {
 	switch m.encap {
-	case ebpf.Geneve, ebpf.VXLAN:
-		return []method.Option{method.VNIOption, {Name: "srcport", Default: "0", Min: 0, Max: 65535,
-			Help: "outer UDP source port; 0 derives it from the inner flow hash (49152-65535)"}}
+	case ebpf.Geneve:
+		return []method.Option{method.VNIOption, srcportOption}
+	case ebpf.VXLAN:
+		return []method.Option{method.VNIOption, srcportOption, decapOption}
 	case ebpf.GRE:
 		return []method.Option{{Name: "key", Default: "0", Min: 0, Max: 1<<32 - 1,
 			Help: "GRE key; 0 sends no key (like the kernel's gre method)"}}
@@ -151,6 +174,7 @@ type ebpfParams struct {
 	srcPort    uint16 // 0: from the flow hash
 	rules      int    // env.N(): the peer's and the fillers
 	overlayMTU int
+	device     bool // decap=device: a collect_md VXLAN device receives
 }
 
 func (m EBPF) params(env *method.Env) (ebpfParams, error) {
@@ -163,6 +187,9 @@ func (m EBPF) params(env *method.Env) (ebpfParams, error) {
 	}
 	p := ebpfParams{underlay: m.underlay(env.Family), vni: uint32(opts.Uint64("vni")),
 		srcPort: uint16(opts.Int("srcport")), rules: env.N()}
+	if m.encap == ebpf.VXLAN {
+		p.device = opts.String("decap") == decapDevice
+	}
 	if s := m.Scale(env.Family, opts); p.rules > s.Max {
 		return p, fmt.Errorf("%s: tunnels=%d: at most %d over %s: %s", m.Name(), p.rules, s.Max, env.Family, s.Why)
 	}
@@ -207,6 +234,12 @@ func (m EBPF) Setup(ctx context.Context, env *method.Env) (*method.Path, error) 
 		Devices: map[string][]string{"a": {env.A.Dev}, "b": {env.B.Dev}},
 		Variant: "tc clsact " + m.encap.String() + " over " + p.underlay,
 	}
+	if p.device {
+		path.Variant = "tc clsact " + m.encap.String() + " encap, vxlan device decap, over " + p.underlay
+		for side, devs := range path.Devices {
+			path.Devices[side] = append(devs, deviceName(env))
+		}
+	}
 	if p.overlayMTU != env.OverlayMTU {
 		path.OverlayMTU = p.overlayMTU
 	}
@@ -250,9 +283,14 @@ func (m EBPF) setupSide(ctx context.Context, env *method.Env, ep *testbed.Endpoi
 	}
 	rules := []ebpf.Rule{m.peerRule(env, ep, p)}
 	rules = append(rules, fillerRules(env.Family, p.rules-1, rules[0])...)
+	// With decap=device the ingress program gets no decap entry (it
+	// passes every packet on untouched) and the device does the work.
+	var decaps []ebpf.Decap
+	if !p.device {
+		decaps = []ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}}
+	}
 	adds, err := opAttach.Call(ctx, ep, attachArgs{
-		PinDir: ebpfPinDir(env, ep), Dev: ep.Dev, Rules: rules,
-		Decaps: []ebpf.Decap{{ID: 1, Encap: m.encap, VNI: p.vni}},
+		PinDir: ebpfPinDir(env, ep), Dev: ep.Dev, Rules: rules, Decaps: decaps,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", hostOf(ep), err)
@@ -263,6 +301,11 @@ func (m EBPF) setupSide(ctx context.Context, env *method.Env, ep *testbed.Endpoi
 	link, err := ep.NL.LinkByName(ep.Dev)
 	if err != nil {
 		return nil, fmt.Errorf("%s: find underlay %s: %w", ep.Side, ep.Dev, err)
+	}
+	if p.device {
+		if err := devicePlan(env, p).Apply(env, ep); err != nil {
+			return nil, err
+		}
 	}
 	return adds, method.RouteAdd(ep, &netlink.Route{
 		LinkIndex: link.Attrs().Index,
@@ -353,7 +396,39 @@ func (m EBPF) teardownSide(ctx context.Context, env *method.Env, ep *testbed.End
 	if lo, err := ep.NL.LinkByName("lo"); err == nil {
 		_ = ep.NL.AddrDel(lo, &netlink.Addr{IPNet: testbed.PrefixNet(method.HostPrefix(mine.Addr()))})
 	}
+	if p, err := m.params(env); err == nil && p.device {
+		errs = append(errs, devicePlan(env, p).Undo(ep))
+	}
 	return errors.Join(errs...)
+}
+
+// deviceName is decap=device's VXLAN device, with the run's prefix.
+func deviceName(env *method.Env) string { return env.Prefix + "-evx" }
+
+// devicePlan is decap=device's receive side on one endpoint: a VXLAN
+// device in external (collect_md) mode on UDP 4789, which the kernel's
+// VXLAN socket feeds (with its GRO) once the ingress program passes the
+// packets on. The egress program writes the inner Ethernet destination
+// ebpf.InnerMAC: the device carries that address, so the inner packets it
+// hands up are the host's own and reach the overlay address on lo. It
+// carries no address and no route: the send path stays the egress
+// program's. It accepts IPv6 packets with a zero UDP checksum, which the
+// egress program sends.
+func devicePlan(env *method.Env, p ebpfParams) method.Plan {
+	return method.Plan{Links: []method.PlanLink{{
+		Link: &netlink.Vxlan{
+			LinkAttrs: netlink.LinkAttrs{Name: deviceName(env), MTU: p.overlayMTU, HardwareAddr: ebpf.InnerMAC},
+			FlowBased: true,
+			Port:      method.VXLANPort,
+			Learning:  false,
+			// The egress program sends a zero UDP checksum over IPv6
+			// too (as the kernel's udp6zerocsumtx would).
+			UDP6ZeroCSumRx: true,
+		},
+		Kind:   "vxlan (external, decap=device)",
+		Config: "CONFIG_VXLAN",
+		MTU:    p.overlayMTU,
+	}}}
 }
 
 // Counters reads the counters of both sides (before Teardown), one line
@@ -375,6 +450,17 @@ func (m EBPF) Counters(ctx context.Context, env *method.Env) (map[string]string,
 		}
 		out["ebpf."+ep.Side+".drops"] = ebpf.Counters{Drops: s.Drops}.DropString()
 		out["ebpf."+ep.Side+".not-ours"] = fmt.Sprintf("passed %d", s.NotOurs)
+		if p, err := m.params(env); err == nil && p.device {
+			// decap=device: what the device handed up, after the
+			// kernel's GRO (bytes / packets is its superpacket size).
+			link, err := ep.NL.LinkByName(deviceName(env))
+			if err != nil {
+				return nil, fmt.Errorf("%s: find %s: %w", ep.Side, deviceName(env), err)
+			}
+			if st := link.Attrs().Statistics; st != nil {
+				out["ebpf."+ep.Side+".device"] = fmt.Sprintf("%s rx packets %d bytes %d dropped %d", deviceName(env), st.RxPackets, st.RxBytes, st.RxDropped)
+			}
+		}
 	}
 	return out, nil
 }

@@ -28,3 +28,6 @@ var FillerRules = fillerRules
 
 // ClsactUndoName names the journal entry of a side's tc programs on dev.
 var ClsactUndoName = clsactUndo
+
+// PinDir is where side ep pins its maps.
+var PinDir = ebpfPinDir

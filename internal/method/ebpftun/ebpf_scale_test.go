@@ -93,14 +93,30 @@ func TestEBPFPlans(t *testing.T) {
 			}
 		}
 	}
+	// ebpf-vxlan with decap=device: no decap entry, a collect_md device.
+	for _, family := range ebpftun.EBPFVXLAN.Families() {
+		name := "ebpf-vxlan-" + family + "-decap-device"
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := methodtest.RecordEnv(ebpftun.EBPFVXLAN, family, map[string]string{"decap": "device"})
+			answerEBPF(rec.A)
+			answerEBPF(rec.B)
+			var split []string
+			for _, l := range methodtest.Record(t, ebpftun.EBPFVXLAN, rec) {
+				split = append(split, strings.Split(l, "\n")...)
+			}
+			testbedtest.Golden(t, name, split, *update)
+		})
+	}
 }
 
 // TestEBPFScaleRefused: a tunnel count above what an ebpf method's map
 // or filler block holds is refused by the scenario's validation, before
 // anything is created, naming the bound; the former option rules is
-// refused with what to give instead.
+// refused with what to give instead; so is a decap value ebpf-vxlan does
+// not have, naming the field and the values.
 func TestEBPFScaleRefused(t *testing.T) {
-	cat := method.Catalog{R: method.NewRegistry(ebpftun.EBPFGeneve, ebpftun.EBPFIPIP)}
+	cat := method.Catalog{R: method.NewRegistry(ebpftun.EBPFGeneve, ebpftun.EBPFIPIP, ebpftun.EBPFVXLAN)}
 	for _, tt := range []struct {
 		methods  []string
 		families []string
@@ -111,6 +127,8 @@ func TestEBPFScaleRefused(t *testing.T) {
 		{[]string{"ebpf-geneve"}, []string{"ipv4"}, []int{1, 40000}, nil,
 			"tunnels: 40000: ebpf-geneve over ipv4 sets up at most 32767 (one tunnel is one rule; the IPv4 filler rules fit 32766 host prefixes in 198.19.0.0/17 beside the peer's (ipv6 takes more)): lower tunnels to 32767 or drop ebpf-geneve"},
 		{[]string{"ebpf-ipip"}, []string{"ipv4"}, []int{32768}, nil, "ebpf-ipip over ipv4 sets up at most 32767"},
+		{[]string{"ebpf-vxlan"}, []string{"ipv4"}, []int{1}, map[string]map[string]string{"ebpf-vxlan": {"decap": "xdp"}},
+			`options.ebpf-vxlan: ebpf-vxlan: option decap="xdp": want one of tc, device (tunbench methods --options ebpf-vxlan lists them)`},
 		{[]string{"ebpf-geneve"}, []string{"ipv6"}, []int{10000}, map[string]map[string]string{"ebpf-geneve": {"rules": "10000"}},
 			`ebpf-geneve: option "rules" is gone: the number of rules is the tunnels dimension now: give tunnels: [N] in the scenario (or --tunnels N) instead of options: {ebpf-geneve: {rules: N}}`},
 	} {

@@ -104,6 +104,46 @@ func TestEBPFTunnel(t *testing.T) {
 	}
 }
 
+// TestEBPFDeviceDecap carries traffic over ebpf-vxlan with decap=device
+// in each family: the tc egress program encapsulates, a kernel VXLAN
+// device in external (collect_md) mode receives and decapsulates (the
+// ingress program has no decap entry and passes the packets on). Ping
+// and full-size ping cross, iperf3 passes, every frame on the underlay
+// is the tc path's VXLAN, the sockets are the declared ones, and
+// teardown leaves the links as they were (methodtest.Setup).
+func TestEBPFDeviceDecap(t *testing.T) {
+	for _, family := range ebpftun.EBPFVXLAN.Families() {
+		t.Run(family, func(t *testing.T) {
+			requireEBPF(t)
+			l, env := methodtest.LabTunnel(t, ebpftun.EBPFVXLAN, family, map[string]string{"decap": "device"},
+				ebpfWire(ebpftun.EBPFVXLAN, family, 42))
+			// The device received the tunnel's packets: the ingress
+			// program decapsulated none.
+			s, err := ebpftun.Stats(context.Background(), l.B, ebpftun.PinDir(env, l.B))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Decaps) != 0 {
+				t.Errorf("b's ingress program has decap entries %+v, want none with decap=device", s.Decaps)
+			}
+			dev, err := l.B.NL.LinkByName(env.Prefix + "-evx")
+			if err != nil {
+				t.Fatalf("b: the collect_md device: %v", err)
+			}
+			if st := dev.Attrs().Statistics; st == nil || st.RxPackets == 0 {
+				t.Errorf("b: %s received no packets (%+v)", env.Prefix+"-evx", st)
+			}
+			c, err := ebpftun.EBPFVXLAN.Counters(context.Background(), env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c["ebpf.b.device"]; !strings.HasPrefix(got, env.Prefix+"-evx rx packets ") || strings.HasPrefix(got, env.Prefix+"-evx rx packets 0 ") {
+				t.Errorf("b's device counter %q, want the device's rx packets (not 0) and bytes", got)
+			}
+		})
+	}
+}
+
 // TestEBPFOptions checks option validation, which happens before anything
 // is created (so a nil testbed is fine).
 func TestEBPFOptions(t *testing.T) {
@@ -114,7 +154,9 @@ func TestEBPFOptions(t *testing.T) {
 		wantErr string
 	}{
 		{ebpftun.EBPFGeneve, method.IPv4, map[string]string{"vni": "0"}, `option vni="0"`},
-		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are srcport, vni`},
+		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"key": "1"}, `ebpf-vxlan: unknown option "key": valid options are decap, srcport, vni`},
+		{ebpftun.EBPFVXLAN, method.IPv4, map[string]string{"decap": "xdp"}, `option decap="xdp"`},
+		{ebpftun.EBPFGeneve, method.IPv4, map[string]string{"decap": "device"}, `ebpf-geneve: unknown option "decap"`},
 		{ebpftun.EBPFGRE, method.IPv4, map[string]string{"vni": "1"}, `ebpf-gre: unknown option "vni": valid options are key`},
 		{ebpftun.EBPFIPIP, method.IPv6, nil, "ebpf-ipip carries only ipv4, not ipv6"},
 		{ebpftun.EBPFGeneve, method.IPv6, map[string]string{"rules": "100"}, `ebpf-geneve: option "rules" is gone: the number of rules is the tunnels dimension now: give tunnels: [N] in the scenario (or --tunnels N)`},

@@ -410,6 +410,12 @@ func (r *Recorder) linkSpec(link netlink.Link) string {
 		if !l.Learning {
 			add("nolearning")
 		}
+		if l.FlowBased {
+			add("external")
+		}
+		if l.UDP6ZeroCSumRx {
+			add("udp6zerocsumrx")
+		}
 	case *netlink.Geneve:
 		add("geneve", "id", strconv.Itoa(int(l.ID)), "remote", l.Remote.String(), "dstport", strconv.Itoa(int(l.Dport)), "ttl", strconv.Itoa(int(l.Ttl)))
 	case *netlink.Gretun:
