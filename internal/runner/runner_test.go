@@ -142,6 +142,9 @@ func (h *fakeHost) Call(_ context.Context, ep *testbed.Endpoint, name string, ar
 		return testbed.Encode([]result.Device{{Side: ep.Side, Name: ep.Dev, MTU: 1500}})
 	case "nic.speed":
 		return nil, errors.New("fake device has no speed")
+	case "proc.sockets":
+		// The server's listening socket (/net/tcp below) is its own.
+		return testbed.Encode([]string{"31337"})
 	case "netlink":
 		var c nlCall
 		if err := testbed.Decode(args, &c); err != nil {
@@ -171,7 +174,8 @@ func (h *fakeHost) read(path string) []byte {
 	case path == "/proc/stat":
 		return []byte(fmt.Sprintf("cpu  %d 0 %d %d 0 0 0 0 0 0\ncpu0 %d 0 %d %d 0 0 0 0 0 0\n", h.ticks, h.ticks, 4*h.ticks, h.ticks, h.ticks, 4*h.ticks))
 	case strings.HasSuffix(path, "/net/tcp"):
-		return []byte(fmt.Sprintf("  sl  local_address rem_address   st\n   0: 00000000:%04X 00000000:0000 0A\n", iperf3Port))
+		return []byte(fmt.Sprintf("  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n"+
+			"   0: 00000000:%04X 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 31337 1 0000000000000000 100 0 0 10 0\n", iperf3Port))
 	case path == "/proc/meminfo":
 		// The slab grows by a page a read: the scaled cell's tunnels.
 		h.slabReads++

@@ -31,9 +31,12 @@ func TestPlans(t *testing.T) {
 			rec := methodtest.RecordEnv(m, family, map[string]string{"cipher": sshtunnel.AES256GCM, "port": "2222"})
 			for _, r := range []*testbedtest.Recorder{rec.A, rec.B} {
 				for pid := 1000; pid < 1020; pid++ {
-					r.SetFile(fmt.Sprintf("/proc/%d/net/tcp", pid), []byte("sl local rem st\n0: 0200:08AE 0000:0000 0A\n"))
+					r.SetFile(fmt.Sprintf("/proc/%d/net/tcp", pid), []byte("sl local rem st tx rx tr tm retr uid timeout inode\n"+
+						"0: 0200:08AE 0000:0000 0A 00000000:00000000 00:00000000 00000000 0 0 4242 1\n"))
 					r.SetFile(fmt.Sprintf("/proc/%d/net/tcp6", pid), []byte("sl local rem st\n"))
 				}
+				// sshd's listening socket (inode 4242 above) is its own.
+				testbedtest.AnswerOp(r, "proc.sockets", func(pid int) (string, []string, error) { return "", []string{"4242"}, nil })
 				testbedtest.AnswerOp(r, "ssh-tunnel.kill", func(dir string) (string, []int, error) {
 					return "kill what the pid files in " + dir + " name", nil, nil
 				})
