@@ -45,23 +45,7 @@ func TestTunnelsRefused(t *testing.T) {
 			"tests: reconf adds one tunnel to a running set-up and native cannot (it is no method.Grower): drop reconf or drop native"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "r.db")
-			cmd := exec.Command(bin, append([]string{"run", "--db", db}, tc.args...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ee, ok := errors.AsType[*exec.ExitError](err)
-			if !ok || ee.ExitCode() != 1 {
-				t.Fatalf("tunbench run %v: %v, want exit status 1 (bad input)\n%s", tc.args, err, stderr.String())
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr %q\ndoes not contain %q", stderr.String(), w)
-				}
-			}
-			if _, err := os.Stat(db); err == nil {
-				t.Errorf("a refused run created the database %s", db)
-			}
+			runRefused(t, bin, tc.args, tc.want...)
 			refused(t, append([]string{"run"}, tc.args...), tc.want...)
 		})
 	}
@@ -270,4 +254,28 @@ func linkCount(ns string) int {
 		return 0
 	}
 	return strings.Count(string(out), "\n")
+}
+
+// runRefused runs the built binary's "run --db DB args...", which must be
+// refused as bad input (exit status 1) with every one of want on its
+// standard error, and without creating the database.
+func runRefused(t *testing.T, bin string, args []string, want ...string) {
+	t.Helper()
+	db := filepath.Join(t.TempDir(), "r.db")
+	cmd := exec.Command(bin, append([]string{"run", "--db", db}, args...)...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	ee, ok := errors.AsType[*exec.ExitError](err)
+	if !ok || ee.ExitCode() != 1 {
+		t.Fatalf("tunbench run %v: %v, want exit status 1 (bad input)\n%s", args, err, stderr.String())
+	}
+	for _, w := range want {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("stderr %q\ndoes not contain %q", stderr.String(), w)
+		}
+	}
+	if _, err := os.Stat(db); err == nil {
+		t.Errorf("a refused run created the database %s", db)
+	}
 }

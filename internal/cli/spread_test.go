@@ -2,8 +2,6 @@ package cli
 
 import (
 	"encoding/json"
-	"errors"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -32,23 +30,7 @@ func TestSpreadRefused(t *testing.T) {
 			"spread: spread spreads the parallel test's iperf3 processes over the tunnels, and tests has no parallel: add parallel to tests or drop spread"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			db := filepath.Join(t.TempDir(), "r.db")
-			cmd := exec.Command(bin, append([]string{"run", "--db", db}, tc.args...)...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			ee, ok := errors.AsType[*exec.ExitError](err)
-			if !ok || ee.ExitCode() != 1 {
-				t.Fatalf("tunbench run %v: %v, want exit status 1 (bad input)\n%s", tc.args, err, stderr.String())
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(stderr.String(), w) {
-					t.Errorf("stderr %q\ndoes not contain %q", stderr.String(), w)
-				}
-			}
-			if _, err := os.Stat(db); err == nil {
-				t.Errorf("a refused run created the database %s", db)
-			}
+			runRefused(t, bin, tc.args, tc.want...)
 		})
 	}
 }
