@@ -769,25 +769,33 @@ func (s Scenario) validateTunnels(c Catalog, bad func(field, format string, args
 	if most <= 1 {
 		return
 	}
+	s.eachMethodFamily(c, func(m, f string) {
+		max, unit, why := sc.Tunnels(m, f, s.Options[m])
+		switch {
+		case max == 1 && slices.Contains(s.TunnelCounts(), 1):
+			// A one-tunnel method in a sweep that has 1 (native as
+			// the baseline) runs at one tunnel only (OneTunnelOnly).
+		case max == 1:
+			bad("tunnels", "%v: %s over %s sets up one tunnel only (%s): add 1 to tunnels (it then runs at 1 only) or drop %s",
+				s.Tunnels, m, f, why, m)
+		case most > max:
+			bad("tunnels", "%d: %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop %s",
+				most, m, f, max, unit, why, max, m)
+		}
+	})
+}
+
+// eachMethodFamily calls fn for every method of s the catalog knows with
+// valid options, over every family of s the method carries: the pairs
+// whose own checks mean anything (the others are refused elsewhere).
+func (s Scenario) eachMethodFamily(c Catalog, fn func(m, f string)) {
 	for _, m := range s.Methods {
 		if !slices.Contains(c.Names(), m) || c.CheckOptions(m, s.Options[m]) != nil {
 			continue
 		}
 		for _, f := range s.Families {
-			if !slices.Contains(c.Families(m), f) {
-				continue
-			}
-			max, unit, why := sc.Tunnels(m, f, s.Options[m])
-			switch {
-			case max == 1 && slices.Contains(s.TunnelCounts(), 1):
-				// A one-tunnel method in a sweep that has 1 (native as
-				// the baseline) runs at one tunnel only (OneTunnelOnly).
-			case max == 1:
-				bad("tunnels", "%v: %s over %s sets up one tunnel only (%s): add 1 to tunnels (it then runs at 1 only) or drop %s",
-					s.Tunnels, m, f, why, m)
-			case most > max:
-				bad("tunnels", "%d: %s over %s sets up at most %d (one tunnel is one %s; %s): lower tunnels to %d or drop %s",
-					most, m, f, max, unit, why, max, m)
+			if slices.Contains(c.Families(m), f) {
+				fn(m, f)
 			}
 		}
 	}
@@ -823,25 +831,17 @@ func (s Scenario) validateSpread(c Catalog, bad func(field, format string, args 
 	if sc == nil || spc == nil {
 		return
 	}
-	for _, m := range s.Methods {
-		if !slices.Contains(c.Names(), m) || c.CheckOptions(m, s.Options[m]) != nil {
-			continue
+	s.eachMethodFamily(c, func(m, f string) {
+		max, _, why := sc.Tunnels(m, f, s.Options[m])
+		carries, unit := spc.Carries(m, f, s.Options[m])
+		switch {
+		case max == 1:
+			bad("spread", "%s over %s sets up one tunnel only (%s), with nothing to spread streams over: drop spread or drop %s", m, f, why, m)
+		case !carries:
+			bad("spread", "%s over %s cannot spread streams over its tunnels: one tunnel is one %s, and every %s but the measured one is a filler that carries no traffic: drop spread or drop %s",
+				m, f, unit, unit, m)
 		}
-		for _, f := range s.Families {
-			if !slices.Contains(c.Families(m), f) {
-				continue
-			}
-			max, _, why := sc.Tunnels(m, f, s.Options[m])
-			carries, unit := spc.Carries(m, f, s.Options[m])
-			switch {
-			case max == 1:
-				bad("spread", "%s over %s sets up one tunnel only (%s), with nothing to spread streams over: drop spread or drop %s", m, f, why, m)
-			case !carries:
-				bad("spread", "%s over %s cannot spread streams over its tunnels: one tunnel is one %s, and every %s but the measured one is a filler that carries no traffic: drop spread or drop %s",
-					m, f, unit, unit, m)
-			}
-		}
-	}
+	})
 }
 
 // OneTunnelOnly reports whether method m, in family f, runs at one tunnel
