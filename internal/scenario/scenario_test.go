@@ -315,6 +315,17 @@ func TestSections(t *testing.T) {
 	if err != nil || s.Section("cluster") == nil || s.Section("cluster").Decode(&c) != nil || !strings.Contains(s.YAML(), "cluster: {}") {
 		t.Errorf("an empty section: %v, rendered\n%s", err, s.YAML())
 	}
+	if again, err := scenario.Parse([]byte(s.YAML())); err != nil || !again.Section("cluster").Equal(s.Section("cluster")) {
+		t.Errorf("\"cluster:\" and its stored \"cluster: {}\" differ: %v", err)
+	}
+	// A testbed without a section (local's) takes no section keyed "".
+	s, err = scenario.Parse([]byte("methods: [native]\n\"\":\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(catalog{}); err == nil || !strings.Contains(err.Error(), `unknown field ""`) {
+		t.Errorf("a section keyed \"\": %v, want it refused", err)
+	}
 	s, err = scenario.Parse([]byte("methods: [native]\nclustr:\n  nodes: [a]\n"))
 	if err != nil {
 		t.Fatal(err)

@@ -48,10 +48,25 @@ func (x *Section) Equal(y *Section) bool {
 	if x == nil || y == nil {
 		return x == y
 	}
-	var a, b any
-	ea := yaml.NodeToValue(x.entry.Value, &a)
-	eb := yaml.NodeToValue(y.entry.Value, &b)
+	a, ea := x.value()
+	b, eb := y.value()
 	return ea == nil && eb == nil && reflect.DeepEqual(a, b)
+}
+
+// value is what the section says: "ssh:" alone says what "ssh: {}" does
+// (nothing), as Decode takes them, and the stored YAML writes the latter.
+func (x *Section) value() (any, error) {
+	var v any
+	if x.entry.Value.Type() == ast.NullType {
+		return map[string]any{}, nil
+	}
+	if err := yaml.NodeToValue(x.entry.Value, &v); err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return map[string]any{}, nil
+	}
+	return v, nil
 }
 
 // unknown is the error the strict decoder gives a field no one takes:

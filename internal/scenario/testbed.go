@@ -73,7 +73,7 @@ func (s Scenario) validateBed(c Catalog) []error {
 		}
 	}
 	for _, k := range s.SectionKeys() {
-		if !slices.ContainsFunc(beds, func(b Bed) bool { return b.Section == k }) {
+		if !slices.ContainsFunc(beds, func(b Bed) bool { return b.Section != "" && b.Section == k }) {
 			errs = append(errs, s.Sections[k].unknown())
 		}
 	}
