@@ -187,6 +187,38 @@ func TestGuestHangIsKilledAtTimeout(t *testing.T) {
 	assertCleanedUp(t, cfg.WorkDir)
 }
 
+// TestGuestLockupIsKilled has the guest's kernel log say what its
+// soft-lockup watchdog says (through /dev/kmsg, at the watchdog's level,
+// onto the real serial console): a CPU stuck for 23 s, which an emulated
+// guest on a loaded host can report and survive, then one stuck for
+// 2063 s. Run must let the first pass and give the guest up at the
+// second, long before its timeout, with ErrGuestLockup and the line.
+func TestGuestLockupIsKilled(t *testing.T) {
+	cfg := labtest.Config(t)
+	cfg.Timeout = 5 * time.Minute
+	script := `echo "<0>watchdog: BUG: soft lockup - CPU#1 stuck for 23s! [ksoftirqd/1:22]" >/dev/kmsg
+sleep 2
+echo survived
+echo "<0>watchdog: BUG: soft lockup - CPU#0 stuck for 2063s! [ping:412]" >/dev/kmsg
+sleep 1000`
+	start := time.Now()
+	out, err := lab.Run(context.Background(), cfg, lab.Guest{Argv: []string{"sh", "-c", script}})
+	took := time.Since(start)
+	if !errors.Is(err, lab.ErrGuestLockup) {
+		t.Fatalf("err = %v, want ErrGuestLockup", err)
+	}
+	if !strings.Contains(err.Error(), "CPU#0 stuck for 2063s! [ping:412]") {
+		t.Errorf("error lacks the watchdog's line:\n%v", err)
+	}
+	if !strings.Contains(string(out.Stdout), "survived") {
+		t.Errorf("the 23 s report ended the guest: stdout %q", out.Stdout)
+	}
+	if took > cfg.Timeout-time.Minute {
+		t.Errorf("Run returned after %v: it waited for the timeout (%v)", took, cfg.Timeout)
+	}
+	assertCleanedUp(t, cfg.WorkDir)
+}
+
 // cancelOnStart cancels a context when the console shows the guest command
 // starting.
 type cancelOnStart struct {

@@ -37,6 +37,21 @@ const (
 // the command that installs it.
 var ErrUnavailable = errors.New("kernel lab unavailable")
 
+// ErrGuestLockup is the error of a Run whose guest kernel reported a CPU
+// stuck for LockupLimit or more (its soft-lockup watchdog's "BUG: soft
+// lockup - CPU#0 stuck for 2063s!"). Such a guest never comes back: Run
+// kills it at once, with the watchdog's line, instead of waiting out the
+// timeout. Under software emulation a guest has hung so in softirq (a
+// ping through netem), once in several clean-clone runs of the same tests.
+var ErrGuestLockup = errors.New("the guest kernel locked up")
+
+// LockupLimit is how long a CPU the guest's watchdog reports stuck must
+// have been so before Run gives the guest up. The watchdog speaks after
+// 20 s, and an emulated guest on a loaded host can report 20-60 s once
+// and recover; a stuck CPU is reported again every 20-30 s with a
+// growing count.
+const LockupLimit = 180 * time.Second
+
 // Config is how to boot the guest. The zero value of each field except
 // Kernel means its default.
 type Config struct {

@@ -281,6 +281,21 @@ type qemuResult struct {
 // print on the serial console (reset, clear screen, wrap mode).
 var ansiEscape = regexp.MustCompile(`\x1b(\[[0-9;?]*[A-Za-z]|[c78])`)
 
+// softLockup matches the guest kernel watchdog's soft-lockup line, its
+// count of seconds in the group.
+var softLockup = regexp.MustCompile(`soft lockup - CPU#\d+ stuck for (\d+)s`)
+
+// lockedUp reports whether a console line is the watchdog's report of a
+// CPU stuck for LockupLimit or more.
+func lockedUp(line []byte) bool {
+	m := softLockup.FindSubmatch(line)
+	if m == nil {
+		return false
+	}
+	n, err := strconv.Atoi(string(m[1]))
+	return err == nil && time.Duration(n)*time.Second >= LockupLimit
+}
+
 // maxQemuStderr bounds what is kept of qemu's own stderr.
 const maxQemuStderr = 64 << 10
 
@@ -288,7 +303,8 @@ const maxQemuStderr = 64 << 10
 // then kills the group. It collects the serial console (carriage returns
 // dropped), copies it to tee when not nil, and times the marker line. qemu
 // also gets SIGKILL if the calling thread dies, so a crashed caller leaves
-// no guest behind.
+// no guest behind. A console line reporting a CPU locked up for
+// LockupLimit kills the group at once: the error wraps ErrGuestLockup.
 func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (qemuResult, error) {
 	// Pdeathsig fires when the thread that started the child exits; keep
 	// this goroutine on that thread until qemu is gone.
@@ -321,7 +337,9 @@ func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (
 		mu      sync.Mutex
 		console bytes.Buffer
 		boot    time.Duration
+		lockup  []byte // the watchdog's line, when the guest locked up
 	)
+	lockedUpCh := make(chan struct{})
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
@@ -334,6 +352,10 @@ func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (
 				console.Write(line)
 				if boot == 0 && bytes.HasSuffix(bytes.TrimSpace(line), []byte(marker)) {
 					boot = time.Since(start)
+				}
+				if lockup == nil && lockedUp(line) {
+					lockup = bytes.TrimSpace(line)
+					close(lockedUpCh)
 				}
 				mu.Unlock()
 				if tee != nil {
@@ -356,6 +378,9 @@ func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (
 		killed = true
 		syscall.Kill(-group, syscall.SIGKILL)
 		waitErr = <-waitDone
+	case <-lockedUpCh:
+		syscall.Kill(-group, syscall.SIGKILL)
+		waitErr = <-waitDone
 	}
 	// Anything qemu left in its group goes too; ESRCH means nothing did.
 	if err := syscall.Kill(-group, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
@@ -367,6 +392,8 @@ func runQemu(ctx context.Context, spec qemuSpec, marker string, tee io.Writer) (
 	res := qemuResult{console: bytes.Clone(console.Bytes()), bootTime: boot}
 	mu.Unlock()
 	switch {
+	case lockup != nil:
+		return res, fmt.Errorf("qemu killed: %w after %v (a CPU stuck for %v or more): %s", ErrGuestLockup, time.Since(start).Round(time.Second), LockupLimit, lockup)
 	case killed:
 		return res, fmt.Errorf("qemu killed: %w", ctx.Err())
 	case waitErr != nil:

@@ -2,6 +2,7 @@ package labtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -127,13 +128,16 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 	if err := os.MkdirAll(results, 0o755); err != nil {
 		t.Fatalf("kernel lab: %v", err)
 	}
-	flags := []string{"-test.v", "-test.run", run}
-	if cfg.Timeout > 2*guestTestTimeoutMargin {
-		flags = append(flags, "-test.timeout", (cfg.Timeout - guestTestTimeoutMargin).Round(time.Second).String())
+	// flags are the guest test binaries' flags for a guest given timeout.
+	flags := func(timeout time.Duration) []string {
+		f := []string{"-test.v", "-test.run", run}
+		if timeout > 2*guestTestTimeoutMargin {
+			f = append(f, "-test.timeout", (timeout - guestTestTimeoutMargin).Round(time.Second).String())
+		}
+		return append(f, opt.Args...)
 	}
-	flags = append(flags, opt.Args...)
 
-	var guest lab.Guest
+	var guestFor func(timeout time.Duration) lab.Guest
 	names := make([]string, len(pkgs))
 	compileStart := time.Now()
 	if len(pkgs) == 1 {
@@ -144,7 +148,9 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 		if err := compileTest(pkgs[0], filepath.Join(results, guestBinary)); err != nil {
 			t.Fatalf("kernel lab: %v", err)
 		}
-		guest = lab.Guest{Argv: append([]string{lab.GuestResultsDir + "/" + guestBinary}, flags...), Env: opt.Env, Dir: dir}
+		guestFor = func(timeout time.Duration) lab.Guest {
+			return lab.Guest{Argv: append([]string{lab.GuestResultsDir + "/" + guestBinary}, flags(timeout)...), Env: opt.Env, Dir: dir}
+		}
 	} else {
 		// One go test -c builds every binary, in parallel, as
 		// <last element>.test; in the guest, each lane's shell runs
@@ -159,11 +165,13 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 		for i, dir := range dirs {
 			names[i] = filepath.Base(dir)
 		}
-		script := lanePackagesScript(lab.GuestResultsDir, names, dirs, flags, lanes)
-		if lanes > 1 && len(opt.Modules) > 0 {
-			script = "modprobe -a " + shellJoin(opt.Modules) + " || exit 1\n" + script
+		guestFor = func(timeout time.Duration) lab.Guest {
+			script := lanePackagesScript(lab.GuestResultsDir, names, dirs, flags(timeout), lanes)
+			if lanes > 1 && len(opt.Modules) > 0 {
+				script = "modprobe -a " + shellJoin(opt.Modules) + " || exit 1\n" + script
+			}
+			return lab.Guest{Argv: []string{"sh", "-c", script}, Env: opt.Env}
 		}
-		guest = lab.Guest{Argv: []string{"sh", "-c", script}, Env: opt.Env}
 	}
 	compileTime := time.Since(compileStart)
 
@@ -171,8 +179,29 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 	// go away before the test binary does.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	guest := guestFor(cfg.Timeout)
 	runStart := time.Now()
 	out, err := lab.Run(ctx, cfg, guest)
+	var lockedUp time.Duration
+	if errors.Is(err, lab.ErrGuestLockup) && ctx.Err() == nil {
+		// The guest kernel hung (lab.ErrGuestLockup), a fault of the
+		// emulated machine that no test's result depends on: one more
+		// boot, from scratch, runs every test again. A second lockup
+		// fails the test.
+		lockedUp = time.Since(runStart)
+		t.Logf("kernel lab: the guest locked up after %.0fs; booting it once more to run every test again:\n%v", lockedUp.Seconds(), err)
+		if err := clearLaneFiles(results, names); err != nil {
+			t.Fatalf("kernel lab: %v", err)
+		}
+		timeout := opt.Timeout
+		if timeout <= 0 {
+			timeout = lab.DefaultTimeout
+		}
+		cfg.Timeout = boundTimeout(t, timeout)
+		guest = guestFor(cfg.Timeout)
+		runStart = time.Now()
+		out, err = lab.Run(ctx, cfg, guest)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +246,7 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 		})
 	}
 	logTimes(t, times{
-		kernel: kernelTime, slotWait: slotWait, compile: compileTime, run: runTime, boot: out.BootTime,
+		kernel: kernelTime, slotWait: slotWait, compile: compileTime, lockedUp: lockedUp, run: runTime, boot: out.BootTime,
 		guest: guestSeconds, packages: packages, tests: tests,
 	})
 	header := fmt.Sprintf("kernel lab (kernel %s, boot %.1fs, emulated=%v): %q exited %d",
@@ -267,6 +296,24 @@ func lanePackagesScript(results string, names, dirs, flags []string, lanes int) 
 	return b.String()
 }
 
+// clearLaneFiles removes what lanePackagesScript's lanes left in results
+// (claims, outputs, statuses, times) for names, so that a second boot runs
+// every package again.
+func clearLaneFiles(results string, names []string) error {
+	files := []string{filepath.Join(results, allTimeFile)}
+	for _, name := range names {
+		for _, ext := range []string{".claim", ".out", ".err", ".rc", ".ms"} {
+			files = append(files, filepath.Join(results, name+ext))
+		}
+	}
+	for _, f := range files {
+		if err := os.RemoveAll(f); err != nil {
+			return fmt.Errorf("clear the first boot's lane files: %w", err)
+		}
+	}
+	return nil
+}
+
 // allTimeFile keeps, in the results share, the milliseconds all of
 // lanePackagesScript's lanes took.
 const allTimeFile = "all.ms"
@@ -314,6 +361,7 @@ func readMillis(file string) float64 {
 type times struct {
 	kernel, slotWait time.Duration // finding (or fetching) the kernel; waiting for a lab slot
 	compile          time.Duration // building the test binaries
+	lockedUp         time.Duration // a first boot given up when its kernel locked up, or 0
 	run, boot        time.Duration // lab.Run in all; of it, qemu's start to the command's
 	guest            float64       // the guest command's seconds, or -1 when unknown
 	packages         []partTime    // each test binary's run, in a multi-package run (lanes overlap)
@@ -338,6 +386,9 @@ func logTimes(t *testing.T, tm times) {
 	logPart("kernel-lab/lookup-kernel", tm.kernel.Seconds())
 	logPart("kernel-lab/slot-wait", tm.slotWait.Seconds())
 	logPart("kernel-lab/compile", tm.compile.Seconds())
+	if tm.lockedUp > 0 {
+		logPart("kernel-lab/locked-up-boot", tm.lockedUp.Seconds())
+	}
 	logPart("kernel-lab/boot", tm.boot.Seconds())
 	inGuest := tm.guest
 	if inGuest < 0 { // a single binary: its tests one after the other
