@@ -98,6 +98,9 @@ var WideCSVHeader = []string{
 	// Issue 42: the run's labels (--label key=value), as key=value pairs
 	// joined by ";" in key order, on every row so a row stands alone.
 	"labels",
+	// Issue 41: whether the parallel test's processes each crossed a
+	// tunnel of their own (--spread).
+	"spread",
 }
 
 // WideCSV writes one row per cell, in stored order, with a column per
@@ -152,7 +155,7 @@ func wideRow(run result.Run, c result.Cell) []string {
 	row = append(row, p.CongestionControl, c.Meta.CongestionControl, summary.CellDatapath(c))
 	row = append(row, connectColumns(c)...)
 	row = append(row, scaleColumns(c)...)
-	return append(row, options(run.Labels))
+	return append(row, options(run.Labels), strconv.FormatBool(p.Spread))
 }
 
 // scaleColumns are the tunnels dimension's CSV fields: the count (1 in
@@ -289,8 +292,10 @@ var CSVHeader = []string{
 	"datapath",
 	// Issue 41: the tunnels dimension.
 	"tunnels",
-	// Issue 42: the run's labels, as in the wide CSV (added last).
+	// Issue 42: the run's labels, as in the wide CSV.
 	"labels",
+	// Issue 41: the parallel test spread over the tunnels (--spread).
+	"spread",
 }
 
 // Units of the tidy CSV.
@@ -397,22 +402,31 @@ func (m *measured) cpu(u *result.CPU) {
 }
 
 // parallel adds the parallel test's totals, then each iperf3 process's
-// values (with its port).
+// values (with its port): spread over tunnels, also the tunnel it crossed
+// (its index among the cell's) and what that tunnel's side-b device
+// received.
 func (m *measured) parallel(par *result.Parallel) {
 	if par == nil {
 		return
 	}
+	spread := len(par.Tunnels) == len(par.Processes)
 	m.f("parallel_throughput", unitBitPerSecond, par.BitsPerSecond)
 	m.f("parallel_sender_throughput", unitBitPerSecond, par.SenderBitsPerSecond)
 	m.i("parallel_bytes_received", unitBytes, par.Bytes)
 	m.i("parallel_retransmits", unitCount, par.Retransmits)
 	m.i("parallel_processes", unitCount, int64(len(par.Processes)))
-	for _, p := range par.Processes {
+	for i, p := range par.Processes {
 		port := strconv.Itoa(p.Port)
 		m.out = append(m.out,
 			measuredValue{metric: "process_throughput", unit: unitBitPerSecond, value: flt(p.BitsPerSecond), port: port},
 			measuredValue{metric: "process_retransmits", unit: unitCount, value: strconv.FormatInt(p.Retransmits, 10), port: port},
 			measuredValue{metric: "process_sender_tool_cpu", unit: unitPercent, value: flt(p.SenderToolCPUPercent), port: port})
+		if tu := par.Tunnels; spread {
+			m.out = append(m.out, measuredValue{metric: "process_tunnel", unit: unitCount, value: strconv.Itoa(tu[i].Tunnel), port: port})
+			if tu[i].Error == "" {
+				m.out = append(m.out, measuredValue{metric: "process_tunnel_rx_bytes", unit: unitBytes, value: strconv.FormatUint(tu[i].RxBytes, 10), port: port})
+			}
+		}
 	}
 	if u := par.CPU; u != nil {
 		m.f("parallel_sender_cpu", unitCores, u.SenderCores)
@@ -638,7 +652,7 @@ func CSV(w io.Writer, run result.Run, cells []result.Cell) error {
 		}
 		for _, v := range values {
 			row := append(slices.Clone(base), v.frame, v.port, v.metric, v.value, v.unit, c.Error, summary.CellDatapath(c),
-				strconv.Itoa(max(p.Tunnels, 1)), options(run.Labels))
+				strconv.Itoa(max(p.Tunnels, 1)), options(run.Labels), strconv.FormatBool(p.Spread))
 			if err := cw.Write(row); err != nil {
 				return fmt.Errorf("write csv export of run %s: %w", run.ID, err)
 			}

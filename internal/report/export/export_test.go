@@ -5,6 +5,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -225,6 +226,76 @@ func TestTidyCSV(t *testing.T) {
 		if units[m] != want {
 			t.Errorf("unit of %s = %q, want %q", m, units[m], want)
 		}
+	}
+}
+
+// TestSpreadCSV: a parallel test spread over the tunnels (--spread) says
+// so in both CSVs, and the tidy one gives each process the tunnel it
+// crossed and what that tunnel's device received (none when the counters
+// could not be read); an unspread cell says spread false and names no
+// tunnel.
+func TestSpreadCSV(t *testing.T) {
+	run, cells := fixture.ScaleRun()
+	var spread result.Cell
+	for _, c := range cells {
+		if c.Method == "vxlan" && c.Params.Tunnels == 100 {
+			spread = c
+			break
+		}
+	}
+	plain := spread
+	spread.Params.Spread = true
+	spread.Parallel = &result.Parallel{Streams: 2, StreamsPerProcess: 1, BitsPerSecond: 2e9,
+		Processes: []result.ProcessThroughput{{Port: 5201, Streams: 1, BitsPerSecond: 1e9}, {Port: 5202, Streams: 1, BitsPerSecond: 1e9}},
+		Tunnels: []result.SpreadTunnel{{Tunnel: 0, Address: "198.19.128.1", Device: "tb5ca1-vx0", RxBytes: 125000000},
+			{Tunnel: 99, Address: "198.19.128.199", Device: "tb5ca1-vx99", Error: "no device holds 198.19.128.199"}}}
+	plain.Repetition = spread.Repetition + 1
+	plain.Parallel = &result.Parallel{Streams: 1, StreamsPerProcess: 1, BitsPerSecond: 1e9,
+		Processes: []result.ProcessThroughput{{Port: 5201, Streams: 1, BitsPerSecond: 1e9}}}
+	both := []result.Cell{spread, plain}
+
+	var wide bytes.Buffer
+	if err := WideCSV(&wide, run, both); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&wide).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := slices.Index(recs[0], "spread")
+	if col < 0 || recs[1][col] != "true" || recs[2][col] != "false" {
+		t.Errorf("wide CSV spread column %d: %q, %q; want true, false", col, recs[1][max(col, 0)], recs[2][max(col, 0)])
+	}
+
+	var tidy bytes.Buffer
+	if err := CSV(&tidy, run, both); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = csv.NewReader(&tidy).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]int{}
+	for i, h := range recs[0] {
+		idx[h] = i
+	}
+	var got []string
+	for _, r := range recs[1:] {
+		isSpread := r[idx["repetition"]] == strconv.Itoa(spread.Repetition)
+		if r[idx["spread"]] != strconv.FormatBool(isSpread) {
+			t.Errorf("tidy row of the %s cell says spread %q: %q", map[bool]string{true: "spread", false: "unspread"}[isSpread], r[idx["spread"]], r)
+		}
+		if m := r[idx["metric"]]; strings.HasPrefix(m, "process_tunnel") {
+			got = append(got, strings.Join([]string{r[idx["spread"]], r[idx["process_port"]], m, r[idx["value"]], r[idx["unit"]]}, " "))
+		}
+	}
+	want := []string{
+		"true 5201 process_tunnel 0 count",
+		"true 5201 process_tunnel_rx_bytes 125000000 bytes",
+		"true 5202 process_tunnel 99 count",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("tidy CSV's tunnel rows (-want +got):\n%s", diff)
 	}
 }
 
