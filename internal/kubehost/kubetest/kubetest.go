@@ -1080,7 +1080,7 @@ func destroy(id string, mnts []string) error {
 	}
 	mnts = slices.DeleteFunc(slices.Clone(mnts), func(m string) bool { return host[m] })
 	for _, pid := range pids() {
-		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && slices.Contains(nets, link) {
+		if slices.ContainsFunc(nets, func(n string) bool { return testbed.LivesInNetNamespace(pid, n) }) {
 			if m, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && !host[m] && !slices.Contains(mnts, m) {
 				mnts = append(mnts, m)
 			}
@@ -1128,7 +1128,7 @@ func processesOf(prefix, dir string, nets, mnts []string) []int {
 		if pid == self || !alive(pid) {
 			continue
 		}
-		if link, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); err == nil && slices.Contains(nets, link) {
+		if slices.ContainsFunc(nets, func(n string) bool { return testbed.LivesInNetNamespace(pid, n) }) {
 			set[pid] = true
 			continue
 		}

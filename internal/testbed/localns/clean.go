@@ -21,7 +21,8 @@ const netnsDir = "/run/netns"
 // KillInNamespace sends SIGKILL to every process whose network namespace is
 // ns and waits (at most 5 s) until they are gone. It finds them
 // through /proc/PID/ns/net, so it also finds processes of a run that was
-// killed before it could record them.
+// killed before it could record them; a process that only visits ns on one
+// of its threads is not one of them (testbed.LivesInNetNamespace).
 func KillInNamespace(ns netns.NsHandle) error {
 	victims, err := killInNamespace(ns)
 	return errors.Join(err, testbed.WaitGone(victims))
@@ -46,8 +47,7 @@ func killInNamespace(ns netns.NsHandle) ([]testbed.Victim, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		link, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns", "net"))
-		if err != nil || link != want {
+		if !testbed.LivesInNetNamespace(pid, want) {
 			continue
 		}
 		v, err := testbed.Kill(pid)

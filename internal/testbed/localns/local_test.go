@@ -1,7 +1,9 @@
 package localns_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"runtime"
@@ -9,12 +11,14 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/localns"
 	"github.com/tunbench/tunbench/internal/testbed/testbedtest"
 	"github.com/tunbench/tunbench/internal/testenv"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -227,5 +231,73 @@ func TestIPNetnsAddAfterRun(t *testing.T) {
 		if _, err := os.Stat("/run/netns/" + e.Namespace); err == nil {
 			t.Errorf("namespace %s survived Close", e.Namespace)
 		}
+	}
+}
+
+// TestKillInNamespaceSparesVisitors: a process living in a namespace (a
+// sleep started there) is killed with it; a multi-threaded program whose
+// first thread alone is in the namespace (this test binary, re-executed,
+// as tunbench or a test is while it looks into a run's namespace) is
+// not, though /proc/PID/ns/net names the namespace. Killing such
+// visitors killed a clean-clone run's internal/cli test binary.
+func TestKillInNamespaceSparesVisitors(t *testing.T) {
+	testbedtest.RequireNetAdmin(t)
+	name := "tbvisit-" + testbed.NewID()
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	resident := exec.Command("ip", "netns", "exec", name, "sleep", "100")
+	if err := resident.Start(); err != nil {
+		t.Fatal(err)
+	}
+	residentDone := make(chan error, 1)
+	go func() { residentDone <- resident.Wait() }()
+
+	visitor := exec.Command(os.Args[0], "-test.run=^$")
+	visitor.Env = append(os.Environ(), "TUNBENCH_TEST_VISIT_NAMESPACE="+name)
+	out, err := visitor.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := visitor.Start(); err != nil {
+		t.Fatal(err)
+	}
+	visitorDone := make(chan error, 1)
+	t.Cleanup(func() { visitor.Process.Kill(); <-visitorDone })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	go func() { visitorDone <- visitor.Wait() }()
+	var threads int
+	if _, scanErr := fmt.Sscanf(line, "visiting %d", &threads); err != nil || scanErr != nil || threads < 2 {
+		t.Fatalf("visitor said %q (%v): want it visiting with more than one thread", line, err)
+	}
+
+	ns, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(int(ns), &st); err != nil {
+		t.Fatal(err)
+	}
+	link, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", visitor.Process.Pid))
+	if link != fmt.Sprintf("net:[%d]", st.Ino) {
+		t.Fatalf("the visitor's /proc/PID/ns/net is %q, not the namespace: the test proves nothing", link)
+	}
+
+	if err := localns.KillInNamespace(ns); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-residentDone:
+	case <-time.After(5 * time.Second):
+		t.Error("the process living in the namespace survived KillInNamespace")
+	}
+	select {
+	case err := <-visitorDone:
+		visitorDone <- err
+		t.Errorf("the visitor (its first thread in the namespace, %d threads) was killed: %v", threads, err)
+	case <-time.After(time.Second):
 	}
 }
