@@ -32,7 +32,7 @@ func (p *Process) PID() int { return p.cmd.Pid() }
 
 // Daemon returns the accounting record for the runner.
 func (p *Process) Daemon() Daemon {
-	return Daemon{Side: p.Side, Role: p.Role, PID: p.PID(), Log: p.Log}
+	return Daemon{Side: p.Side, Role: p.Role, PID: p.PID(), Log: p.Log, Exit: p.Alive}
 }
 
 // StartDaemon starts argv on ep (in its namespace, or on its host) with

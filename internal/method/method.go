@@ -162,6 +162,10 @@ type Daemon struct {
 	// none: a daemon that exits mid-measurement is reported with its
 	// last lines.
 	Log string
+	// Exit, when not nil, says whether the daemon has exited and how
+	// (its *ExitedError: the exit status or the signal that killed it),
+	// for a daemon started through StartDaemon; a fault names it.
+	Exit func() error
 }
 
 // Method is one tunnelling or encryption method.

@@ -82,6 +82,28 @@ func daemonAlive(ep *testbed.Endpoint, pid int) bool {
 	return i > 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
 }
 
+// exitHow is how daemon d exited, as its own process says when tunbench
+// started it (" (signal: killed)", " (exit status 1)"), else "", and
+// whether it did: a daemon the probe finds gone while its process has not
+// exited (the wait lands a moment after /proc shows a zombie, so it is
+// given 200 ms) is running, and the probe failed.
+func exitHow(d method.Daemon) (string, bool) {
+	if d.Exit == nil {
+		return "", true
+	}
+	for range 10 {
+		var ee *method.ExitedError
+		if err := d.Exit(); errors.As(err, &ee) {
+			if ee.Status == nil {
+				return " (exit status 0)", true
+			}
+			return " (" + ee.Status.Error() + ")", true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "", false
+}
+
 // linkUp reports whether ep's underlay device is up and running: set
 // up, and not operationally down (devices whose driver reports no
 // operstate read "unknown", and count as up).
@@ -136,7 +158,11 @@ func startWatch(ctx context.Context, tb *testbed.Pair, path *method.Path, p prob
 					ep = tb.B
 				}
 				if !p.daemon(ep, d.PID) && !w.faulted(d.Side+"/"+d.Role) {
-					msg := fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement", d.Side, d.Role, d.PID, at)
+					how, exited := exitHow(d)
+					if !exited {
+						continue // its process runs: the probe failed, not the daemon
+					}
+					msg := fmt.Sprintf("%s: %s (pid %d) exited %s into the measurement%s", d.Side, d.Role, d.PID, at, how)
 					if d.Log != "" {
 						if tail := method.LogTail(ep, d.Log, daemonLogLines); tail != "" {
 							msg += fmt.Sprintf(" (its log ends: %s)", strings.ReplaceAll(tail, "\n", " | "))

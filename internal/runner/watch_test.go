@@ -97,3 +97,30 @@ func TestWatchDaemonLogTail(t *testing.T) {
 		t.Errorf("fault %v: want the exit said once, for side a only", err)
 	}
 }
+
+// TestWatchDaemonExitStatus: a daemon tunbench started is reported with
+// how its process ended (the signal that killed it); one the /proc probe
+// finds gone while its process still runs is not a fault (the probe
+// failed, not the daemon).
+func TestWatchDaemonExitStatus(t *testing.T) {
+	pair := testbed.NewPair(&testbed.Endpoint{Side: "a", Dev: "tb000000-a", NS: -1}, &testbed.Endpoint{Side: "b", Dev: "tb000000-b", NS: -1}, "", nil)
+	killed := func() error {
+		return &method.ExitedError{Side: "a", Role: "charon", PID: 4242, Status: errors.New("signal: killed")}
+	}
+	running := func() error { return nil }
+	path := &method.Path{Daemons: []method.Daemon{
+		{Side: "a", Role: "charon", PID: 4242, Exit: killed},
+		{Side: "b", Role: "charon", PID: 4343, Exit: running},
+	}}
+	gone := func(*testbed.Endpoint, int) bool { return false }
+	up := func(*testbed.Endpoint) (bool, error) { return true, nil }
+	_, w := startWatch(context.Background(), pair, path, probes{daemon: gone, link: up})
+	time.Sleep(4 * watchInterval)
+	err := w.stop()
+	if err == nil || !strings.Contains(err.Error(), "a: charon (pid 4242) exited ") || !strings.Contains(err.Error(), "into the measurement (signal: killed)") {
+		t.Fatalf("fault %v, want side a's charon killed by a signal", err)
+	}
+	if strings.Contains(err.Error(), "4343") {
+		t.Errorf("fault %v: side b's charon still runs (its probe failed)", err)
+	}
+}
