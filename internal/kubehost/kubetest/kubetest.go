@@ -165,6 +165,12 @@ type node struct {
 	containerd *proc
 	kubelet    *proc
 	mntns      string // the mount namespace of containerd and the kubelet, "mnt:[N]"
+	// mntHold holds mntns open until the cluster is destroyed: a freed
+	// namespace's number is soon another's (an "ip netns exec", an
+	// "unshare -m" of a test beside), and destroy, killing by that
+	// number after containerd had stopped, killed another test's charon
+	// (a clean-clone run, twice).
+	mntHold *os.File
 	flanneld   *proc  // with CNIFlannel
 }
 
@@ -739,11 +745,16 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	mnt, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", p.cmd.Process.Pid))
+	hold, err := os.Open(fmt.Sprintf("/proc/%d/ns/mnt", p.cmd.Process.Pid))
 	if err != nil {
 		return fmt.Errorf("mount namespace of containerd of %s: %w", n.Name, err)
 	}
-	n.mntns = mnt
+	var st unix.Stat_t
+	if err := unix.Fstat(int(hold.Fd()), &st); err != nil {
+		hold.Close()
+		return fmt.Errorf("mount namespace of containerd of %s: %w", n.Name, err)
+	}
+	n.mntns, n.mntHold = fmt.Sprintf("mnt:[%d]", st.Ino), hold
 	imgs := []string{"busybox.tar", "pause.tar"}
 	if c.ToolsImage != "" {
 		imgs = append(imgs, "tools.tar")
@@ -1035,6 +1046,11 @@ func (c *Cluster) cleanup() {
 	}
 	if err := destroy(c.id, mnts); err != nil {
 		t.Errorf("kubetest: %v", err)
+	}
+	for _, n := range c.nodes {
+		if n.mntHold != nil {
+			n.mntHold.Close()
+		}
 	}
 	if c.lock != nil {
 		c.lock.Close()
