@@ -307,7 +307,7 @@ func startCharon(ctx context.Context, ep *testbed.Endpoint, dir string, cfg char
 		return nil, err
 	}
 	c.proc = p
-	err = method.WaitFor(ctx, ipsecHandshakeTimeout, ep.Side+" charon vici socket", func() (bool, error) {
+	err = method.WaitFor(ctx, method.DaemonStartTimeout, ep.Side+" charon vici socket", func() (bool, error) {
 		if err := p.Alive(); err != nil {
 			return false, err
 		}

@@ -49,6 +49,11 @@ const ovsSchema = "/usr/share/openvswitch/vswitch.ovsschema"
 // in the kernel lab's emulated guest beside a loaded host ovs-vswitchd's
 // control socket took more than 10 s to appear, TestLabOVSKernel),
 // ovsPathTimeout the wait for the first packet through the tunnel.
+// ovsCommandTimeout bounds one ovs-vsctl, ovs-appctl or ovs-ofctl
+// command, in seconds: as long as a daemon's start, for the same
+// emulated guest (10 s and 5 s timed out there with two lab lanes).
+const ovsCommandTimeout = "30"
+
 const (
 	ovsStartTimeout = method.DaemonStartTimeout
 	ovsPathTimeout  = 15 * time.Second
@@ -111,12 +116,12 @@ func (s *ovsSide) run(ctx context.Context, argv ...string) ([]byte, error) {
 // args it waits (at most 10 s) until ovs-vswitchd has applied the change.
 // Like every OVS program here it does not log to syslog.
 func (s *ovsSide) vsctl(ctx context.Context, args ...string) ([]byte, error) {
-	return s.run(ctx, append([]string{"ovs-vsctl", "-vsyslog:off", "--db=unix:" + s.dbSock(), "--timeout=10"}, args...)...)
+	return s.run(ctx, append([]string{"ovs-vsctl", "-vsyslog:off", "--db=unix:" + s.dbSock(), "--timeout=" + ovsCommandTimeout}, args...)...)
 }
 
 // appctl runs ovs-appctl against the side's ovs-vswitchd.
 func (s *ovsSide) appctl(ctx context.Context, args ...string) ([]byte, error) {
-	return s.run(ctx, append([]string{"ovs-appctl", "-vsyslog:off", "-t", s.vsdCtl(), "--timeout=5"}, args...)...)
+	return s.run(ctx, append([]string{"ovs-appctl", "-vsyslog:off", "-t", s.vsdCtl(), "--timeout=" + ovsCommandTimeout}, args...)...)
 }
 
 // start creates the side's database and starts ovsdb-server and

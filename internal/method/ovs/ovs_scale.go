@@ -134,7 +134,7 @@ func tunnelFlows(t ovsTunnel, family string, flowKeyed bool) string {
 // ofctl runs ovs-ofctl against the side's ovs-vswitchd (its bridges'
 // management sockets in the side directory), with input on its stdin.
 func (s *ovsSide) ofctl(ctx context.Context, input string, args ...string) error {
-	cmd := s.ep.Command(ctx, append([]string{"ovs-ofctl", "-vsyslog:off", "--timeout=10"}, args...)...)
+	cmd := s.ep.Command(ctx, append([]string{"ovs-ofctl", "-vsyslog:off", "--timeout=" + ovsCommandTimeout}, args...)...)
 	cmd.Env = append(cmd.Env, ovsEnv(s.dir)...)
 	if input != "" {
 		cmd.Stdin = strings.NewReader(input)
