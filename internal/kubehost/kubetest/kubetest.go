@@ -170,8 +170,8 @@ type node struct {
 	// "unshare -m" of a test beside), and destroy, killing by that
 	// number after containerd had stopped, killed another test's charon
 	// (a clean-clone run, twice).
-	mntHold *os.File
-	flanneld   *proc  // with CNIFlannel
+	mntHold  *os.File
+	flanneld *proc // with CNIFlannel
 }
 
 // proc is a process the cluster started.
