@@ -91,19 +91,8 @@ var (
 // boot at most labSlots guests at a time.
 func Config(t testing.TB) lab.Config {
 	t.Helper()
-	return config(t, false)
-}
-
-// config is Config; a priority guest takes the priority slot instead of
-// one of the shared ones (Options.Priority).
-func config(t testing.TB, priority bool) lab.Config {
-	t.Helper()
 	k := Kernel(t)
-	if priority {
-		lockFiles(t, []string{"lab.lock.priority"})
-	} else {
-		lock(t)
-	}
+	lock(t)
 	return lab.Config{Kernel: k, Timeout: boundTimeout(t, lab.DefaultTimeout), WorkDir: t.TempDir()}
 }
 
@@ -149,24 +138,14 @@ func slots() int {
 // ends, waiting while every slot is held.
 func lock(t testing.TB) {
 	t.Helper()
-	names := make([]string, slots())
-	for i := range names {
-		names[i] = fmt.Sprintf("lab.lock.%d", i)
-	}
-	lockFiles(t, names)
-}
-
-// lockFiles takes the lock of one of the files names in the lab's cache
-// directory until t ends, waiting while every one is held.
-func lockFiles(t testing.TB, names []string) {
-	t.Helper()
 	dir := lab.DefaultCacheDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatalf("kernel lab lock: %v", err)
 	}
-	files := make([]*os.File, len(names))
+	n := slots()
+	files := make([]*os.File, n)
 	for i := range files {
-		path := filepath.Join(dir, names[i])
+		path := filepath.Join(dir, fmt.Sprintf("lab.lock.%d", i))
 		f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 		if err != nil {
 			t.Fatalf("kernel lab lock: %v", err)

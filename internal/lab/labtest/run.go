@@ -35,11 +35,6 @@ type Options struct {
 	// than one lane the guest gets at least as many CPUs and 1024 MiB
 	// per lane unless CPUs and MemoryMiB say otherwise.
 	Lanes int
-	// Priority boots the guest at once, in a slot of its own, rather
-	// than waiting for one of the slots the other tests share: for the
-	// test that is make test's floor (TestKernelLab waited 129 s for
-	// the others' guests in a clean-clone run).
-	Priority bool
 	// Modules are kernel modules RunPackagesInGuest loads in the guest
 	// before its lanes start, when there is more than one. Tests that run
 	// side by side need them: loading ip_gre, ip6_gre, ipip, ip6_tunnel
@@ -108,7 +103,7 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 	Kernel(t)
 	kernelTime := time.Since(kernelStart)
 	slotStart := time.Now()
-	cfg := config(t, opt.Priority)
+	cfg := Config(t)
 	slotWait := time.Since(slotStart)
 	if opt.Timeout > 0 {
 		cfg.Timeout = boundTimeout(t, opt.Timeout)

@@ -91,5 +91,5 @@ func labLanes() int {
 // rather than their sum (it is make test's longest package).
 func TestKernelLab(t *testing.T) {
 	t.Parallel()
-	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 40 * time.Minute, Lanes: labLanes(), Modules: labModules(), Priority: true})
+	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 40 * time.Minute, Lanes: labLanes(), Modules: labModules()})
 }
