@@ -56,15 +56,12 @@ func (x *Section) Equal(y *Section) bool {
 // value is what the section says: "ssh:" alone says what "ssh: {}" does
 // (nothing), as Decode takes them, and the stored YAML writes the latter.
 func (x *Section) value() (any, error) {
-	var v any
 	if x.entry.Value.Type() == ast.NullType {
 		return map[string]any{}, nil
 	}
+	var v any
 	if err := yaml.NodeToValue(x.entry.Value, &v); err != nil {
 		return nil, err
-	}
-	if v == nil {
-		return map[string]any{}, nil
 	}
 	return v, nil
 }

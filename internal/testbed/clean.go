@@ -43,32 +43,33 @@ func Kill(pid int) (*Victim, error) {
 	return &Victim{Pid: pid, start: st.start, Name: st.comm}, nil
 }
 
-// LivesInNetNamespace reports whether process pid lives in the network namespace
-// want ("net:[inode]"): every one of its threads is there.
-// /proc/PID/ns/net is the namespace of the process's first thread alone,
-// and a multi-threaded program enters a namespace on one thread for a
-// moment (tunbench's Endpoint.Do, a test dialling into a site's
-// namespace; Go runs such a goroutine on the first thread too): killed as
-// the namespace's, a live run or a test binary died with a namespace it
-// was only looking into (a clean-clone run's internal/cli tests ended in
-// "signal: killed"). A process living in the namespace started there, and
-// all its threads with it.
-func LivesInNetNamespace(pid int, want string) bool {
+// NetNamespace is the network namespace ("net:[inode]") process pid lives
+// in: the one every thread of it is in. ok is false when the threads
+// differ or the process cannot be read. /proc/PID/ns/net is the
+// namespace of the process's first thread alone, and a multi-threaded
+// program enters a namespace on one thread for a moment (tunbench's
+// Endpoint.Do, a test dialling into a site's namespace; Go runs such a
+// goroutine on the first thread too): killed as the namespace's, a live
+// run or a test binary died with a namespace it was only looking into (a
+// clean-clone run's internal/cli tests ended in "signal: killed"). A
+// process living in a namespace started there, and all its threads with
+// it.
+func NetNamespace(pid int) (ns string, ok bool) {
 	proc := filepath.Join("/proc", strconv.Itoa(pid))
-	link, err := os.Readlink(filepath.Join(proc, "ns", "net"))
-	if err != nil || link != want {
-		return false
+	ns, err := os.Readlink(filepath.Join(proc, "ns", "net"))
+	if err != nil {
+		return "", false
 	}
 	tasks, err := os.ReadDir(filepath.Join(proc, "task"))
 	if err != nil {
-		return true // gone meanwhile, or unreadable: its first thread says so
+		return ns, true // gone meanwhile, or unreadable: its first thread says so
 	}
 	for _, t := range tasks {
-		if l, err := os.Readlink(filepath.Join(proc, "task", t.Name(), "ns", "net")); err == nil && l != want {
-			return false
+		if l, err := os.Readlink(filepath.Join(proc, "task", t.Name(), "ns", "net")); err == nil && l != ns {
+			return "", false
 		}
 	}
-	return true
+	return ns, true
 }
 
 // procStat is what Kill and WaitGone read of /proc/PID/stat.

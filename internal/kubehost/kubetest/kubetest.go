@@ -1096,7 +1096,7 @@ func destroy(id string, mnts []string) error {
 	}
 	mnts = slices.DeleteFunc(slices.Clone(mnts), func(m string) bool { return host[m] })
 	for _, pid := range pids() {
-		if slices.ContainsFunc(nets, func(n string) bool { return testbed.LivesInNetNamespace(pid, n) }) {
+		if ns, ok := testbed.NetNamespace(pid); ok && slices.Contains(nets, ns) {
 			if m, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/mnt", pid)); err == nil && !host[m] && !slices.Contains(mnts, m) {
 				mnts = append(mnts, m)
 			}
@@ -1144,7 +1144,7 @@ func processesOf(prefix, dir string, nets, mnts []string) []int {
 		if pid == self || !alive(pid) {
 			continue
 		}
-		if slices.ContainsFunc(nets, func(n string) bool { return testbed.LivesInNetNamespace(pid, n) }) {
+		if ns, ok := testbed.NetNamespace(pid); ok && slices.Contains(nets, ns) {
 			set[pid] = true
 			continue
 		}

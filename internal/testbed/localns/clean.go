@@ -22,7 +22,7 @@ const netnsDir = "/run/netns"
 // ns and waits (at most 5 s) until they are gone. It finds them
 // through /proc/PID/ns/net, so it also finds processes of a run that was
 // killed before it could record them; a process that only visits ns on one
-// of its threads is not one of them (testbed.LivesInNetNamespace).
+// of its threads is not one of them (testbed.NetNamespace).
 func KillInNamespace(ns netns.NsHandle) error {
 	victims, err := killInNamespace(ns)
 	return errors.Join(err, testbed.WaitGone(victims))
@@ -47,7 +47,7 @@ func killInNamespace(ns netns.NsHandle) ([]testbed.Victim, error) {
 		if err != nil || pid == self {
 			continue
 		}
-		if !testbed.LivesInNetNamespace(pid, want) {
+		if ns, ok := testbed.NetNamespace(pid); !ok || ns != want {
 			continue
 		}
 		v, err := testbed.Kill(pid)
