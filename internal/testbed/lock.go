@@ -1,6 +1,7 @@
 package testbed
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -19,16 +20,23 @@ func lockPath(id string) string { return filepath.Join(LockDir, id+".lock") }
 // CreateLock creates (or opens) the lock file of run id; the caller takes
 // the lock with flock, exclusive for the run's whole testbed, shared for
 // one of its sites. Another run's end may remove the empty lock directory
-// between MkdirAll and OpenFile, so it retries.
+// between MkdirAll and OpenFile, or its empty parent in the middle of
+// MkdirAll (which then fails with ENOENT), so it retries.
 func CreateLock(id string) (*os.File, error) {
 	var err error
-	for try := 0; try < 5; try++ {
+	for try := 0; try < 1000; try++ {
 		if err = os.MkdirAll(LockDir, 0o700); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
 			return nil, fmt.Errorf("testbed: create %s: %w", LockDir, err)
 		}
 		var f *os.File
 		if f, err = os.OpenFile(lockPath(id), os.O_CREATE|os.O_RDWR, 0o600); err == nil {
 			return f, nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			break
 		}
 	}
 	return nil, fmt.Errorf("testbed: create lock: %w", err)

@@ -76,3 +76,41 @@ func TestLockSurvivesCleaners(t *testing.T) {
 	}
 	t.Logf("%d rounds of %d locks beside two cleaners", rounds, len(ids))
 }
+
+// A run's end removes the lock directory and its parent when they are
+// empty, while another run is in MkdirAll between making the parent and
+// making the lock directory (which then fails with ENOENT): every
+// CreateLock still succeeds (a clean-clone run's ebpf test once failed
+// with "mkdir /run/tunbench/locks: no such file or directory").
+func TestCreateLockBesideRunEnds(t *testing.T) {
+	saved := testbed.LockDir
+	testbed.LockDir = filepath.Join(t.TempDir(), "tunbench", "locks")
+	t.Cleanup(func() { testbed.LockDir = saved })
+	stop := make(chan struct{})
+	var enders sync.WaitGroup
+	for range 2 {
+		enders.Add(1)
+		go func() {
+			defer enders.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = os.Remove(testbed.LockDir)
+				_ = os.Remove(filepath.Dir(testbed.LockDir))
+			}
+		}()
+	}
+	defer func() { close(stop); enders.Wait() }()
+	for i := range 2000 {
+		id := testbed.NewID()
+		f, err := testbed.CreateLock(id)
+		if err != nil {
+			t.Fatalf("lock %d: %v", i, err)
+		}
+		f.Close()
+		_ = os.Remove(filepath.Join(testbed.LockDir, id+".lock"))
+	}
+}
