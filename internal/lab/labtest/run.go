@@ -42,6 +42,9 @@ type Options struct {
 	// namespace, which a test in another lane would see as links left
 	// behind.
 	Modules []string
+	// Reserved lets the guest take the lab slot make test keeps for its
+	// floor (TUNBENCH_LAB_RESERVE=1): only TestKernelLab sets it.
+	Reserved bool
 }
 
 // lanes is opt.Lanes, or TUNBENCH_LAB_LANES, or 1.
@@ -103,7 +106,7 @@ func runInGuest(t *testing.T, pkgs []string, run string, opt Options) {
 	Kernel(t)
 	kernelTime := time.Since(kernelStart)
 	slotStart := time.Now()
-	cfg := Config(t)
+	cfg := config(t, opt.Reserved)
 	slotWait := time.Since(slotStart)
 	if opt.Timeout > 0 {
 		cfg.Timeout = boundTimeout(t, opt.Timeout)

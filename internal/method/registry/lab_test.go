@@ -80,5 +80,5 @@ func labModules() []string {
 // rather than their sum (it is make test's longest package).
 func TestKernelLab(t *testing.T) {
 	t.Parallel()
-	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 40 * time.Minute, Modules: labModules()})
+	labtest.RunPackagesInGuest(t, labPackages, "^TestLab", labtest.Options{Timeout: 40 * time.Minute, Modules: labModules(), Reserved: true})
 }
