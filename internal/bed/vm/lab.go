@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/tunbench/tunbench/internal/result"
 	"github.com/tunbench/tunbench/internal/runner"
 	"github.com/tunbench/tunbench/internal/scenario"
+	"github.com/tunbench/tunbench/internal/store"
 	"github.com/tunbench/tunbench/internal/testbed"
 	"github.com/tunbench/tunbench/internal/testbed/localns"
 )
@@ -37,6 +39,19 @@ const vmSlowdown = 10
 
 // vmBootAllowance is the guest's time to boot and to start tunbench.
 const vmBootAllowance = 5 * time.Minute
+
+// guestMargin is how long before the lab's budget ends the run in the
+// guest is stopped (SIGINT), so that it tears down what it set up and its
+// database comes back before qemu is killed; guestKillAfter is how long
+// it then has before SIGKILL.
+const (
+	guestMargin    = 3 * time.Minute
+	guestKillAfter = 150 * time.Second
+)
+
+// exitTimedOut is timeout(1)'s exit status when the command ran out of
+// time.
+const exitTimedOut = 124
 
 // InGuest reports whether this process runs inside the kernel lab's
 // guest, where the vm testbed is the guest's own kernel and namespaces.
@@ -144,15 +159,18 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 		return none, err
 	}
 	dir := lab.GuestResultsDir
+	steps, budget := Budget(sc, l.reg)
 	// SQLite's WAL needs shared memory, which 9p lacks: the guest keeps its
 	// database on its own /tmp and copies it to the share at the end, also
-	// after a failure, so every measured cell comes back.
-	argv := []string{"/bin/sh", "-c", `"$0" "$@"; rc=$?; cp /tmp/guest.db ` + dir + `/guest.db; exit $rc`,
-		dir + "/tunbench", "run", "-f", dir + "/scenario.yaml", "--db", "/tmp/guest.db", "--export", dir + "/guest.json", "--quiet"}
+	// after a failure, so every measured cell comes back. The run in the
+	// guest stops itself (SIGINT: it tears down and keeps what it
+	// measured) guestMargin before the budget ends and qemu is killed.
+	limit := budget - guestMargin
+	argv := guestArgv(dir+"/tunbench", "/tmp/guest.db", dir, limit,
+		"run", "-f", dir+"/scenario.yaml", "--export", dir+"/guest.json", "--quiet")
 	for _, k := range slices.Sorted(maps.Keys(labels)) {
 		argv = append(argv, "--label", k+"="+labels[k])
 	}
-	steps, budget := Budget(sc, l.reg)
 	if notes != nil {
 		fmt.Fprintf(notes, "booting %s in the kernel lab (%d steps, up to %s)...\n", l.kernel.Version, steps, budget.Round(time.Minute))
 	}
@@ -162,10 +180,17 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 	}
 	guestDB := filepath.Join(share, "guest.db")
 	var importErr error
+	var imported store.ImportStats
 	if _, statErr := os.Stat(guestDB); statErr == nil {
-		if _, err := db.ImportFile(ctx, guestDB); err != nil {
+		if imported, err = db.ImportFile(ctx, guestDB); err != nil {
 			importErr = fmt.Errorf("import the guest's results: %w", err)
 		}
+	}
+	if out.ExitCode == exitTimedOut {
+		return none, errors.Join(importErr, fmt.Errorf("the run in the kernel lab (kernel %s) was stopped at %s, the lab's time budget less %s for its teardown: "+
+			"%d times the plan's estimate and %s to boot, and its cells took longer under emulation; the %d cells it recorded are stored. "+
+			"Run fewer cells at a time (fewer methods, tunnels or repetitions)\n%s",
+			l.kernel.Version, limit.Round(time.Second), guestMargin, vmSlowdown, vmBootAllowance, imported.Cells, tail(out.Stderr, 20)))
 	}
 	if out.ExitCode != 0 && out.ExitCode != runner.ExitCellsFailed {
 		return none, errors.Join(importErr, fmt.Errorf("tunbench in the guest (kernel %s) exited with status %d:\n%s%s",
@@ -194,6 +219,17 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 		Export: data,
 		Where:  fmt.Sprintf("in the kernel lab (kernel %s, boot %.1f s, emulated %v)", l.kernel.Version, out.BootTime.Seconds(), out.Emulated),
 	}, nil
+}
+
+// guestArgv is the guest's command: bin with args and "--db db", stopped
+// with SIGINT after limit (SIGKILL guestKillAfter later), then db (and
+// its write-ahead log, left when the run was killed) copied into dir
+// whatever its exit; the command's exit status is bin's, or
+// exitTimedOut when it ran out of time.
+func guestArgv(bin, db, dir string, limit time.Duration, args ...string) []string {
+	script := `timeout -s INT -k ` + strconv.Itoa(int(guestKillAfter.Seconds())) + ` "$0" "$@"; rc=$?; ` +
+		`cp ` + db + ` ` + dir + `/; [ ! -e ` + db + `-wal ] || cp ` + db + `-wal ` + dir + `/; exit $rc`
+	return append([]string{"/bin/sh", "-c", script, strconv.Itoa(int(limit.Seconds())), bin}, append(args, "--db", db)...)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {

@@ -2,6 +2,10 @@ package vm
 
 import (
 	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,5 +74,68 @@ func TestOpen(t *testing.T) {
 		if e, ok := tb.(runner.Emulator); !ok || e.Emulated() != emulated {
 			t.Errorf("in the guest, emulated %v: %T does not say so", emulated, tb)
 		}
+	}
+}
+
+// TestGuestArgvStopsTheRun runs the guest's command with sh on this
+// machine, a script in tunbench's place that records cells until it is
+// interrupted, as tunbench does: past its limit the run gets SIGINT,
+// finishes (tears down, keeps its records), its database is copied to
+// the share and the status says it ran out of time; a run within its
+// limit keeps its own status, and its database is copied too.
+func TestGuestArgvStopsTheRun(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tunbench")
+	script := `#!/bin/sh
+db=
+while [ $# -gt 0 ]; do [ "$1" = --db ] && db=$2; shift; done
+trap 'echo interrupted >>"$db"; exit 130' INT
+echo cell1 >"$db"
+echo log >"$db-wal"
+[ -n "$FAST" ] && exit 5
+sleep 30 &
+wait
+`
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	share := filepath.Join(dir, "share")
+	if err := os.Mkdir(share, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		fast   bool
+		status int
+		db     string
+	}{
+		{"past its limit", false, exitTimedOut, "cell1\ninterrupted\n"},
+		{"within its limit", true, runner.ExitCellsFailed, "cell1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(dir, "guest.db")
+			argv := guestArgv(bin, db, share, time.Second, "run", "--quiet")
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Env = append(os.Environ(), "FAST=")
+			if tc.fast {
+				cmd.Env = append(cmd.Env, "FAST=1")
+			}
+			start := time.Now()
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != tc.status {
+				t.Fatalf("exit %v, want status %d", err, tc.status)
+			}
+			if took := time.Since(start); took > 20*time.Second {
+				t.Errorf("took %s: the run was not stopped at its limit", took)
+			}
+			got, err := os.ReadFile(filepath.Join(share, "guest.db"))
+			if err != nil || string(got) != tc.db {
+				t.Errorf("the share's database: %q, %v; want %q", got, err, tc.db)
+			}
+			if wal, err := os.ReadFile(filepath.Join(share, "guest.db-wal")); err != nil || string(wal) != "log\n" {
+				t.Errorf("the share's write-ahead log: %q, %v", wal, err)
+			}
+		})
 	}
 }
