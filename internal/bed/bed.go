@@ -23,6 +23,7 @@ import (
 	"io"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/tunbench/tunbench/internal/bed/kind"
 	"github.com/tunbench/tunbench/internal/method"
@@ -96,6 +97,9 @@ type Env struct {
 	// LabMemoryMiB is the kernel lab's guest memory for testbed vm
 	// (--vm-memory); the lab's default when zero.
 	LabMemoryMiB int
+	// LabTimeout bounds the kernel lab's whole run for testbed vm
+	// (--vm-timeout); zero means its budget from the plan's estimate.
+	LabTimeout time.Duration
 }
 
 // Host is the Env of this machine: its own probe and capabilities.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/tunbench/tunbench/internal/bed"
@@ -41,6 +42,7 @@ type runFlags struct {
 	modules     string
 	options     []string
 	vmMemory    int
+	vmTimeout   time.Duration
 	db          string
 	export      string
 	json        bool
@@ -140,6 +142,7 @@ that --skip-unavailable skips are not failures.`,
 	fl.StringVar(&f.kernel, "kernel", "", "vm testbed: vmlinuz to boot (default: Debian's stock kernel, fetched)")
 	fl.StringVar(&f.modules, "modules", "", "vm testbed: the kernel's modules directory (lib/modules/<version>)")
 	fl.IntVar(&f.vmMemory, "vm-memory", lab.DefaultMemoryMiB, fmt.Sprintf("vm testbed: guest memory in MiB, %d to %d", lab.MinMemoryMiB, lab.MaxMemoryMiB))
+	fl.DurationVar(&f.vmTimeout, "vm-timeout", 0, fmt.Sprintf("vm testbed: the most the whole run in the guest may take, at least %s (default: five minutes and ten times the plan's estimate)", lab.MinRunTimeout))
 	fl.StringArrayVar(&f.options, "option", nil, "method option METHOD.KEY=VALUE, e.g. vxlan.vni=7 (repeatable)")
 	fl.StringVar(&f.db, "db", "", dbHelp())
 	fl.StringArrayVar(&f.labels, "label", nil, "label the run KEY=VALUE (repeatable), e.g. kernel_commit=abc123: what tunbench cannot see; stored with the run")
@@ -256,6 +259,9 @@ func buildScenario(f runFlags) (scenario.Scenario, error) {
 	if f.vmMemory < lab.MinMemoryMiB || f.vmMemory > lab.MaxMemoryMiB {
 		return s, fmt.Errorf("--vm-memory %d: use %d to %d MiB (default %d)", f.vmMemory, lab.MinMemoryMiB, lab.MaxMemoryMiB, lab.DefaultMemoryMiB)
 	}
+	if f.vmTimeout != 0 && f.vmTimeout < lab.MinRunTimeout {
+		return s, fmt.Errorf("--vm-timeout %s: give at least %s (the guest's boot, and the run's own stop and teardown before the guest is killed), or leave it out for five minutes and ten times the plan's estimate", f.vmTimeout, lab.MinRunTimeout)
+	}
 	for _, o := range f.options {
 		name, kv, ok := strings.Cut(o, ".")
 		k, v, ok2 := strings.Cut(kv, "=")
@@ -338,6 +344,7 @@ func openSession(cmd *cobra.Command, f runFlags, reg *method.Registry) (*runner.
 	}
 	env := f.env
 	env.LabMemoryMiB = f.vmMemory
+	env.LabTimeout = f.vmTimeout
 	opt := runner.SessionOptions{
 		DB: f.db, Catalog: testbeds.Catalog(reg), Labels: labels,
 		Open: func(ctx context.Context, s scenario.Scenario, id string) (testbed.Testbed, error) {

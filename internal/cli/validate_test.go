@@ -98,6 +98,7 @@ func TestBadNumbersAreRefused(t *testing.T) {
 		{[]string{"run", "--latency", "-2s"}, []string{"latency: negative duration -2s"}},
 		{[]string{"run", "--vm-memory", "0"}, []string{"--vm-memory 0: use 256 to 16384 MiB"}},
 		{[]string{"run", "--vm-memory", "100000"}, []string{"--vm-memory 100000: use 256 to 16384 MiB"}},
+		{[]string{"run", "--testbed", "vm", "--vm-timeout", "2m"}, []string{"--vm-timeout 2m0s: give at least 5m0s"}},
 		{[]string{"run", "--methods", ""}, []string{"methods: empty"}},
 		{[]string{"run", "-f", scen}, []string{"repetitions: 0: use 1 to 1000", "streams: 0 parallel streams", "mtus: underlay MTU -1500 out of range"}},
 		{[]string{"selfbench", "--rounds", "0"}, []string{"--rounds 0: use 1 to 100"}},

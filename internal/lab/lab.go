@@ -23,6 +23,10 @@ const (
 	MaxMemoryMiB   = 16384
 	DefaultCPUs    = 2
 	DefaultTimeout = 10 * time.Minute
+	// MinRunTimeout is the least time a whole run in a guest may be
+	// given (--vm-timeout): the boot, and the run's own stop and
+	// teardown before the guest is killed.
+	MinRunTimeout = 5 * time.Minute
 )
 
 // Accelerators for Config.Accel.

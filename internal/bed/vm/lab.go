@@ -66,12 +66,20 @@ func Budget(sc scenario.Scenario, reg *method.Registry) (steps int, budget time.
 	return len(ps), vmBootAllowance + time.Duration(vmSlowdown*plan.Estimate(ps)*float64(time.Second))
 }
 
+// Guest sizes the kernel lab's guest of a run.
+type Guest struct {
+	// MemoryMiB is its memory; the lab's default when zero.
+	MemoryMiB int
+	// Timeout bounds the whole run in it; zero means Budget's.
+	Timeout time.Duration
+}
+
 // Open opens the vm testbed of s for run id. On this machine it checks
 // the lab's tools and finds the guest kernel (s.Kernel and s.Modules, or
 // the stock kernel, fetched once) and returns the Lab that runs the whole
-// plan there, in a guest of memoryMiB (the lab's default when zero).
-// Inside the guest it returns the guest's local namespaces.
-func Open(ctx context.Context, s scenario.Scenario, reg *method.Registry, memoryMiB int, id string) (testbed.Testbed, error) {
+// plan there, in a guest sized by g. Inside the guest it returns the
+// guest's local namespaces.
+func Open(ctx context.Context, s scenario.Scenario, reg *method.Registry, g Guest, id string) (testbed.Testbed, error) {
 	if InGuest() {
 		return guest{LocalTestbed: localns.LocalTestbed{ID: id}, emulated: os.Getenv(lab.EnvEmulated) == "1"}, nil
 	}
@@ -92,7 +100,7 @@ func Open(ctx context.Context, s scenario.Scenario, reg *method.Registry, memory
 	if err != nil {
 		return nil, fmt.Errorf("guest kernel: %w", err)
 	}
-	return &Lab{kernel: k, memoryMiB: memoryMiB, reg: reg}, nil
+	return &Lab{kernel: k, guest: g, reg: reg}, nil
 }
 
 // guest is the vm testbed inside the kernel lab's guest: the guest's own
@@ -113,9 +121,9 @@ func (g guest) Emulated() bool { return g.emulated }
 // Lab is the vm testbed seen from this machine: the kernel lab, which
 // runs the whole plan in its guest (runner.Delegate).
 type Lab struct {
-	kernel    lab.Kernel
-	memoryMiB int
-	reg       *method.Registry
+	kernel lab.Kernel
+	guest  Guest
+	reg    *method.Registry
 }
 
 // Name is the testbed's name.
@@ -160,6 +168,9 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 	}
 	dir := lab.GuestResultsDir
 	steps, budget := Budget(sc, l.reg)
+	if l.guest.Timeout > 0 {
+		budget = l.guest.Timeout
+	}
 	// SQLite's WAL needs shared memory, which 9p lacks: the guest keeps its
 	// database on its own /tmp and copies it to the share at the end, also
 	// after a failure, so every measured cell comes back. The run in the
@@ -174,7 +185,7 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 	if notes != nil {
 		fmt.Fprintf(notes, "booting %s in the kernel lab (%d steps, up to %s)...\n", l.kernel.Version, steps, budget.Round(time.Minute))
 	}
-	out, err := lab.Run(ctx, lab.Config{Kernel: l.kernel, WorkDir: work, MemoryMiB: l.memoryMiB, Timeout: budget}, lab.Guest{Argv: argv})
+	out, err := lab.Run(ctx, lab.Config{Kernel: l.kernel, WorkDir: work, MemoryMiB: l.guest.MemoryMiB, Timeout: budget}, lab.Guest{Argv: argv})
 	if err != nil {
 		return none, fmt.Errorf("kernel lab: %w", err)
 	}
@@ -187,10 +198,10 @@ func (l *Lab) RunWhole(ctx context.Context, sc scenario.Scenario, labels map[str
 		}
 	}
 	if out.ExitCode == exitTimedOut {
-		return none, errors.Join(importErr, fmt.Errorf("the run in the kernel lab (kernel %s) was stopped at %s, the lab's time budget less %s for its teardown: "+
-			"%d times the plan's estimate and %s to boot, and its cells took longer under emulation; the %d cells it recorded are stored. "+
-			"Run fewer cells at a time (fewer methods, tunnels or repetitions)\n%s",
-			l.kernel.Version, limit.Round(time.Second), guestMargin, vmSlowdown, vmBootAllowance, imported.Cells, tail(out.Stderr, 20)))
+		return none, errors.Join(importErr, fmt.Errorf("the run in the kernel lab (kernel %s) was stopped at %s, its time budget of %s less %s for its teardown, "+
+			"and the %d cells it recorded are stored: its cells took longer under emulation than the budget allows (%d times the plan's estimate and %s to boot, unless --vm-timeout gives it). "+
+			"Give it more with --vm-timeout, or run fewer cells at a time (fewer methods, tunnels or repetitions)\n%s",
+			l.kernel.Version, limit.Round(time.Second), budget.Round(time.Second), guestMargin, imported.Cells, vmSlowdown, vmBootAllowance, tail(out.Stderr, 20)))
 	}
 	if out.ExitCode != 0 && out.ExitCode != runner.ExitCellsFailed {
 		return none, errors.Join(importErr, fmt.Errorf("tunbench in the guest (kernel %s) exited with status %d:\n%s%s",

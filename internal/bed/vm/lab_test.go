@@ -56,7 +56,7 @@ func TestOpen(t *testing.T) {
 	s := scenario.Default()
 	s.Testbed, s.Kernel = "vm", "/boot/vmlinuz"
 	t.Setenv(lab.EnvInLab, "")
-	if _, err := Open(context.Background(), s, reg, 0, "r1"); err == nil || !strings.HasPrefix(err.Error(), "--modules: give the modules directory of /boot/vmlinuz") {
+	if _, err := Open(context.Background(), s, reg, Guest{}, "r1"); err == nil || !strings.HasPrefix(err.Error(), "--modules: give the modules directory of /boot/vmlinuz") {
 		t.Errorf("a kernel without modules: %v, want the --modules fix", err)
 	}
 
@@ -64,7 +64,7 @@ func TestOpen(t *testing.T) {
 	for _, emulated := range []bool{false, true} {
 		t.Setenv(lab.EnvInLab, "1")
 		t.Setenv(lab.EnvEmulated, map[bool]string{true: "1"}[emulated])
-		tb, err := Open(context.Background(), s, reg, 0, "r1")
+		tb, err := Open(context.Background(), s, reg, Guest{}, "r1")
 		if err != nil {
 			t.Fatalf("in the guest: %v", err)
 		}

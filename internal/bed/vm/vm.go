@@ -37,7 +37,7 @@ var Entry = bed.Entry{
 		return bed.UnavailableHere(s, reg, env.Probe(), InGuest())
 	},
 	Open: func(ctx context.Context, s scenario.Scenario, reg *method.Registry, env bed.Env, id string, _ io.Writer) (testbed.Testbed, error) {
-		return Open(ctx, s, reg, env.LabMemoryMiB, id)
+		return Open(ctx, s, reg, Guest{MemoryMiB: env.LabMemoryMiB, Timeout: env.LabTimeout}, id)
 	},
 }
 
