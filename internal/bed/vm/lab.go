@@ -46,7 +46,7 @@ const vmBootAllowance = 5 * time.Minute
 // it then has before SIGKILL.
 const (
 	guestMargin    = 3 * time.Minute
-	guestKillAfter = 150 * time.Second
+	guestKillAfter = 90 * time.Second
 )
 
 // exitTimedOut is timeout(1)'s exit status when the command ran out of
