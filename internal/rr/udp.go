@@ -260,8 +260,9 @@ type StreamConfig struct {
 // stream". Lost requests are those sent and never answered (a straggler
 // has until the end of the stream, at least Tail after its send).
 // Outage is the longest time between two answers; with a flap, Recovery
-// is the time from the device being up again to the first answer after
-// it, and Down the time the device was really down.
+// is the time from the device being up again (with its addresses and
+// routes) to the first answer after it, and Down the time the device was
+// down for certain (from taking it down to starting to put it up).
 type StreamReport struct {
 	Tool      string   `json:"tool"`
 	Version   string   `json:"version"`
@@ -324,16 +325,21 @@ func Stream(ctx context.Context, cfg StreamConfig) (StreamReport, error) {
 	}
 	var upAt time.Duration = -1
 	if cfg.Flap != nil {
-		downAt := u.since()
 		if err := cfg.Flap.Down(); err != nil {
 			restored, uerr := cfg.Flap.Up()
 			r.Restored = restored
 			return r, errors.Join(fmt.Errorf("rr stream: take the device down: %w", err), uerr)
 		}
+		// Down is the time the device was down for certain: from Down's
+		// return to Up's call. Up puts its addresses and routes back too,
+		// which on a loaded machine took 0.3 s, and answers may come
+		// before it returns.
+		downAt := u.since()
 		err := run(cfg.Down, nil)
+		upCall := u.since()
 		restored, uerr := cfg.Flap.Up()
 		upAt = u.since()
-		r.Down = (upAt - downAt).Seconds()
+		r.Down = (upCall - downAt).Seconds()
 		r.Restored = restored
 		if err = errors.Join(err, uerr); err != nil {
 			return r, fmt.Errorf("rr stream: %w", err)
